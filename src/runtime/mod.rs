@@ -1,0 +1,3 @@
+//! The high-level runtime: [`cpu`] holds the CPU implementation of every operation.
+
+pub mod cpu;
