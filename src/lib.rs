@@ -1,0 +1,26 @@
+//! # prism-gpu
+//!
+//! GPU acceleration for Rust on the raw CUDA Driver API, with no link-time CUDA dependency.
+//!
+//! | layer | module | what it holds |
+//! |---|---|---|
+//! | bindings | [`sys`] | bindgen output for `cuda.h` / `nvrtc.h` and the run-time loader |
+//! | probe | [`probe()`] | what the machine offers: driver version, devices, or why nothing is usable |
+//!
+//! The driver is opened at run time (`$PRISM_CUDA_DRIVER`, then `libcuda.so.1`, `libcuda.so`), so a
+//! machine without CUDA builds, runs, and gets a typed error or the CPU fallback.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
+
+#[cfg(all(feature = "production-gpu", feature = "legacy-gpu"))]
+compile_error!(
+    "prism-gpu: enable exactly one engine: `production-gpu` (default) or `legacy-gpu` \
+     (use `default-features = false, features = [\"legacy-gpu\"]` for the cudarc engine)"
+);
+#[cfg(not(any(feature = "production-gpu", feature = "legacy-gpu")))]
+compile_error!(
+    "prism-gpu: enable exactly one engine: `production-gpu` (the default, our own engine) or \
+     `legacy-gpu` (the real cudarc 0.19 under the same paths)"
+);
+
+pub mod sys;
