@@ -1,0 +1,289 @@
+// prism-targets: sm_90a
+// Hopper GEMM: TMA (cp.async.bulk.tensor, 128B swizzle) -> mbarrier ring -> wgmma, warp-specialised
+// (1 producer warpgroup + 2 consumer warpgroups, setmaxnreg), persistent over output tiles.
+//
+// C[m x n] (row-major, ldc) = alpha * op(A) * op(B) + beta * C, f32 accumulation.
+// A and B are read through CUtensorMaps encoded on the host (see notes/gemm.md for the exact encoding);
+// out-of-range rows/columns/k are zero-filled by TMA, so any m, n, k >= 1 works. Batch = gridDim.z.
+// beta == 0 never reads C.
+#include "common.cuh"
+#include <cuda.h>
+#include <stdint.h>
+#include "gemm_wgmma.cuh"
+
+namespace {
+
+constexpr int SM90_BM = 128;       // two consumer warpgroups x 64 rows
+constexpr int SM90_GROUP_M = 16;   // tile raster: groups of 16 M-tiles walk along N
+
+__device__ __forceinline__ uint32_t s_u32(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2,
+                                            uint32_t bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
+        "%4}], [%5];" ::"r"(dst),
+        "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+        : "memory");
+}
+// wgmma shared-memory descriptor, 128-byte swizzle.
+__device__ __forceinline__ uint64_t sdesc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
+           ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+template <int R>
+__device__ __forceinline__ void reg_fence(float (&d)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Element kinds: 0 = bf16, 1 = f16, 2 = tf32 (f32 storage).
+template <int KIND, int BN, int TA, int TB>
+__device__ __forceinline__ void wgmma_step(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d) {
+    if constexpr (KIND == 0) {
+        if constexpr (BN == 256) wgmma_bf16_n256<TA, TB>(d, da, db, scale_d);
+        else wgmma_bf16_n128<TA, TB>(d, da, db, scale_d);
+    } else if constexpr (KIND == 1) {
+        if constexpr (BN == 256) wgmma_f16_n256<TA, TB>(d, da, db, scale_d);
+        else wgmma_f16_n128<TA, TB>(d, da, db, scale_d);
+    } else {
+        if constexpr (BN == 256) wgmma_tf32_n256(d, da, db, scale_d);
+        else wgmma_tf32_n128(d, da, db, scale_d);
+    }
+}
+
+template <typename T> __device__ __forceinline__ T from_f32(float v);
+template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
+template <typename T> __device__ __forceinline__ float to_f32(T v);
+template <> __device__ __forceinline__ float to_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <> __device__ __forceinline__ float to_f32<__half>(__half v) { return __half2float(v); }
+
+template <typename T> struct Pair;
+template <> struct Pair<float> { using type = float2; };
+template <> struct Pair<__nv_bfloat16> { using type = __nv_bfloat162; };
+template <> struct Pair<__half> { using type = __half2; };
+
+template <typename TO>
+__device__ __forceinline__ void store_pair(TO *c, int ldc, int row, int col, int m, int n, float v0, float v1,
+                                           float alpha, float beta, bool pair_ok) {
+    if (row >= m) return;
+    TO *p = c + (long long)row * ldc + col;
+    if (pair_ok && col + 1 < n) {
+        using P = typename Pair<TO>::type;
+        float r0 = alpha * v0, r1 = alpha * v1;
+        if (beta != 0.f) {
+            P old = *reinterpret_cast<const P *>(p);
+            r0 += beta * to_f32<TO>(old.x);
+            r1 += beta * to_f32<TO>(old.y);
+        }
+        P o;
+        o.x = from_f32<TO>(r0);
+        o.y = from_f32<TO>(r1);
+        *reinterpret_cast<P *>(p) = o;
+    } else {
+        if (col < n) {
+            float r = alpha * v0;
+            if (beta != 0.f) r += beta * to_f32<TO>(p[0]);
+            p[0] = from_f32<TO>(r);
+        }
+        if (col + 1 < n) {
+            float r = alpha * v1;
+            if (beta != 0.f) r += beta * to_f32<TO>(p[1]);
+            p[1] = from_f32<TO>(r);
+        }
+    }
+}
+
+template <int BN> struct Sm90Cfg {
+    static constexpr int A_BYTES = SM90_BM * 128;  // 128 rows (or 2 x 64-wide MN boxes) of 128-byte lines
+    static constexpr int B_BYTES = BN * 128;
+    static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+    static constexpr int STAGES = BN == 256 ? 4 : 6;
+    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024;  // +1024: alignment slack
+};
+
+// KIND: 0 bf16, 1 f16, 2 tf32.  TA/TB: 1 = operand stored transposed (A: k x m, B: n x k).
+template <int KIND, typename TO, int BN, int TA, int TB>
+__device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensorMap *tmB, int m, int n, int k,
+                                          float alpha, float beta, TO *C, int ldc, long long strideC) {
+    using Cfg = Sm90Cfg<BN>;
+    constexpr int STAGES = Cfg::STAGES;
+    constexpr int ES = KIND == 2 ? 4 : 2;
+    constexpr int BK = 128 / ES;               // one 128-byte swizzle line of K
+    constexpr int KSTEP = KIND == 2 ? 8 : 16;  // K per wgmma
+    constexpr int NSTEP = BK / KSTEP;          // = 4
+    static_assert(KIND != 2 || (TA == 0 && TB == 1), "tf32 wgmma needs K-major A and B");
+
+    extern __shared__ uint8_t sm90_smem_raw[];
+    __shared__ __align__(8) uint64_t full_bar[STAGES];
+    __shared__ __align__(8) uint64_t empty_bar[STAGES];
+    const uint32_t smem = (s_u32(sm90_smem_raw) + 1023u) & ~1023u;
+
+    const int tiles_m = (m + SM90_BM - 1) / SM90_BM;
+    const int tiles_n = (n + BN - 1) / BN;
+    const int tiles = tiles_m * tiles_n;
+    const int nk = (k + BK - 1) / BK;
+    const int z = blockIdx.z;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(s_u32(&full_bar[s]), 1);
+            mbar_init(s_u32(&empty_bar[s]), 8);  // lane 0 of each of the 8 consumer warps
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    const int wg = threadIdx.x / 128;
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)tmA) : "memory");
+            asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)tmB) : "memory");
+            int it = 0;
+            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                const int per_group = SM90_GROUP_M * tiles_n;
+                const int g = tile / per_group;
+                const int first_m = g * SM90_GROUP_M;
+                const int gsz = min(tiles_m - first_m, SM90_GROUP_M);
+                const int tm = first_m + (tile % per_group) % gsz;
+                const int tn = (tile % per_group) / gsz;
+                for (int kb = 0; kb < nk; ++kb, ++it) {
+                    const int s = it % STAGES;
+                    const uint32_t ph = (uint32_t)(it / STAGES) & 1u;
+                    mbar_wait(s_u32(&empty_bar[s]), ph ^ 1u);
+                    const uint32_t fb = s_u32(&full_bar[s]);
+                    mbar_expect_tx(fb, Cfg::STAGE_BYTES);
+                    const uint32_t sa = smem + s * Cfg::STAGE_BYTES;
+                    const uint32_t sb = sa + Cfg::A_BYTES;
+                    if (TA == 0) {
+                        tma_load_3d(sa, tmA, kb * BK, tm * SM90_BM, z, fb);
+                    } else {
+#pragma unroll
+                        for (int h = 0; h < SM90_BM / 64; ++h)
+                            tma_load_3d(sa + h * 8192, tmA, tm * SM90_BM + h * 64, kb * BK, z, fb);
+                    }
+                    if (TB == 1) {
+                        tma_load_3d(sb, tmB, kb * BK, tn * BN, z, fb);
+                    } else {
+#pragma unroll
+                        for (int h = 0; h < BN / 64; ++h)
+                            tma_load_3d(sb + h * 8192, tmB, tn * BN + h * 64, kb * BK, z, fb);
+                    }
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int c = wg - 1;  // consumer index: rows c*64 .. c*64+63 of the tile
+        const int lt = threadIdx.x % 128;
+        const int warp = lt / 32, lane = lt % 32;
+        TO *Cz = C + (long long)z * strideC;
+        const bool pair_ok = ((ldc & 1) == 0) && ((((unsigned long long)Cz) & (2 * sizeof(TO) - 1)) == 0);
+        int it = 0;
+        float d[BN / 2];
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            const int per_group = SM90_GROUP_M * tiles_n;
+            const int g = tile / per_group;
+            const int first_m = g * SM90_GROUP_M;
+            const int gsz = min(tiles_m - first_m, SM90_GROUP_M);
+            const int tm = first_m + (tile % per_group) % gsz;
+            const int tn = (tile % per_group) / gsz;
+            int prev_s = 0;
+            for (int kb = 0; kb < nk; ++kb, ++it) {
+                const int s = it % STAGES;
+                const uint32_t ph = (uint32_t)(it / STAGES) & 1u;
+                mbar_wait(s_u32(&full_bar[s]), ph);
+                const uint32_t sa = smem + s * Cfg::STAGE_BYTES + c * 8192;
+                const uint32_t sb = smem + s * Cfg::STAGE_BYTES + Cfg::A_BYTES;
+                reg_fence(d);
+                wg_fence();
+#pragma unroll
+                for (int kk = 0; kk < NSTEP; ++kk) {
+                    // K-major: advance 32 bytes inside the 128-byte swizzled line.
+                    // MN-major: advance KSTEP rows of 128 bytes (2 swizzle atoms).
+                    const uint64_t da = TA == 0 ? sdesc(sa + kk * 32, 16, 1024) : sdesc(sa + kk * 2048, 8192, 1024);
+                    const uint64_t db = TB == 1 ? sdesc(sb + kk * 32, 16, 1024) : sdesc(sb + kk * 2048, 8192, 1024);
+                    wgmma_step<KIND, BN, TA, TB>(d, da, db, (kb > 0 || kk > 0) ? 1 : 0);
+                }
+                wg_commit();
+                wg_wait<1>();
+                reg_fence(d);
+                if (kb > 0 && lane == 0) mbar_arrive(s_u32(&empty_bar[prev_s]));
+                prev_s = s;
+            }
+            wg_wait<0>();
+            reg_fence(d);
+            if (lane == 0) mbar_arrive(s_u32(&empty_bar[prev_s]));
+
+            // Epilogue straight from the accumulators.
+            const int row0 = tm * SM90_BM + c * 64 + warp * 16 + lane / 4;
+            const int col0 = tn * BN + 2 * (lane % 4);
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int col = col0 + 8 * j;
+                store_pair<TO>(Cz, ldc, row0, col, m, n, d[4 * j + 0], d[4 * j + 1], alpha, beta, pair_ok);
+                store_pair<TO>(Cz, ldc, row0 + 8, col, m, n, d[4 * j + 2], d[4 * j + 3], alpha, beta, pair_ok);
+            }
+        }
+    }
+}
+
+}  // namespace
+
+#define SM90_ENTRY(NAME, KIND, TIN, TO, BN, TA, TB)                                                              \
+    PRISM_KERNEL void __launch_bounds__(384, 1)                                                                 \
+        NAME(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int m, int n,    \
+             int k, float alpha, float beta, TO *C, int ldc, long long strideC) {                               \
+        sm90_gemm<KIND, TO, BN, TA, TB>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC);                    \
+    }
+
+#define SM90_TRANS(PFX, KIND, TIN, TO, BN)                      \
+    SM90_ENTRY(PFX##_nn_n##BN, KIND, TIN, TO, BN, 0, 0)        \
+    SM90_ENTRY(PFX##_nt_n##BN, KIND, TIN, TO, BN, 0, 1)        \
+    SM90_ENTRY(PFX##_tn_n##BN, KIND, TIN, TO, BN, 1, 0)        \
+    SM90_ENTRY(PFX##_tt_n##BN, KIND, TIN, TO, BN, 1, 1)
+
+#ifndef PRISM_GEMM_SM90_ONLY_BF16
+SM90_TRANS(gemm_sm90_bf16_bf16, 0, __nv_bfloat16, __nv_bfloat16, 256)
+SM90_TRANS(gemm_sm90_bf16_bf16, 0, __nv_bfloat16, __nv_bfloat16, 128)
+SM90_TRANS(gemm_sm90_bf16_f32, 0, __nv_bfloat16, float, 256)
+SM90_TRANS(gemm_sm90_bf16_f32, 0, __nv_bfloat16, float, 128)
+SM90_TRANS(gemm_sm90_f16_f16, 1, __half, __half, 256)
+SM90_TRANS(gemm_sm90_f16_f16, 1, __half, __half, 128)
+SM90_TRANS(gemm_sm90_f16_f32, 1, __half, float, 256)
+SM90_TRANS(gemm_sm90_f16_f32, 1, __half, float, 128)
+SM90_ENTRY(gemm_sm90_tf32_f32_nt_n256, 2, float, float, 256, 0, 1)
+SM90_ENTRY(gemm_sm90_tf32_f32_nt_n128, 2, float, float, 128, 0, 1)
+#else
+SM90_TRANS(gemm_sm90_bf16_bf16, 0, __nv_bfloat16, __nv_bfloat16, 256)
+#endif
