@@ -1,0 +1,98 @@
+// Neuromorphic / reservoir-computing kernels (f32): echo-state network matvecs (dense and CSR), leaky
+// integration, rate-based spike encoding with a counter-based generator, sliding-window pattern
+// correlation, and the steps of spectral-radius estimation by power iteration.
+#include "kit.cuh"
+
+using namespace prism;
+
+// out[i] = sum_j w_in[i, j] * u[j], w_in row-major [n_reservoir, n_inputs]. Launch: block a multiple of 32
+// <= 1024 (256), grid = ceil(n_reservoir / (block / 32)) (one warp per row); no dynamic smem.
+PRISM_KERNEL void matvec_input_kernel(const float *w_in, const float *u, float *out, int n_reservoir,
+                                      int n_inputs) {
+    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (row >= n_reservoir) return;
+    const bool vec = prism_aligned16(w_in) && prism_aligned16(u) && (n_inputs % 4 == 0);
+    const float d = warp_dot(w_in + (size_t)row * n_inputs, u, n_inputs, vec);
+    if ((threadIdx.x & 31) == 0) out[row] = d;
+}
+
+// out[i] = sum_j w[i, j] * x[j], w dense row-major [n, n]. Launch: as matvec_input_kernel with n rows.
+// out must not alias x.
+PRISM_KERNEL void matvec_reservoir_kernel(const float *w, const float *x, float *out, int n) {
+    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (row >= n) return;
+    const bool vec = prism_aligned16(w) && prism_aligned16(x) && (n % 4 == 0);
+    const float d = warp_dot(w + (size_t)row * n, x, n, vec);
+    if ((threadIdx.x & 31) == 0) out[row] = d;
+}
+
+// out[i] = sum_{k in [row_ptr[i], row_ptr[i+1])} values[k] * x[col_idx[k]] (CSR, n rows, int indices).
+// Launch: as matvec_input_kernel with n rows. out must not alias x.
+PRISM_KERNEL void matvec_reservoir_csr_kernel(const int *row_ptr, const int *col_idx, const float *values,
+                                              const float *x, float *out, int n) {
+    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (row >= n) return;
+    const int lane = threadIdx.x & 31;
+    const int b = row_ptr[row], e = row_ptr[row + 1];
+    float acc = 0.0f;
+    for (int k = b + lane; k < e; k += 32) acc = fmaf(values[k], __ldg(x + col_idx[k]), acc);
+    acc = warp_reduce(acc, SumOp{});
+    if (lane == 0) out[row] = acc;
+}
+
+// x[i] = (1 - leak) * x[i] + leak * tanh(drive[i]). Launch: 1-D grid-stride, any grid/block (recommended
+// block 256, grid ceil(n / 4096)). drive may alias x.
+PRISM_KERNEL void leaky_integration_kernel(float *x, const float *drive, float leak, unsigned long long n) {
+    const float keep = 1.0f - leak;
+    map2(x, drive, x, n, [keep, leak](float s, float d) { return fmaf(keep, s, leak * tanhf(d)); });
+}
+
+// spikes[t * n + i] = (uniform01(seed, i, t) < rates[i]) ? 1 : 0 for t < steps (rates are per-step spike
+// probabilities; uniform01 = splitmix64 hash of (seed, i, t), 24-bit float in [0, 1), identical on the CPU).
+// Launch: 1-D grid-stride over n * steps, any grid/block (recommended block 256, grid ceil(n*steps/1024)).
+PRISM_KERNEL void spike_encode_kernel(const float *rates, float *spikes, unsigned long long n, int steps,
+                                      unsigned long long seed) {
+    const unsigned long long total = n * (unsigned long long)steps;
+    for (unsigned long long k = prism_global_thread(); k < total; k += prism_grid_threads()) {
+        const unsigned long long t = k / n, i = k - t * n;
+        spikes[k] = uniform01(seed, i, t) < rates[i] ? 1.0f : 0.0f;
+    }
+}
+
+// Sliding-window correlation: spikes time-major [T, n], templates [P, W, n];
+// out[p * (T - W + 1) + t] = sum_{w < W, i < n} spikes[t + w, i] * templates[p, w, i] for t <= T - W
+// (a contiguous dot of length W*n). Launch: block a multiple of 32 <= 1024 (256), grid =
+// ceil(P * (T - W + 1) / (block / 32)) (one warp per output); requires 1 <= W <= T.
+PRISM_KERNEL void pattern_correlation_kernel(const float *spikes, const float *templates, float *out, int T,
+                                             int n, int P, int W) {
+    const int outs = T - W + 1;
+    const long long o = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (o >= (long long)P * outs) return;
+    const int p = (int)(o / outs), t = (int)(o - (long long)p * outs);
+    const float *a = spikes + (size_t)t * n;
+    const float *b = templates + (size_t)p * W * n;
+    const int len = W * n;
+    const bool vec = prism_aligned16(a) && prism_aligned16(b);
+    const float d = warp_dot(b, a, len, vec);
+    if ((threadIdx.x & 31) == 0) out[o] = d;
+}
+
+// v[i] = 2 * uniform01(seed, i, 0) - 1 (start vector of the power iteration). Launch: 1-D grid-stride, any
+// grid/block.
+PRISM_KERNEL void power_iteration_init_kernel(float *v, unsigned long long n, unsigned long long seed) {
+    for (unsigned long long i = prism_global_thread(); i < n; i += prism_grid_threads())
+        v[i] = 2.0f * uniform01(seed, i, 0) - 1.0f;
+}
+
+// norm_out[0] = ||w||_2 (f64 accumulation), v = w / ||w|| (v = w when the norm is 0; v may alias w).
+// Power iteration: v = init; normalize(v, v); repeat { w = W v (matvec_reservoir_kernel); normalize(w, v) };
+// the last norm estimates the spectral radius. Launch: grid 1, block a multiple of 32 <= 1024 (1024).
+PRISM_KERNEL void power_iteration_normalize_kernel(const float *w, float *v, float *norm_out, int n) {
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) acc += (double)w[i] * (double)w[i];
+    const double s = block_allreduce_f64(acc);
+    const float nrm = (float)sqrt(s);
+    const float inv = nrm > 0.0f ? 1.0f / nrm : 1.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) v[i] = w[i] * inv;
+    if (threadIdx.x == 0) norm_out[0] = nrm;
+}
