@@ -1,0 +1,29 @@
+//! The built-in kernels: images embedded at build time (see `build.rs`) and the catalogue of the
+//! entry points each family defines.
+
+mod catalogue;
+
+pub use catalogue::{family_of, Family, FAMILIES};
+
+/// The embedded image of one kernel family: a fatbin from nvcc, or checked-in PTX text.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelImage {
+    /// Family name: the stem of its `cuda/<family>.cu` source.
+    pub family: &'static str,
+    /// The bytes `cuModuleLoadData` takes (PTX is NUL-terminated).
+    pub bytes: &'static [u8],
+    /// `true` for PTX text (JIT-compiled by the driver at load), `false` for an nvcc fatbin.
+    pub is_ptx: bool,
+}
+
+static IMAGES: &[(&str, &[u8], bool)] = include!(concat!(env!("OUT_DIR"), "/kernel_images.rs"));
+
+/// Every embedded image, sorted by family name.
+pub fn images() -> impl Iterator<Item = KernelImage> {
+    IMAGES.iter().map(|&(family, bytes, is_ptx)| KernelImage { family, bytes, is_ptx })
+}
+
+/// The embedded image of `family`, if the crate was built with it.
+pub fn image(family: &str) -> Option<KernelImage> {
+    images().find(|i| i.family == family)
+}

@@ -1,0 +1,27 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Builds `tests/support/fake_libcuda.c` into a shared library (once per variant and test binary)
+/// with the system C compiler (`$CC`, else `cc`) and returns its path.
+pub fn fake_libcuda(stub: bool) -> PathBuf {
+    let name = if stub { "libcuda-stub.so" } else { "libcuda-fake.so" };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fake-libcuda-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("creating the fake driver's folder");
+    let out = dir.join(name);
+    if !out.exists() {
+        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/fake_libcuda.c");
+        let partial = dir.join(format!("{name}.{:?}.partial", std::thread::current().id()));
+        let mut cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+        cc.args(["-shared", "-fPIC", "-O1", "-o"]).arg(&partial).arg(&source);
+        if stub {
+            cc.arg("-DFAKE_STUB");
+        }
+        let status = cc.status().expect("running the C compiler for the fake libcuda");
+        assert!(status.success(), "compiling the fake libcuda failed: {status}");
+        std::fs::rename(&partial, &out).expect("moving the fake driver into place");
+    }
+    out
+}
