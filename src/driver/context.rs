@@ -1,0 +1,357 @@
+//! [`CudaContext`]: one device's context, the root every other object keeps alive.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use super::result::{self, DriverError};
+use super::stream::CudaStream;
+use super::sys;
+
+/// A CUDA context on one device (the device's primary context unless made otherwise).
+///
+/// Shared as `Arc<CudaContext>`; every stream, slice, module and event holds a clone, so the
+/// context outlives them all. Safe to use from many threads: every fallible call binds the
+/// context to the calling thread first ([`CudaContext::bind_to_thread`]).
+///
+/// Errors that happen where none can be returned (in `Drop`) are parked on the context and
+/// returned by the next fallible call ([`CudaContext::check_err`]).
+#[derive(Debug)]
+pub struct CudaContext {
+    pub(crate) cu_device: sys::CUdevice,
+    pub(crate) cu_ctx: sys::CUcontext,
+    pub(crate) ordinal: usize,
+    pub(crate) has_async_alloc: bool,
+    pub(crate) is_primary: bool,
+    /// Streams created by [`CudaContext::new_stream`] / [`CudaStream::fork`] still alive.
+    pub(crate) num_streams: AtomicUsize,
+    /// Set for good once the context has had a second stream: from then on slices track
+    /// their uses with events. Sticky, so that work recorded on a since-dropped stream is
+    /// still waited for.
+    pub(crate) multi_stream: AtomicBool,
+    pub(crate) event_tracking: AtomicBool,
+    /// Captures begun through [`CudaStream::begin_capture`] and not yet ended.
+    pub(crate) active_captures: AtomicUsize,
+    pub(crate) error_state: AtomicU32,
+}
+
+// SAFETY: the raw handles are owned by this object and the driver API is thread safe; the
+// mutable state is atomics.
+unsafe impl Send for CudaContext {}
+// SAFETY: as above; `&CudaContext` only exposes thread-safe driver calls and atomics.
+unsafe impl Sync for CudaContext {}
+
+impl Drop for CudaContext {
+    fn drop(&mut self) {
+        self.record_err(self.bind_to_thread());
+        let ctx = std::mem::replace(&mut self.cu_ctx, std::ptr::null_mut());
+        if ctx.is_null() {
+            return;
+        }
+        if self.is_primary {
+            // SAFETY: balances the retain in `new`; no child object is alive (they hold Arcs).
+            self.record_err(unsafe { result::primary_ctx::release(self.cu_device) });
+        } else {
+            // SAFETY: we created this context and nothing refers to it any more.
+            self.record_err(unsafe { result::ctx::destroy(ctx) });
+        }
+    }
+}
+
+impl PartialEq for CudaContext {
+    fn eq(&self, other: &Self) -> bool {
+        self.cu_device == other.cu_device && self.cu_ctx == other.cu_ctx && self.ordinal == other.ordinal
+    }
+}
+impl Eq for CudaContext {}
+
+/// What a use of a tracked slice on a stream has to do about other streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SyncMode {
+    /// Single-stream context, or tracking switched off: nothing.
+    Off,
+    /// Wait on and record the slice's events.
+    On,
+    /// The stream is being captured: events recorded outside the capture must not be touched.
+    Capturing,
+}
+
+impl CudaContext {
+    fn wrap(ordinal: usize, cu_device: sys::CUdevice, cu_ctx: sys::CUcontext, is_primary: bool) -> Arc<Self> {
+        Arc::new(CudaContext {
+            cu_device,
+            cu_ctx,
+            ordinal,
+            has_async_alloc: false,
+            is_primary,
+            num_streams: AtomicUsize::new(0),
+            multi_stream: AtomicBool::new(false),
+            event_tracking: AtomicBool::new(true),
+            active_captures: AtomicUsize::new(0),
+            error_state: AtomicU32::new(0),
+        })
+    }
+
+    fn finish(mut ctx: Arc<Self>) -> Result<Arc<Self>, DriverError> {
+        // SAFETY: `cu_device` came from cuDeviceGet.
+        let pools = unsafe {
+            result::device::get_attribute(
+                ctx.cu_device,
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+            )
+        }?;
+        if let Some(inner) = Arc::get_mut(&mut ctx) {
+            inner.has_async_alloc = pools > 0;
+        }
+        ctx.bind_to_thread()?;
+        Ok(ctx)
+    }
+
+    /// Retains the primary context of device `ordinal`.
+    ///
+    /// Returns an error (never panics) when no driver can be loaded or there is no such device.
+    #[doc(alias = "cuDevicePrimaryCtxRetain")]
+    pub fn new(ordinal: usize) -> Result<Arc<Self>, DriverError> {
+        result::init()?;
+        let index =
+            i32::try_from(ordinal).map_err(|_| DriverError(sys::CUresult::CUDA_ERROR_INVALID_DEVICE))?;
+        let cu_device = result::device::get(index)?;
+        // SAFETY: `cu_device` came from cuDeviceGet; released in Drop.
+        let cu_ctx = unsafe { result::primary_ctx::retain(cu_device) }?;
+        Self::finish(Self::wrap(ordinal, cu_device, cu_ctx, true))
+    }
+
+    /// Creates a new non-primary context on device `ordinal` with `flags` (`CUctx_flags` bits).
+    #[doc(alias = "cuCtxCreate_v4")]
+    pub fn new_non_primary(ordinal: usize, flags: u32) -> Result<Arc<Self>, DriverError> {
+        result::init()?;
+        let index =
+            i32::try_from(ordinal).map_err(|_| DriverError(sys::CUresult::CUDA_ERROR_INVALID_DEVICE))?;
+        let cu_device = result::device::get(index)?;
+        // SAFETY: `cu_device` came from cuDeviceGet; null parameters are allowed; destroyed in Drop.
+        let cu_ctx = unsafe { result::ctx::create_v4(std::ptr::null_mut(), flags, cu_device) }?;
+        Self::finish(Self::wrap(ordinal, cu_device, cu_ctx, false))
+    }
+
+    /// Wraps an existing context, which this object then destroys on drop.
+    ///
+    /// # Safety
+    /// `cu_ctx` must be a live non-primary context of `cu_device`, owned by nobody else.
+    pub unsafe fn from_raw_context(
+        ordinal: usize,
+        cu_device: sys::CUdevice,
+        cu_ctx: sys::CUcontext,
+    ) -> Result<Arc<Self>, DriverError> {
+        Self::finish(Self::wrap(ordinal, cu_device, cu_ctx, false))
+    }
+
+    /// Whether this is the device's primary context.
+    pub fn is_primary(&self) -> bool {
+        self.is_primary
+    }
+
+    /// Whether the device supports stream-ordered allocation (`cuMemAllocAsync`), which slices use.
+    pub fn has_async_alloc(&self) -> bool {
+        self.has_async_alloc
+    }
+
+    /// The number of CUDA devices.
+    #[doc(alias = "cuDeviceGetCount")]
+    pub fn device_count() -> Result<i32, DriverError> {
+        result::init()?;
+        result::device::get_count()
+    }
+
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// The device's name.
+    #[doc(alias = "cuDeviceGetName")]
+    pub fn name(&self) -> Result<String, DriverError> {
+        self.check_err()?;
+        result::device::get_name(self.cu_device)
+    }
+
+    /// The device's UUID.
+    #[doc(alias = "cuDeviceGetUuid")]
+    pub fn uuid(&self) -> Result<sys::CUuuid, DriverError> {
+        self.check_err()?;
+        result::device::get_uuid(self.cu_device)
+    }
+
+    /// `(major, minor)` compute capability.
+    pub fn compute_capability(&self) -> Result<(i32, i32), DriverError> {
+        self.check_err()?;
+        let major = self.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = self.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        Ok((major, minor))
+    }
+
+    /// Total device memory in bytes.
+    #[doc(alias = "cuDeviceTotalMem")]
+    pub fn total_mem(&self) -> Result<usize, DriverError> {
+        self.check_err()?;
+        // SAFETY: `cu_device` came from cuDeviceGet.
+        unsafe { result::device::total_mem(self.cu_device) }
+    }
+
+    /// `(free, total)` device memory in bytes.
+    #[doc(alias = "cuMemGetInfo")]
+    pub fn mem_get_info(&self) -> Result<(usize, usize), DriverError> {
+        self.bind_to_thread()?;
+        result::mem_get_info()
+    }
+
+    /// The raw device handle (owned by this context).
+    pub fn cu_device(&self) -> sys::CUdevice {
+        self.cu_device
+    }
+
+    /// The raw context handle (owned by this context: do not release or destroy it).
+    pub fn cu_ctx(&self) -> sys::CUcontext {
+        self.cu_ctx
+    }
+
+    /// Makes this the calling thread's current context (first returning any parked error).
+    #[doc(alias = "cuCtxSetCurrent")]
+    pub fn bind_to_thread(&self) -> Result<(), DriverError> {
+        self.check_err()?;
+        if result::ctx::get_current()? != Some(self.cu_ctx) {
+            // SAFETY: `cu_ctx` is alive for as long as `self`.
+            unsafe { result::ctx::set_current(self.cu_ctx) }?;
+        }
+        Ok(())
+    }
+
+    /// One device attribute.
+    #[doc(alias = "cuDeviceGetAttribute")]
+    pub fn attribute(&self, attrib: sys::CUdevice_attribute) -> Result<i32, DriverError> {
+        self.check_err()?;
+        // SAFETY: `cu_device` came from cuDeviceGet.
+        unsafe { result::device::get_attribute(self.cu_device, attrib) }
+    }
+
+    /// Waits for all work in this context.
+    #[doc(alias = "cuCtxSynchronize")]
+    pub fn synchronize(&self) -> Result<(), DriverError> {
+        self.bind_to_thread()?;
+        result::ctx::synchronize()
+    }
+
+    /// Makes synchronising calls block the thread instead of spinning.
+    pub fn set_blocking_synchronize(&self) -> Result<(), DriverError> {
+        self.set_flags(sys::CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC)
+    }
+
+    /// Sets the context's flags.
+    #[doc(alias = "cuCtxSetFlags")]
+    pub fn set_flags(&self, flags: sys::CUctx_flags) -> Result<(), DriverError> {
+        self.bind_to_thread()?;
+        result::ctx::set_flags(flags)
+    }
+
+    /// Reads a context limit.
+    #[doc(alias = "cuCtxGetLimit")]
+    pub fn get_limit(&self, limit: sys::CUlimit) -> Result<usize, DriverError> {
+        self.bind_to_thread()?;
+        result::ctx::get_limit(limit)
+    }
+
+    /// Sets a context limit.
+    #[doc(alias = "cuCtxSetLimit")]
+    pub fn set_limit(&self, limit: sys::CUlimit, value: usize) -> Result<(), DriverError> {
+        self.bind_to_thread()?;
+        result::ctx::set_limit(limit, value)
+    }
+
+    /// Reads the L1/shared memory preference.
+    #[doc(alias = "cuCtxGetCacheConfig")]
+    pub fn get_cache_config(&self) -> Result<sys::CUfunc_cache, DriverError> {
+        self.bind_to_thread()?;
+        result::ctx::get_cache_config()
+    }
+
+    /// Sets the L1/shared memory preference.
+    #[doc(alias = "cuCtxSetCacheConfig")]
+    pub fn set_cache_config(&self, config: sys::CUfunc_cache) -> Result<(), DriverError> {
+        self.bind_to_thread()?;
+        result::ctx::set_cache_config(config)
+    }
+
+    /// Whether this context has ever had a stream besides its default stream. From then on
+    /// slices record their reads and writes with events so other streams can wait for them.
+    pub fn is_in_multi_stream_mode(&self) -> bool {
+        self.multi_stream.load(Ordering::Acquire)
+    }
+
+    /// Whether slices created now will track their uses (the default).
+    pub fn is_event_tracking(&self) -> bool {
+        self.event_tracking.load(Ordering::Relaxed)
+    }
+
+    /// Both [`is_in_multi_stream_mode`](Self::is_in_multi_stream_mode) and
+    /// [`is_event_tracking`](Self::is_event_tracking).
+    pub fn is_managing_stream_synchronization(&self) -> bool {
+        self.is_in_multi_stream_mode() && self.is_event_tracking()
+    }
+
+    /// Slices created after this call track their uses again.
+    ///
+    /// # Safety
+    /// Slices created while tracking was off stay untracked: their cross-stream ordering
+    /// remains the caller's job.
+    pub unsafe fn enable_event_tracking(&self) {
+        self.event_tracking.store(true, Ordering::Relaxed);
+    }
+
+    /// Slices created after this call do not track their uses.
+    ///
+    /// Not needed for graph capture: captured work skips the tracking events by itself.
+    ///
+    /// # Safety
+    /// The caller must order every cross-stream use of such slices (including their allocation
+    /// and their free) itself.
+    pub unsafe fn disable_event_tracking(&self) {
+        self.event_tracking.store(false, Ordering::Relaxed);
+    }
+
+    /// Returns, and clears, the error parked by a call that could not return one (a `Drop`).
+    pub fn check_err(&self) -> Result<(), DriverError> {
+        match self.error_state.swap(0, Ordering::Relaxed) {
+            0 => Ok(()),
+            code => Err(DriverError(sys::CUresult(code))),
+        }
+    }
+
+    /// Parks `result`'s error, if any, for the next [`check_err`](Self::check_err).
+    pub fn record_err<T>(&self, result: Result<T, DriverError>) {
+        if let Err(err) = result {
+            self.error_state.store(err.0 .0, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a new stream and, the first time, switches to multi-stream mode. The switch waits
+    /// for the context's work, so slices used before it need no events.
+    pub(crate) fn enter_multi_stream(&self) -> Result<(), DriverError> {
+        self.num_streams.fetch_add(1, Ordering::Relaxed);
+        if !self.multi_stream.load(Ordering::Acquire) {
+            if self.is_event_tracking() {
+                self.synchronize()?;
+            }
+            self.multi_stream.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// What a tracked use on `stream` must do about other streams.
+    pub(crate) fn sync_mode(&self, stream: &CudaStream) -> SyncMode {
+        if !self.is_in_multi_stream_mode() {
+            return SyncMode::Off;
+        }
+        if self.active_captures.load(Ordering::Acquire) > 0 && stream.is_capturing_now() {
+            return SyncMode::Capturing;
+        }
+        SyncMode::On
+    }
+}

@@ -1,0 +1,195 @@
+//! [`CudaGraph`]: work captured from a stream, replayable with one launch.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::context::SyncMode;
+use super::memory::{Access, SliceEvents, Touched};
+use super::result::{self, DriverError};
+use super::stream::CudaStream;
+use super::sys;
+
+/// An instantiated graph, made by [`CudaStream::begin_capture`] / [`CudaStream::end_capture`] and
+/// replayed with [`CudaGraph::launch`] on the stream it was captured from.
+///
+/// Captured work does not take part in the slices' cross-stream tracking (waiting for events
+/// recorded outside the capture would fail with `CUDA_ERROR_STREAM_CAPTURE_ISOLATION`). Instead
+/// the graph remembers which tracked slices the captured work used, and each launch waits for
+/// their earlier uses on other streams and records its own, like a kernel launch does. So
+/// buffers written before the capture and used inside it need no `disable_event_tracking`.
+///
+/// Not thread safe (CUDA graphs are not): it is neither `Send` nor `Sync`.
+pub struct CudaGraph {
+    cu_graph: sys::CUgraph,
+    cu_graph_exec: sys::CUgraphExec,
+    stream: Arc<CudaStream>,
+    touched: Vec<Touched>,
+}
+
+impl std::fmt::Debug for CudaGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaGraph")
+            .field("cu_graph", &self.cu_graph)
+            .field("cu_graph_exec", &self.cu_graph_exec)
+            .field("tracked_slices", &self.touched.len())
+            .finish()
+    }
+}
+
+impl Drop for CudaGraph {
+    fn drop(&mut self) {
+        let ctx = &self.stream.ctx;
+        ctx.record_err(ctx.bind_to_thread());
+        let exec = std::mem::replace(&mut self.cu_graph_exec, std::ptr::null_mut());
+        if !exec.is_null() {
+            // SAFETY: we own the executable graph; pending launches keep their resources.
+            ctx.record_err(unsafe { result::graph::exec_destroy(exec) });
+        }
+        let graph = std::mem::replace(&mut self.cu_graph, std::ptr::null_mut());
+        if !graph.is_null() {
+            // SAFETY: we own the graph.
+            ctx.record_err(unsafe { result::graph::destroy(graph) });
+        }
+    }
+}
+
+impl std::ops::BitOr for sys::CUgraphInstantiate_flags {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        sys::CUgraphInstantiate_flags(self.0 | rhs.0)
+    }
+}
+
+impl std::ops::BitOrAssign for sys::CUgraphInstantiate_flags {
+    fn bitor_assign(&mut self, rhs: Self) {
+        self.0 |= rhs.0;
+    }
+}
+
+impl CudaStream {
+    /// Starts capturing this stream's work into a graph (not allowed on the default stream).
+    #[doc(alias = "cuStreamBeginCapture")]
+    pub fn begin_capture(&self, mode: sys::CUstreamCaptureMode) -> Result<(), DriverError> {
+        self.ctx.bind_to_thread()?;
+        self.ctx.active_captures.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: the stream is alive.
+        match unsafe { result::stream::begin_capture(self.cu_stream, mode) } {
+            Ok(()) => {
+                if let Ok(mut log) = self.capture_log.lock() {
+                    *log = Some(Vec::new());
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.ctx.active_captures.fetch_sub(1, Ordering::AcqRel);
+                Err(e)
+            }
+        }
+    }
+
+    /// Ends the capture and instantiates the graph with `flags` (`CUgraphInstantiate_flags(0)`
+    /// for the default). `Ok(None)` when nothing was captured.
+    #[doc(alias = "cuStreamEndCapture")]
+    pub fn end_capture(
+        self: &Arc<Self>,
+        flags: sys::CUgraphInstantiate_flags,
+    ) -> Result<Option<CudaGraph>, DriverError> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: the stream is alive.
+        let ended = unsafe { result::stream::end_capture(self.cu_stream) };
+        let log = self.capture_log.lock().ok().and_then(|mut log| log.take());
+        if log.is_some() {
+            self.ctx.active_captures.fetch_sub(1, Ordering::AcqRel);
+        }
+        let cu_graph = ended?;
+        if cu_graph.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: `cu_graph` was just produced by the capture.
+        let cu_graph_exec = match unsafe { result::graph::instantiate(cu_graph, flags) } {
+            Ok(exec) => exec,
+            Err(e) => {
+                // SAFETY: we own the graph and nothing else refers to it.
+                self.ctx.record_err(unsafe { result::graph::destroy(cu_graph) });
+                return Err(e);
+            }
+        };
+        Ok(Some(CudaGraph {
+            cu_graph,
+            cu_graph_exec,
+            stream: self.clone(),
+            touched: merge(log.unwrap_or_default()),
+        }))
+    }
+
+    /// The stream's capture status.
+    #[doc(alias = "cuStreamIsCapturing")]
+    pub fn capture_status(&self) -> Result<sys::CUstreamCaptureStatus, DriverError> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: the stream is alive.
+        unsafe { result::stream::is_capturing(self.cu_stream) }
+    }
+}
+
+/// One entry per slice, a write if any captured use wrote it.
+fn merge(log: Vec<Touched>) -> Vec<Touched> {
+    let mut seen: HashMap<*const SliceEvents, usize> = HashMap::new();
+    let mut out: Vec<Touched> = Vec::new();
+    for (events, access) in log {
+        match seen.get(&Arc::as_ptr(&events)) {
+            Some(&i) => {
+                if access == Access::Write {
+                    out[i].1 = Access::Write;
+                }
+            }
+            None => {
+                seen.insert(Arc::as_ptr(&events), out.len());
+                out.push((events, access));
+            }
+        }
+    }
+    out
+}
+
+impl CudaGraph {
+    /// Replays the graph on the stream it was captured from.
+    #[doc(alias = "cuGraphLaunch")]
+    pub fn launch(&self) -> Result<(), DriverError> {
+        let stream = &self.stream;
+        stream.ctx.bind_to_thread()?;
+        let mode = if self.touched.is_empty() { SyncMode::Off } else { stream.ctx.sync_mode(stream) };
+        if mode == SyncMode::On {
+            for (events, access) in &self.touched {
+                events.wait_before(*access, stream);
+            }
+        }
+        // SAFETY: both handles are alive; the graph's buffers are the caller's to keep alive,
+        // as with any captured work.
+        unsafe { result::graph::launch(self.cu_graph_exec, stream.cu_stream) }?;
+        if mode == SyncMode::On {
+            for (events, access) in &self.touched {
+                events.record_after(*access, stream);
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads the graph's resources now, so the first launch is not slower.
+    #[doc(alias = "cuGraphUpload")]
+    pub fn upload(&self) -> Result<(), DriverError> {
+        self.stream.ctx.bind_to_thread()?;
+        // SAFETY: both handles are alive.
+        unsafe { result::graph::upload(self.cu_graph_exec, self.stream.cu_stream) }
+    }
+
+    /// The raw graph (owned by this object: do not destroy it).
+    pub fn cu_graph(&self) -> sys::CUgraph {
+        self.cu_graph
+    }
+
+    /// The raw executable graph (owned by this object: do not destroy it).
+    pub fn cu_graph_exec(&self) -> sys::CUgraphExec {
+        self.cu_graph_exec
+    }
+}

@@ -1,0 +1,56 @@
+//! The CUDA driver API with the paths, names and behaviour of cudarc 0.19's `cudarc::driver`,
+//! on prism-gpu's own run-time-loaded bindings.
+//!
+//! ```no_run
+//! use prism_gpu::driver::{CudaContext, LaunchConfig, PushKernelArg};
+//! use prism_gpu::nvrtc::compile_ptx;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let ctx = CudaContext::new(0)?;
+//! let stream = ctx.default_stream();
+//! let ptx = compile_ptx(r#"extern "C" __global__ void twice(float *x, unsigned n) {
+//!     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//!     if (i < n) x[i] *= 2.0f;
+//! }"#)?;
+//! let f = ctx.load_module(ptx)?.load_function("twice")?;
+//! let mut x = stream.clone_htod(&[1.0f32, 2.0, 3.0])?;
+//! let n = 3u32;
+//! unsafe { stream.launch_builder(&f).arg(&mut x).arg(&n).launch(LaunchConfig::for_num_elems(n)) }?;
+//! assert_eq!(stream.clone_dtoh(&x)?, [2.0, 4.0, 6.0]);
+//! # Ok(()) }
+//! ```
+//!
+//! Where it differs from cudarc (on purpose):
+//! - no panics without a driver: [`CudaContext::new`] returns an error;
+//! - slices create and record their cross-stream events only once the context has a second
+//!   stream, so single-stream code pays nothing for them;
+//! - graph capture of buffers written before the capture works without switching event tracking
+//!   off (see [`CudaGraph`]);
+//! - a module that fails to load can report the JIT log
+//!   ([`CudaContext::load_module_with_log`]).
+
+mod context;
+mod event;
+mod graph;
+mod launch;
+mod memory;
+mod module;
+pub mod result;
+mod stream;
+
+/// The raw driver bindings (`cuda.h`), as `cudarc::driver::sys`.
+pub mod sys {
+    pub use crate::sys::driver::*;
+}
+
+pub use context::CudaContext;
+pub use event::CudaEvent;
+pub use graph::CudaGraph;
+pub use launch::{LaunchArgs, LaunchConfig, PushKernelArg};
+pub use memory::{
+    CudaSlice, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice, HostSlice,
+    PinnedHostSlice, SyncOnDrop, ValidAsZeroBits,
+};
+pub use module::{CudaFunction, CudaModule, ModuleLoadError};
+pub use result::DriverError;
+pub use stream::CudaStream;

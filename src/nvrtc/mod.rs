@@ -1,0 +1,15 @@
+//! Run-time compilation of CUDA C++ with NVRTC, with the paths, names and behaviour of
+//! cudarc 0.19's `cudarc::nvrtc`. NVRTC is loaded when first used; when it cannot be,
+//! compiling returns an error (never a panic).
+
+mod compile;
+pub mod result;
+
+/// The raw NVRTC bindings (`nvrtc.h`), as `cudarc::nvrtc::sys`.
+pub mod sys {
+    pub use crate::sys::nvrtc::*;
+}
+
+pub(crate) use compile::PtxKind;
+pub use compile::{compile_ptx, compile_ptx_with_opts, CompileError, CompileOptions, Ptx};
+pub use result::NvrtcError;
