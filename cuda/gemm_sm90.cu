@@ -66,12 +66,15 @@ __device__ __forceinline__ void reg_fence(float (&d)[R]) {
 // Element kinds: 0 = bf16, 1 = f16, 2 = tf32 (f32 storage).
 template <int KIND, int BN, int TA, int TB>
 __device__ __forceinline__ void wgmma_step(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d) {
+    // wgmma's transpose immediates mean "MN-major": A stored k x m (TA = 1) is MN-major; B stored k x n
+    // (TB = 0, the plain row-major case) is MN-major, B stored n x k (TB = 1) is K-major.
+    constexpr int IA = TA, IB = 1 - TB;
     if constexpr (KIND == 0) {
-        if constexpr (BN == 256) wgmma_bf16_n256<TA, TB>(d, da, db, scale_d);
-        else wgmma_bf16_n128<TA, TB>(d, da, db, scale_d);
+        if constexpr (BN == 256) wgmma_bf16_n256<IA, IB>(d, da, db, scale_d);
+        else wgmma_bf16_n128<IA, IB>(d, da, db, scale_d);
     } else if constexpr (KIND == 1) {
-        if constexpr (BN == 256) wgmma_f16_n256<TA, TB>(d, da, db, scale_d);
-        else wgmma_f16_n128<TA, TB>(d, da, db, scale_d);
+        if constexpr (BN == 256) wgmma_f16_n256<IA, IB>(d, da, db, scale_d);
+        else wgmma_f16_n128<IA, IB>(d, da, db, scale_d);
     } else {
         if constexpr (BN == 256) wgmma_tf32_n256(d, da, db, scale_d);
         else wgmma_tf32_n128(d, da, db, scale_d);
@@ -128,7 +131,6 @@ template <int BN> struct Sm90Cfg {
     static constexpr int B_BYTES = BN * 128;
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     static constexpr int STAGES = BN == 256 ? 4 : 6;
-    static constexpr int SMEM = STAGES * STAGE_BYTES + 1024;  // +1024: alignment slack
 };
 
 // KIND: 0 bf16, 1 f16, 2 tf32.  TA/TB: 1 = operand stored transposed (A: k x m, B: n x k).
