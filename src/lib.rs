@@ -8,8 +8,6 @@
 //! | probe | [`probe()`] | what the machine offers: driver version, devices, or why nothing is usable |
 //! | safe driver API | [`driver`] | cudarc-0.19-compatible contexts, streams, slices, modules, launches, graphs |
 //! | runtime compilation | [`nvrtc`] | cudarc-0.19-compatible NVRTC: `compile_ptx`, `Ptx`, `CompileOptions` |
-//! | safe driver API | [`driver`] | cudarc-0.19-compatible contexts, streams, slices, modules, launches, graphs |
-//! | runtime compilation | [`nvrtc`] | cudarc-0.19-compatible NVRTC: `compile_ptx`, `Ptx`, `CompileOptions` |
 //!
 //! The driver is opened at run time (`$PRISM_CUDA_DRIVER`, then `libcuda.so.1`, `libcuda.so`), so a
 //! machine without CUDA builds, runs, and gets a typed error or the CPU fallback.
@@ -31,12 +29,6 @@ pub mod error;
 pub mod kernels;
 mod probe;
 pub mod sys;
-#[cfg(feature = "production-gpu")]
-pub mod driver;
-#[cfg(feature = "production-gpu")]
-pub mod nvrtc;
-#[cfg(feature = "legacy-gpu")]
-pub use cudarc::{driver, nvrtc};
 #[cfg(feature = "production-gpu")]
 pub mod driver;
 #[cfg(feature = "production-gpu")]
