@@ -241,3 +241,105 @@ unsafe impl<'a, 'b: 'a, 'c: 'b, T> PushKernelArg<&'b mut CudaViewMut<'c, T>> for
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::marker::PhantomData;
+    use std::mem::ManuallyDrop;
+    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::driver::{CudaContext, CudaModule};
+
+    /// Host-only stand-ins (null handles): never dropped, so no driver call is made.
+    fn fakes() -> (ManuallyDrop<Arc<CudaStream>>, ManuallyDrop<CudaFunction>) {
+        let ctx = Arc::new(CudaContext {
+            cu_device: 0,
+            cu_ctx: std::ptr::null_mut(),
+            ordinal: 0,
+            has_async_alloc: false,
+            is_primary: true,
+            num_streams: AtomicUsize::new(0),
+            multi_stream: AtomicBool::new(false),
+            event_tracking: AtomicBool::new(true),
+            active_captures: AtomicUsize::new(0),
+            error_state: AtomicU32::new(0),
+        });
+        let stream = Arc::new(CudaStream {
+            cu_stream: std::ptr::null_mut(),
+            ctx: ctx.clone(),
+            owned: false,
+            capture_log: Mutex::new(None),
+        });
+        let module = Arc::new(CudaModule { cu_module: std::ptr::null_mut(), ctx });
+        let func = CudaFunction { cu_function: std::ptr::null_mut(), module };
+        (ManuallyDrop::new(stream), ManuallyDrop::new(func))
+    }
+
+    #[repr(C)]
+    struct Meta {
+        a: u32,
+        b: f64,
+        dims: [u16; 3],
+    }
+    // SAFETY: repr(C) plain numbers.
+    unsafe impl DeviceRepr for Meta {}
+
+    #[test]
+    fn args_point_at_the_pushed_values_and_record_their_sizes() {
+        let (stream, func) = fakes();
+        let slice: ManuallyDrop<CudaSlice<f32>> = ManuallyDrop::new(CudaSlice {
+            cu_device_ptr: 0xdead_beef_000,
+            len: 7,
+            events: Some(Arc::new(SliceEvents::default())),
+            stream: Arc::clone(&stream),
+            marker: PhantomData,
+        });
+        let (a, b, c, d, e) = (7u8, -3i16, 2.5f32, 1.0e300f64, half::f16::from_f32(1.5));
+        let meta = Meta { a: 9, b: -0.25, dims: [1, 2, 3] };
+        let view = slice.slice(2..5);
+        let mut builder = stream.launch_builder(&func);
+        builder.arg(&a).arg(&b).arg(&c).arg(&d).arg(&e).arg(&meta).arg(&*slice).arg(&view);
+        assert_eq!(builder.arg_sizes(), &[1, 2, 4, 8, 2, size_of::<Meta>(), 8, 8]);
+        assert_eq!(builder.args.len(), 8);
+        // SAFETY: each pointer was taken from a value still borrowed by the builder.
+        unsafe {
+            assert_eq!(*(builder.args[0] as *const u8), 7);
+            assert_eq!(*(builder.args[1] as *const i16), -3);
+            assert_eq!(*(builder.args[2] as *const f32), 2.5);
+            assert_eq!(*(builder.args[3] as *const f64), 1.0e300);
+            assert_eq!(*(builder.args[4] as *const half::f16), half::f16::from_f32(1.5));
+            let m = &*(builder.args[5] as *const Meta);
+            assert_eq!((m.a, m.b, m.dims), (9, -0.25, [1, 2, 3]));
+            assert_eq!(*(builder.args[6] as *const u64), 0xdead_beef_000);
+            assert_eq!(*(builder.args[7] as *const u64), 0xdead_beef_000 + 2 * 4);
+        }
+        // Single-stream context: nothing is tracked, so a launch would do no event work.
+        assert!(builder.tracked.is_empty());
+    }
+
+    #[test]
+    fn multi_stream_context_tracks_slice_arguments() {
+        let (stream, func) = fakes();
+        stream.ctx.multi_stream.store(true, std::sync::atomic::Ordering::Release);
+        let mut slice: ManuallyDrop<CudaSlice<u32>> = ManuallyDrop::new(CudaSlice {
+            cu_device_ptr: 0x1000,
+            len: 4,
+            events: Some(Arc::new(SliceEvents::default())),
+            stream: Arc::clone(&stream),
+            marker: PhantomData,
+        });
+        let other: ManuallyDrop<CudaSlice<u32>> = ManuallyDrop::new(CudaSlice {
+            cu_device_ptr: 0x2000,
+            len: 4,
+            events: None,
+            stream: Arc::clone(&stream),
+            marker: PhantomData,
+        });
+        let mut builder = stream.launch_builder(&func);
+        builder.arg(&mut *slice).arg(&*other).arg(&3u32);
+        assert_eq!(builder.tracked.len(), 1, "untracked slices and scalars add no events");
+        assert_eq!(builder.tracked[0].1, Access::Write);
+    }
+}

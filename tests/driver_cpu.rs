@@ -1,0 +1,142 @@
+//! Host-side parts of `prism_gpu::driver` / `prism_gpu::nvrtc` that need no GPU.
+
+use prism_gpu::driver::{sys, CudaContext, DriverError, LaunchConfig};
+use prism_gpu::nvrtc::{compile_ptx, CompileError, CompileOptions, Ptx};
+
+#[test]
+fn for_num_elems_rounds_up_to_whole_blocks_of_1024() {
+    for (n, blocks) in
+        [(0u32, 0u32), (1, 1), (1023, 1), (1024, 1), (1025, 2), (4097, 5), (u32::MAX, 4_194_304)]
+    {
+        let cfg = LaunchConfig::for_num_elems(n);
+        assert_eq!(cfg.grid_dim, (blocks, 1, 1), "n = {n}");
+        assert_eq!(cfg.block_dim, (1024, 1, 1));
+        assert_eq!(cfg.shared_mem_bytes, 0);
+        assert!(u64::from(cfg.grid_dim.0) * 1024 >= u64::from(n));
+    }
+}
+
+#[test]
+fn compile_options_are_emitted_as_cudarc_emits_them() {
+    assert!(CompileOptions::default().build().is_empty());
+    let opts = CompileOptions {
+        ftz: Some(true),
+        prec_sqrt: Some(false),
+        prec_div: Some(false),
+        fmad: Some(true),
+        options: vec!["-lineinfo".into(), "--std=c++17".into()],
+        use_fast_math: Some(true),
+        maxrregcount: Some(60),
+        include_paths: vec!["/a".into(), "/b c".into()],
+        arch: Some("compute_80"),
+        name: Some("k.cu".into()),
+    };
+    assert_eq!(
+        opts.build(),
+        [
+            "--ftz=true",
+            "--prec-sqrt=false",
+            "--prec-div=false",
+            "--fmad=true",
+            "--fmad=true",
+            "--maxrregcount=60",
+            "--include-path=/a",
+            "--include-path=/b c",
+            "--gpu-architecture=compute_80",
+            "-lineinfo",
+            "--std=c++17",
+        ]
+    );
+    let only = CompileOptions { prec_div: Some(false), maxrregcount: Some(60), ..Default::default() };
+    assert_eq!(only.build(), ["--prec-div=false", "--maxrregcount=60"]);
+    assert!(CompileOptions { use_fast_math: Some(false), ..Default::default() }.build().is_empty());
+}
+
+#[test]
+fn driver_error_prints_name_and_message() {
+    let oom = DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+    let text = format!("{oom:?}");
+    assert!(text.starts_with("DriverError(CUDA_ERROR_OUT_OF_MEMORY, \""), "{text}");
+    assert!(text.ends_with("\")"), "{text}");
+    assert!(text.contains("out of memory"), "{text}");
+    assert_eq!(format!("{oom}"), text);
+    let unknown = format!("{:?}", DriverError(sys::CUresult(987_654)));
+    assert!(unknown.starts_with("DriverError(CUresult(987654), \""), "{unknown}");
+    // Callers match on the code.
+    assert!(matches!(oom, DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)));
+    let as_error: Box<dyn std::error::Error> = Box::new(oom);
+    assert_eq!(as_error.to_string(), text);
+    assert_eq!(sys::CUresult::CUDA_SUCCESS.result(), Ok(()));
+    assert_eq!(
+        sys::CUresult::CUDA_ERROR_INVALID_VALUE.result(),
+        Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))
+    );
+}
+
+#[test]
+fn without_a_driver_everything_is_an_error_not_a_panic() {
+    if prism_gpu::sys::driver().is_ok() {
+        // A driver is present (GPU machine): an impossible ordinal is still a clean error.
+        let err = CudaContext::new(1_000_000).unwrap_err();
+        assert_eq!(err, DriverError(sys::CUresult::CUDA_ERROR_INVALID_DEVICE));
+        return;
+    }
+    let err = CudaContext::new(0).unwrap_err();
+    assert_eq!(err, DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE));
+    assert_eq!(
+        format!("{err:?}"),
+        "DriverError(CUDA_ERROR_NO_DEVICE, \"no CUDA driver could be loaded, so no device is usable\")"
+    );
+    assert!(err.error_name().is_err() && err.error_string().is_err());
+    assert_eq!(CudaContext::device_count(), Err(DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)));
+    assert!(CudaContext::new_non_primary(0, 0).is_err());
+}
+
+#[test]
+fn compile_without_nvrtc_is_an_error_with_the_reason() {
+    let result = compile_ptx("extern \"C\" __global__ void k() {}");
+    match prism_gpu::sys::nvrtc() {
+        Err(load) => {
+            let err = result.unwrap_err();
+            assert!(matches!(err, CompileError::CreationError(_)), "{err:?}");
+            assert!(err.to_string().contains(&load.to_string()), "{err}");
+        }
+        Ok(_) => assert!(result.unwrap().to_src().contains(".entry k")),
+    }
+    // A NUL in the source is an error, not a panic.
+    assert!(matches!(compile_ptx("a\0b"), Err(CompileError::CreationError(_))));
+}
+
+#[test]
+fn ptx_constructors() {
+    let p = Ptx::from_src(".version 8.0");
+    assert_eq!(p.to_src(), ".version 8.0");
+    assert!(p.as_bytes().is_none());
+    let q: Ptx = ".target sm_80".into();
+    assert_eq!(q.to_src(), ".target sm_80");
+    let owned: Ptx = String::from("x").into();
+    assert_eq!(owned.to_src(), "x");
+    let bin = Ptx::from_binary(vec![0x7f, b'E', b'L', b'F']);
+    assert!(bin.as_bytes().is_none());
+    assert!(std::panic::catch_unwind(|| bin.to_src()).is_err(), "a binary image has no text");
+    let dir = std::env::temp_dir().join(format!("prism-ptx-{}.ptx", std::process::id()));
+    std::fs::write(&dir, "// from a file\n").unwrap();
+    assert_eq!(Ptx::from_file(&dir).to_src(), "// from a file\n");
+    std::fs::remove_file(&dir).unwrap();
+}
+
+#[test]
+fn graph_flags_combine_like_cudarc() {
+    let f = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
+        | sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+    assert_eq!(f, sys::CUgraphInstantiate_flags(1 | 8));
+    let mut g = sys::CUgraphInstantiate_flags(0);
+    g |= sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+    assert_eq!(g.0, 2);
+    // The names cudarc callers write compile here too.
+    let _ = (
+        sys::CUevent_flags::CU_EVENT_DEFAULT,
+        sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+    );
+}
