@@ -290,7 +290,7 @@ mod tests {
     fn args_point_at_the_pushed_values_and_record_their_sizes() {
         let (stream, func) = fakes();
         let slice: ManuallyDrop<CudaSlice<f32>> = ManuallyDrop::new(CudaSlice {
-            cu_device_ptr: 0xdead_beef_000,
+            cu_device_ptr: 0x0dea_dbee_f000,
             len: 7,
             events: Some(Arc::new(SliceEvents::default())),
             stream: Arc::clone(&stream),
@@ -312,8 +312,8 @@ mod tests {
             assert_eq!(*(builder.args[4] as *const half::f16), half::f16::from_f32(1.5));
             let m = &*(builder.args[5] as *const Meta);
             assert_eq!((m.a, m.b, m.dims), (9, -0.25, [1, 2, 3]));
-            assert_eq!(*(builder.args[6] as *const u64), 0xdead_beef_000);
-            assert_eq!(*(builder.args[7] as *const u64), 0xdead_beef_000 + 2 * 4);
+            assert_eq!(*(builder.args[6] as *const u64), 0x0dea_dbee_f000);
+            assert_eq!(*(builder.args[7] as *const u64), 0x0dea_dbee_f000 + 2 * 4);
         }
         // Single-stream context: nothing is tracked, so a launch would do no event work.
         assert!(builder.tracked.is_empty());

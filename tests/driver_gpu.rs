@@ -1,0 +1,674 @@
+//! GPU tests of `prism_gpu::driver`: real values, random inputs, outputs poisoned first.
+//! Run with `cargo test --release -- --include-ignored` on a machine with a CUDA GPU.
+
+use std::sync::Arc;
+
+use prism_gpu::driver::{
+    sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError, LaunchConfig,
+    PushKernelArg,
+};
+use prism_gpu::nvrtc::{compile_ptx, Ptx};
+
+const KERNELS: &str = r#"
+struct Pair { int a; float b; double c; };
+
+extern "C" __global__ void affine(float *y, const float *x, float a, float b, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + b;
+}
+
+// Spins for `spin` cycles, then y = 2x + 1: slow enough to expose a missing cross-stream wait.
+extern "C" __global__ void slow_affine(float *y, const float *x, unsigned n, long long spin) {
+    long long start = clock64();
+    while (clock64() - start < spin) { }
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i] + 1.0f;
+}
+
+extern "C" __global__ void scalars(double *out, signed char a, short b, int c, long long d,
+                                   unsigned char e, unsigned short f, unsigned g, unsigned long long h,
+                                   float fl, double db, unsigned short half_bits, Pair p) {
+    out[0] = a; out[1] = b; out[2] = c; out[3] = (double)d; out[4] = e; out[5] = f; out[6] = g;
+    out[7] = (double)h; out[8] = fl; out[9] = db; out[10] = half_bits; out[11] = p.a; out[12] = p.b;
+    out[13] = p.c;
+}
+
+__constant__ float coeffs[4];
+extern "C" __global__ void poly(float *y, const float *x, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { float v = x[i]; y[i] = coeffs[0] + v * (coeffs[1] + v * (coeffs[2] + v * coeffs[3])); }
+}
+"#;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Pair {
+    a: i32,
+    b: f32,
+    c: f64,
+}
+// SAFETY: repr(C), plain numbers, same layout as the kernel's struct.
+unsafe impl DeviceRepr for Pair {}
+
+/// xorshift64*: deterministic random data with no extra dependency.
+struct Rng(u64);
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn f32s(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0).collect()
+    }
+}
+
+fn setup() -> (Arc<CudaContext>, Arc<prism_gpu::driver::CudaModule>) {
+    let ctx = CudaContext::new(0).expect("a CUDA device");
+    let module = ctx.load_module(compile_ptx(KERNELS).expect("kernels compile")).expect("module loads");
+    (ctx, module)
+}
+
+fn assert_close(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{what}[{i}]: got {g}, want {w}");
+    }
+}
+
+/// About 20 ms of spinning at H100 clocks.
+const SPIN: i64 = 30_000_000;
+
+fn launch_affine(
+    s: &Arc<CudaStream>,
+    f: &CudaFunction,
+    y: &mut CudaSlice<f32>,
+    x: &CudaSlice<f32>,
+    a: f32,
+    b: f32,
+) {
+    let n = x.len() as u32;
+    // SAFETY: arguments match affine(float*, const float*, float, float, unsigned); n = len.
+    unsafe {
+        s.launch_builder(f).arg(y).arg(x).arg(&a).arg(&b).arg(&n).launch(LaunchConfig::for_num_elems(n))
+    }
+    .unwrap();
+}
+
+fn launch_slow(s: &Arc<CudaStream>, f: &CudaFunction, y: &mut CudaSlice<f32>, x: &CudaSlice<f32>) {
+    let n = x.len() as u32;
+    // SAFETY: arguments match slow_affine(float*, const float*, unsigned, long long).
+    unsafe { s.launch_builder(f).arg(y).arg(x).arg(&n).arg(&SPIN).launch(LaunchConfig::for_num_elems(n)) }
+        .unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn context_reports_the_device() {
+    let ctx = CudaContext::new(0).unwrap();
+    assert!(CudaContext::device_count().unwrap() >= 1);
+    assert!(!ctx.name().unwrap().is_empty());
+    let (major, _) = ctx.compute_capability().unwrap();
+    assert!(major >= 7);
+    let total = ctx.total_mem().unwrap();
+    let (free, total2) = ctx.mem_get_info().unwrap();
+    assert!(total > 1 << 30 && free <= total2 && total2 == total);
+    assert!(ctx.is_primary() && ctx.has_async_alloc());
+    assert_eq!(ctx.ordinal(), 0);
+    assert!(!ctx.is_in_multi_stream_mode(), "only the default stream so far");
+    let _ = ctx.uuid().unwrap();
+    assert!(ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap() > 0);
+    ctx.set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, 4096).unwrap();
+    assert!(ctx.get_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE).unwrap() >= 4096);
+    ctx.synchronize().unwrap();
+    ctx.check_err().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn round_trip_views_and_split_at() {
+    let ctx = CudaContext::new(0).unwrap();
+    let s = ctx.default_stream();
+    let host = Rng::new(1).f32s(1237);
+    let mut dev = s.clone_htod(&host).unwrap();
+    assert_eq!((dev.len(), dev.num_bytes()), (1237, 1237 * 4));
+    assert_eq!(s.clone_dtoh(&dev).unwrap(), host);
+    assert_eq!(s.clone_dtoh(&dev.slice(100..300)).unwrap(), &host[100..300]);
+    assert!(dev.try_slice(1200..1238).is_none());
+    let (left, right) = dev.split_at(500);
+    assert_eq!(s.clone_dtoh(&left).unwrap(), &host[..500]);
+    assert_eq!(s.clone_dtoh(&right).unwrap(), &host[500..]);
+    assert_eq!(s.clone_dtoh(&right.slice(1..3)).unwrap(), &host[501..503]);
+    // Writes through disjoint mutable halves land in the right places.
+    let repl = Rng::new(2).f32s(1237);
+    {
+        let (mut a, mut b) = dev.split_at_mut(617);
+        s.memcpy_htod(&repl[617..], &mut b).unwrap();
+        let mut inner = a.slice_mut(10..20);
+        s.memcpy_htod(&repl[10..20], &mut inner).unwrap();
+        assert_eq!(a.len(), 617);
+    }
+    let got = s.clone_dtoh(&dev).unwrap();
+    assert_eq!(&got[617..], &repl[617..]);
+    assert_eq!(&got[10..20], &repl[10..20]);
+    assert_eq!(&got[..10], &host[..10]);
+    assert_eq!(&got[20..617], &host[20..617]);
+    // dtod, clone, try_from, memset, transmute.
+    let copy = dev.clone();
+    assert_eq!(Vec::try_from(copy).unwrap(), got);
+    let mut z = s.clone_htod(&[f32::NAN; 33]).unwrap();
+    s.memset_zeros(&mut z).unwrap();
+    assert_eq!(s.clone_dtoh(&z).unwrap(), vec![0.0f32; 33]);
+    let zeros = s.alloc_zeros::<u64>(5).unwrap();
+    assert_eq!(s.clone_dtoh(&zeros).unwrap(), [0u64; 5]);
+    // SAFETY: every f32 bit pattern is a valid u32.
+    let bits = unsafe { dev.transmute::<u32>(4) }.unwrap();
+    assert_eq!(s.clone_dtoh(&bits).unwrap(), got[..4].iter().map(|f| f.to_bits()).collect::<Vec<_>>());
+    // SAFETY: as above.
+    assert!(unsafe { dev.transmute::<u64>(619) }.is_none());
+    let mut dst = vec![0.0f32; 1237];
+    s.memcpy_dtoh(&dev, &mut dst).unwrap();
+    assert_eq!(dst, got);
+    #[allow(deprecated)]
+    {
+        let old = s.memcpy_stod(&host).unwrap();
+        assert_eq!(s.memcpy_dtov(&old).unwrap(), host);
+    }
+    let empty = s.null::<f32>().unwrap();
+    assert!(empty.is_empty() && s.clone_dtoh(&empty).unwrap().is_empty());
+    let ptr = dev.leak();
+    // SAFETY: the pointer was just leaked from a 1237-element f32 slice allocated on `s`.
+    let back: CudaSlice<f32> = unsafe { s.upgrade_device_ptr(ptr, 1237) };
+    assert_eq!(s.clone_dtoh(&back).unwrap(), got);
+    ctx.check_err().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernel_launch_matches_cpu_reference() {
+    let (ctx, module) = setup();
+    let f = module.load_function("affine").unwrap();
+    let s = ctx.default_stream();
+    let mut rng = Rng::new(3);
+    for n in [1usize, 1023, 1025, 100_003] {
+        let xh = rng.f32s(n);
+        let x = s.clone_htod(&xh).unwrap();
+        let mut y = s.clone_htod(&vec![f32::NAN; n]).unwrap();
+        launch_affine(&s, &f, &mut y, &x, 1.75, -0.5);
+        let want: Vec<f32> = xh.iter().map(|v| 1.75 * v - 0.5).collect();
+        assert_close(&s.clone_dtoh(&y).unwrap(), &want, "affine");
+    }
+    // Views as arguments.
+    let xh = rng.f32s(1000);
+    let x = s.clone_htod(&xh).unwrap();
+    let mut y = s.clone_htod(&vec![f32::NAN; 1000]).unwrap();
+    {
+        let xv = x.slice(200..700);
+        let mut yv = y.slice_mut(200..700);
+        let n = 500u32;
+        // SAFETY: arguments match affine; both views hold 500 elements.
+        unsafe {
+            s.launch_builder(&f)
+                .arg(&mut yv)
+                .arg(&xv)
+                .arg(&3.0f32)
+                .arg(&1.0f32)
+                .arg(&n)
+                .launch(LaunchConfig::for_num_elems(n))
+        }
+        .unwrap();
+    }
+    let got = s.clone_dtoh(&y).unwrap();
+    assert!(got[..200].iter().chain(&got[700..]).all(|v| v.is_nan()));
+    let want: Vec<f32> = xh[200..700].iter().map(|v| 3.0 * v + 1.0).collect();
+    assert_close(&got[200..700], &want, "affine on views");
+    assert_eq!(f.param_sizes().unwrap(), [8, 8, 4, 4, 4]);
+    assert!(f.num_regs().unwrap() > 0 && f.max_threads_per_block().unwrap() >= 256);
+    assert!(f.ptx_version().unwrap() > 0 && f.binary_version().unwrap() > 0);
+    assert!(f.occupancy_max_active_blocks_per_multiprocessor(256, 0, None).unwrap() > 0);
+    extern "C" fn no_smem(_: std::ffi::c_int) -> usize {
+        0
+    }
+    let (grid, block) = f.occupancy_max_potential_block_size(no_smem, 0, 0, None).unwrap();
+    assert!(grid > 0 && block > 0);
+    ctx.check_err().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scalar_and_struct_arguments_arrive_intact() {
+    let (ctx, module) = setup();
+    let f = module.load_function("scalars").unwrap();
+    let s = ctx.default_stream();
+    let mut out = s.clone_htod(&[f64::NAN; 14]).unwrap();
+    let (a, b, c, d) = (-117i8, -31_000i16, -2_000_000_000i32, -(1i64 << 50));
+    let (e, g, h, i) = (250u8, 65_000u16, 4_000_000_000u32, 1u64 << 52);
+    let (fl, db) = (3.25f32, -1.0e-300f64);
+    let hb = half::f16::from_f32(-2.5);
+    let p = Pair { a: -7, b: 0.5, c: 1.0e10 };
+    // SAFETY: arguments match `scalars` (the f16 travels as its 16 bits).
+    unsafe {
+        s.launch_builder(&f)
+            .arg(&mut out)
+            .arg(&a)
+            .arg(&b)
+            .arg(&c)
+            .arg(&d)
+            .arg(&e)
+            .arg(&g)
+            .arg(&i)
+            .arg(&h)
+            .arg(&fl)
+            .arg(&db)
+            .arg(&hb)
+            .arg(&p)
+            .launch(LaunchConfig::for_num_elems(1))
+    }
+    .unwrap();
+    let got = s.clone_dtoh(&out).unwrap();
+    let want = [
+        a as f64,
+        b as f64,
+        c as f64,
+        d as f64,
+        e as f64,
+        g as f64,
+        i as f64,
+        h as f64,
+        fl as f64,
+        db,
+        hb.to_bits() as f64,
+        -7.0,
+        0.5,
+        1.0e10,
+    ];
+    assert_eq!(got, want);
+    ctx.check_err().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn constant_memory_through_get_global() {
+    let (ctx, module) = setup();
+    let f = module.load_function("poly").unwrap();
+    let s = ctx.default_stream();
+    let c = [0.5f32, -1.25, 2.0, 0.75];
+    {
+        let mut sym = module.get_global("coeffs", &s).unwrap();
+        assert_eq!(sym.len(), 16);
+        // SAFETY: the symbol is float[4].
+        let mut as_f32 = unsafe { sym.transmute_mut::<f32>(4) }.unwrap();
+        s.memcpy_htod(&c, &mut as_f32).unwrap();
+    }
+    let xh = Rng::new(4).f32s(513);
+    let x = s.clone_htod(&xh).unwrap();
+    let mut y = s.clone_htod(&vec![f32::NAN; 513]).unwrap();
+    let n = 513u32;
+    // SAFETY: arguments match poly(float*, const float*, unsigned).
+    unsafe { s.launch_builder(&f).arg(&mut y).arg(&x).arg(&n).launch(LaunchConfig::for_num_elems(n)) }
+        .unwrap();
+    let want: Vec<f32> = xh.iter().map(|v| c[0] + v * (c[1] + v * (c[2] + v * c[3]))).collect();
+    assert_close(&s.clone_dtoh(&y).unwrap(), &want, "poly");
+    assert!(module.get_global("missing", &s).is_err());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cross_stream_read_after_write_without_sync() {
+    let (ctx, module) = setup();
+    let slow = module.load_function("slow_affine").unwrap();
+    let affine = module.load_function("affine").unwrap();
+    let a = ctx.new_stream().unwrap();
+    let b = ctx.new_stream().unwrap();
+    assert!(ctx.is_in_multi_stream_mode());
+    let n = 4099;
+    let mut rng = Rng::new(5);
+    for round in 0..3 {
+        let xh = rng.f32s(n);
+        let x = a.clone_htod(&xh).unwrap();
+        let mut y = a.clone_htod(&vec![f32::NAN; n]).unwrap();
+        launch_slow(&a, &slow, &mut y, &x);
+        // Copy on b, then a kernel on b, with no synchronisation: both must see a's write.
+        let want: Vec<f32> = xh.iter().map(|v| 2.0 * v + 1.0).collect();
+        assert_close(&b.clone_dtoh(&y).unwrap(), &want, "copy on b");
+        let mut z = b.clone_htod(&vec![f32::NAN; n]).unwrap();
+        launch_slow(&a, &slow, &mut y, &x); // rewrite y slowly on a (same values)
+        launch_affine(&b, &affine, &mut z, &y, -3.0, 0.25);
+        let want_z: Vec<f32> = want.iter().map(|v| -3.0 * v + 0.25).collect();
+        assert_close(&b.clone_dtoh(&z).unwrap(), &want_z, "kernel on b");
+        // Write-after-read: a overwrites x while b's slow kernel still reads it.
+        let mut w = b.clone_htod(&vec![f32::NAN; n]).unwrap();
+        let x2 = rng.f32s(n);
+        let mut x = x;
+        launch_slow(&b, &slow, &mut w, &x);
+        a.memcpy_htod(&x2, &mut x).unwrap();
+        assert_close(&b.clone_dtoh(&w).unwrap(), &want, &format!("WAR round {round}"));
+        assert_eq!(a.clone_dtoh(&x).unwrap(), x2);
+    }
+    ctx.check_err().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn freeing_waits_for_pending_use_on_another_stream() {
+    let (ctx, module) = setup();
+    let slow = module.load_function("slow_affine").unwrap();
+    let a = ctx.new_stream().unwrap();
+    let b = ctx.new_stream().unwrap();
+    let n = 8192;
+    let xh = Rng::new(6).f32s(n);
+    let x = a.clone_htod(&xh).unwrap();
+    a.synchronize().unwrap();
+    let mut y = b.clone_htod(&vec![f32::NAN; n]).unwrap();
+    launch_slow(&b, &slow, &mut y, &x);
+    drop(x); // freed on a: must wait for b's read
+             // Likely reuses x's memory from a's pool; must not be visible to b's pending kernel.
+    let poison = a.clone_htod(&vec![-1.0e30f32; n]).unwrap();
+    let want: Vec<f32> = xh.iter().map(|v| 2.0 * v + 1.0).collect();
+    assert_close(&b.clone_dtoh(&y).unwrap(), &want, "read of a freed slice");
+    assert_eq!(a.clone_dtoh(&poison).unwrap()[0], -1.0e30);
+    ctx.check_err().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn graph_capture_of_the_natural_code() {
+    let (ctx, module) = setup();
+    let affine = module.load_function("affine").unwrap();
+    let slow = module.load_function("slow_affine").unwrap();
+    let s = ctx.new_stream().unwrap();
+    let b = ctx.new_stream().unwrap();
+    let n = 3001;
+    let mut rng = Rng::new(7);
+    let xh = rng.f32s(n);
+    // Written before the capture, with event tracking left on.
+    let mut x = s.clone_htod(&xh).unwrap();
+    let mut y = s.alloc_zeros::<f32>(n).unwrap();
+    let mut t = s.alloc_zeros::<f32>(n).unwrap();
+    assert!(ctx.is_event_tracking());
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL).unwrap();
+    assert_eq!(s.capture_status().unwrap(), sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    launch_affine(&s, &affine, &mut t, &x, 2.0, 1.0);
+    launch_affine(&s, &affine, &mut y, &t, 0.5, -1.0);
+    let graph = s.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap().expect("a graph");
+    assert_eq!(s.capture_status().unwrap(), sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
+    graph.upload().unwrap();
+    s.memcpy_htod(&vec![f32::NAN; n], &mut y).unwrap();
+    graph.launch().unwrap();
+    let want: Vec<f32> = xh.iter().map(|v| 0.5 * (2.0 * v + 1.0) - 1.0).collect();
+    assert_close(&s.clone_dtoh(&y).unwrap(), &want, "first replay");
+    // Rewrite x slowly on another stream, no sync: the replay must wait for it.
+    let src_h = rng.f32s(n);
+    let src = b.clone_htod(&src_h).unwrap();
+    launch_slow(&b, &slow, &mut x, &src);
+    graph.launch().unwrap();
+    let want2: Vec<f32> = src_h.iter().map(|v| 0.5 * (2.0 * (2.0 * v + 1.0) + 1.0) - 1.0).collect();
+    // Read y on b: b must wait for the replay on s.
+    assert_close(&b.clone_dtoh(&y).unwrap(), &want2, "replay after a cross-stream write");
+    // Work captured from another mode, and an empty capture.
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    assert!(s
+        .end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .is_none());
+    drop(graph);
+    ctx.check_err().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn events_and_elapsed_time() {
+    let (ctx, module) = setup();
+    let slow = module.load_function("slow_affine").unwrap();
+    let s = ctx.new_stream().unwrap();
+    let x = s.clone_htod(&Rng::new(8).f32s(256)).unwrap();
+    let mut y = s.alloc_zeros::<f32>(256).unwrap();
+    let n = 256u32;
+    // SAFETY: arguments match slow_affine.
+    let events = unsafe {
+        s.launch_builder(&slow)
+            .arg(&mut y)
+            .arg(&x)
+            .arg(&n)
+            .arg(&SPIN)
+            .record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .launch(LaunchConfig::for_num_elems(n))
+    }
+    .unwrap();
+    let (start, end) = events.expect("recorded events");
+    let ms = start.elapsed_ms(&end).unwrap();
+    assert!(ms > 1.0 && ms < 10_000.0, "{ms} ms for a ~20 ms kernel");
+    assert!(end.is_complete() && end.try_is_complete().unwrap());
+    let e = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).unwrap();
+    let e0 = s.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).unwrap();
+    e.record(&s).unwrap();
+    e.synchronize().unwrap();
+    assert!(e0.elapsed_ms(&e).unwrap() >= 0.0);
+    // Timing disabled by default: elapsed time is an error, not garbage.
+    let untimed = s.record_event(None).unwrap();
+    untimed.synchronize().unwrap();
+    assert!(untimed.elapsed_ms(&e).is_err());
+    // wait/join/fork.
+    let forked = s.fork().unwrap();
+    forked.wait(&e).unwrap();
+    forked.join(&s).unwrap();
+    forked.synchronize().unwrap();
+    ctx.check_err().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pinned_copies_round_trip() {
+    let (ctx, module) = setup();
+    let affine = module.load_function("affine").unwrap();
+    let a = ctx.new_stream().unwrap();
+    let b = ctx.new_stream().unwrap();
+    let n = 65_537;
+    let xh = Rng::new(9).f32s(n);
+    // SAFETY: filled before being read.
+    let mut pin_in = unsafe { ctx.alloc_pinned::<f32>(n) }.unwrap();
+    pin_in.as_mut_slice().unwrap().copy_from_slice(&xh);
+    // SAFETY: as above.
+    let mut pin_out = unsafe { ctx.alloc_pinned::<f32>(n) }.unwrap();
+    pin_out.as_mut_slice().unwrap().fill(f32::NAN);
+    assert_eq!((pin_in.len(), pin_in.num_bytes()), (n, n * 4));
+    let x = a.clone_htod(&pin_in).unwrap();
+    let mut y = a.clone_htod(&vec![f32::NAN; n]).unwrap();
+    launch_affine(&a, &affine, &mut y, &x, -1.5, 2.0);
+    b.memcpy_dtoh(&y, &mut pin_out).unwrap(); // async copy into pinned memory on another stream
+    let want: Vec<f32> = xh.iter().map(|v| -1.5 * v + 2.0).collect();
+    assert_close(pin_out.as_slice().unwrap(), &want, "pinned dtoh");
+    // And back up from pinned memory on b, read on a.
+    let mut y2 = b.alloc_zeros::<f32>(n).unwrap();
+    b.memcpy_htod(&pin_out, &mut y2).unwrap();
+    assert_close(&a.clone_dtoh(&y2).unwrap(), &want, "pinned htod");
+    assert!(!pin_out.as_ptr().unwrap().is_null());
+    ctx.check_err().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn drop_order_does_not_matter() {
+    let (ctx, module) = setup();
+    let f = module.load_function("affine").unwrap();
+    let s = ctx.new_stream().unwrap();
+    let xh = Rng::new(10).f32s(999);
+    let x = s.clone_htod(&xh).unwrap();
+    let mut y = s.alloc_zeros::<f32>(999).unwrap();
+    // Drop the parents first: children keep them alive.
+    drop(module);
+    drop(ctx);
+    launch_affine(&s, &f, &mut y, &x, 1.0, 1.0);
+    drop(f);
+    let ctx = s.context().clone();
+    drop(s);
+    let s2 = y.stream().clone();
+    let want: Vec<f32> = xh.iter().map(|v| v + 1.0).collect();
+    assert_close(&s2.clone_dtoh(&y).unwrap(), &want, "after parents dropped");
+    drop(s2);
+    drop(x);
+    y.close().unwrap();
+    ctx.check_err().unwrap();
+    drop(ctx);
+    // A fresh context works afterwards.
+    let again = CudaContext::new(0).unwrap();
+    assert_eq!(
+        again.default_stream().clone_dtoh(&again.default_stream().clone_htod(&[7u8, 9]).unwrap()).unwrap(),
+        [7, 9]
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn errors_carry_the_driver_code() {
+    let (ctx, module) = setup();
+    let s = ctx.default_stream();
+    // SAFETY: the allocation fails, so nothing is read.
+    let oom = unsafe { s.alloc::<u8>(1 << 50) }.unwrap_err();
+    assert_eq!(oom, DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+    assert_eq!(format!("{oom:?}"), "DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\")");
+    assert_eq!(oom.error_name().unwrap().to_str().unwrap(), "CUDA_ERROR_OUT_OF_MEMORY");
+    // SAFETY: as above.
+    assert!(unsafe { s.alloc::<u64>(usize::MAX / 4) }.is_err());
+    assert_eq!(module.load_function("nope").unwrap_err(), DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND));
+    assert_eq!(CudaContext::new(10_000).unwrap_err(), DriverError(sys::CUresult::CUDA_ERROR_INVALID_DEVICE));
+    // Bad PTX: the JIT log says why.
+    let bad = Ptx::from_src(
+        ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k() { bogus_instruction; }\n",
+    );
+    let err = ctx.load_module_with_log(bad.clone()).unwrap_err();
+    assert_eq!(err.error, DriverError(sys::CUresult::CUDA_ERROR_INVALID_PTX));
+    assert!(err.log.contains("bogus_instruction"), "log: {}", err.log);
+    assert!(err.to_string().contains("bogus_instruction"));
+    assert_eq!(ctx.load_module(bad).unwrap_err(), DriverError(sys::CUresult::CUDA_ERROR_INVALID_PTX));
+    let missing = ctx.load_module_with_log(Ptx::from_file("/nonexistent/k.ptx")).unwrap_err();
+    assert_eq!(missing.error, DriverError(sys::CUresult::CUDA_ERROR_FILE_NOT_FOUND));
+    // A parked error is returned once by the next fallible call.
+    ctx.record_err::<()>(Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)));
+    assert_eq!(ctx.synchronize(), Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)));
+    ctx.synchronize().unwrap();
+    // Cross-context checks.
+    let other = CudaContext::new_non_primary(0, 0).unwrap();
+    let ev = other.new_event(None).unwrap();
+    assert_eq!(ev.record(&s), Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT)));
+    drop(ev);
+    drop(other);
+    ctx.bind_to_thread().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn modules_from_files_and_binary_images() {
+    let (ctx, _) = setup();
+    let ptx = compile_ptx(KERNELS).unwrap();
+    let path = std::env::temp_dir().join(format!("prism-driver-{}.ptx", std::process::id()));
+    std::fs::write(&path, ptx.to_src()).unwrap();
+    let from_file = ctx.load_module(Ptx::from_file(&path)).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let cubin = nvrtc_cubin(&ctx);
+    assert_eq!(&cubin[..4], b"\x7fELF");
+    let from_binary = ctx.load_module_with_log(Ptx::from_binary(cubin)).unwrap();
+    let s = ctx.default_stream();
+    let xh = Rng::new(11).f32s(300);
+    let x = s.clone_htod(&xh).unwrap();
+    for module in [from_file, from_binary] {
+        let f = module.load_function("affine").unwrap();
+        let mut y = s.clone_htod(&vec![f32::NAN; 300]).unwrap();
+        launch_affine(&s, &f, &mut y, &x, 4.0, -4.0);
+        let want: Vec<f32> = xh.iter().map(|v| 4.0 * v - 4.0).collect();
+        assert_close(&s.clone_dtoh(&y).unwrap(), &want, "module from file/binary");
+    }
+}
+
+/// Compiles KERNELS to a cubin for this device with the raw NVRTC table.
+fn nvrtc_cubin(ctx: &CudaContext) -> Vec<u8> {
+    use std::ffi::CString;
+    let (major, minor) = ctx.compute_capability().unwrap();
+    let lib = prism_gpu::sys::nvrtc().expect("NVRTC");
+    let src = CString::new(KERNELS).unwrap();
+    let arch = CString::new(format!("--gpu-architecture=sm_{major}{minor}")).unwrap();
+    let opts = [arch.as_ptr()];
+    let mut prog = std::ptr::null_mut();
+    // SAFETY: valid pointers for the duration of each call; the program is destroyed at the end.
+    unsafe {
+        let ok = prism_gpu::sys::nvrtc::nvrtcResult::NVRTC_SUCCESS;
+        assert_eq!(
+            lib.nvrtcCreateProgram(
+                &mut prog,
+                src.as_ptr(),
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                std::ptr::null()
+            )
+            .unwrap(),
+            ok
+        );
+        assert_eq!(lib.nvrtcCompileProgram(prog, 1, opts.as_ptr()).unwrap(), ok);
+        let mut size = 0;
+        assert_eq!(lib.nvrtcGetCUBINSize(prog, &mut size).unwrap(), ok);
+        let mut out = vec![0u8; size];
+        assert_eq!(lib.nvrtcGetCUBIN(prog, out.as_mut_ptr().cast()).unwrap(), ok);
+        assert_eq!(lib.nvrtcDestroyProgram(&mut prog).unwrap(), ok);
+        out
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn many_threads_share_one_context() {
+    let (ctx, module) = setup();
+    let f = module.load_function("affine").unwrap();
+    let shared_h = Rng::new(12).f32s(2048);
+    let shared = ctx.default_stream().clone_htod(&shared_h).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..12u64 {
+            let (ctx, f, shared, shared_h) = (&ctx, &f, &shared, &shared_h);
+            scope.spawn(move || {
+                let s = ctx.new_stream().unwrap();
+                let mut rng = Rng::new(100 + t);
+                for round in 0..25 {
+                    let n = 1000 + (rng.next_u64() % 3000) as usize;
+                    let xh = rng.f32s(n);
+                    let x = s.clone_htod(&xh).unwrap();
+                    let mut y = s.clone_htod(&vec![f32::NAN; n]).unwrap();
+                    let a = t as f32 + 0.5;
+                    launch_affine(&s, f, &mut y, &x, a, round as f32);
+                    let want: Vec<f32> = xh.iter().map(|v| a * v + round as f32).collect();
+                    assert_close(&s.clone_dtoh(&y).unwrap(), &want, "thread");
+                    // Every thread also reads the shared slice on its own stream.
+                    let mut z = s.alloc_zeros::<f32>(2048).unwrap();
+                    launch_affine(&s, f, &mut z, shared, -1.0, a);
+                    let want: Vec<f32> = shared_h.iter().map(|v| -v + a).collect();
+                    assert_close(&s.clone_dtoh(&z).unwrap(), &want, "shared read");
+                }
+                s.synchronize().unwrap();
+            });
+        }
+    });
+    assert_eq!(ctx.default_stream().clone_dtoh(&shared).unwrap(), shared_h);
+    ctx.check_err().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_ptr_guard_orders_raw_driver_calls() {
+    let (ctx, _) = setup();
+    let a = ctx.new_stream().unwrap();
+    let b = ctx.new_stream().unwrap();
+    let xh = Rng::new(13).f32s(77);
+    let x = a.clone_htod(&xh).unwrap();
+    let mut out = vec![0.0f32; 77];
+    {
+        let (ptr, _guard) = x.device_ptr(&b);
+        // SAFETY: `ptr` holds 77 f32s; the destination is pageable, so the copy is done on return.
+        unsafe { sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), ptr, 77 * 4, b.cu_stream()) }
+            .result()
+            .unwrap();
+    }
+    assert_eq!(out, xh);
+}
