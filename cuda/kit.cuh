@@ -9,7 +9,8 @@
 // finds the row's tail still in L2). Warp-shuffle then shared-memory reductions.
 #pragma once
 #include "common.cuh"
-#include <math_constants.h>
+// +infinity usable in device code and in the host compiler's pass over member initialisers.
+#define PRISM_INF (__builtin_huge_valf())
 
 namespace prism {
 
@@ -19,7 +20,7 @@ struct SumOp {
     __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
 };
 struct MaxOp {
-    __device__ __forceinline__ static float identity() { return -CUDART_INF_F; }
+    __device__ __forceinline__ static float identity() { return -PRISM_INF; }
     __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
 
@@ -115,12 +116,12 @@ __device__ __forceinline__ void load_param(const float *p, int c0, float *out) {
     if (M % 4 == 0) {
 #pragma unroll
         for (int j = 0; j < M; j += 4) {
-            float4 g = *reinterpret_cast<const float4 *>(p + c0 + j);
+            float4 g = __ldg(reinterpret_cast<const float4 *>(p + c0 + j));
             out[j] = g.x; out[j + 1] = g.y; out[j + 2] = g.z; out[j + 3] = g.w;
         }
     } else {
 #pragma unroll
-        for (int j = 0; j < M; ++j) out[j] = p[c0 + j];
+        for (int j = 0; j < M; ++j) out[j] = __ldg(p + c0 + j);
     }
 }
 
@@ -128,7 +129,9 @@ __device__ __forceinline__ void load_param(const float *p, int c0, float *out) {
 // Interface shared by every container (used by the row operations):
 //   resident            : true when the row stays on chip (a second look costs no memory traffic)
 //   each<F>(f)          : f.template operator()<M>(const float *v) over chunks of M valid values
-//   store<F>(out, f)    : f.template apply<M>(float *v, int col0) transforms a chunk; result is written
+//   store<F>(out, f)    : f.template apply<M>(float *v, int col0) transforms a chunk; result is written.
+//                         F::kLoads says apply() reads memory (gamma/beta): then a group of chunks is
+//                         transformed before any is stored, so those loads are not serialised behind stores.
 
 // Row kept in registers (RC chunks of 16 bytes per thread) plus `ks` chunks per thread in dynamic shared
 // memory. Requires cols % N == 0 and 16-byte aligned row pointers.
@@ -174,28 +177,39 @@ struct VecRow {
             }
         }
     }
+    // Transforms the register chunks in place first and stores them afterwards, so no store sits between
+    // the parameter (gamma/beta) loads and they can all be in flight; smem chunks go two at a time.
     template <typename O, class F>
-    __device__ __forceinline__ void store(O *out, F &f) const {
+    __device__ __forceinline__ void store(O *out, F &f) {
         uint4 *g = reinterpret_cast<uint4 *>(out);
         const int t = threadIdx.x, bs = blockDim.x;
+        if constexpr (F::kLoads) {
+#pragma unroll
+            for (int k = 0; k < RC; ++k)
+                if (t + k * bs < nchunks) f.template apply<N>(r + k * N, (t + k * bs) * N);
+        }
 #pragma unroll
         for (int k = 0; k < RC; ++k) {
             const int c = t + k * bs;
             if (c < nchunks) {
-                float v[N];
-#pragma unroll
-                for (int j = 0; j < N; ++j) v[j] = r[k * N + j];
-                f.template apply<N>(v, c * N);
-                g[c] = Pack<O>::pack(v);
+                if constexpr (!F::kLoads) f.template apply<N>(r + k * N, c * N);
+                g[c] = Pack<O>::pack(r + k * N);
             }
         }
-        for (int k = 0; k < ks; ++k) {
-            const int c = t + (RC + k) * bs;
-            if (c < nchunks) {
-                float v[N];
-                Pack<T>::unpack(sm[k * bs + t], v);
-                f.template apply<N>(v, c * N);
-                g[c] = Pack<O>::pack(v);
+        for (int k = 0; k < ks; k += 2) {
+            float v[2][N];
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int c = t + (RC + k + u) * bs;
+                if (k + u < ks && c < nchunks) {
+                    Pack<T>::unpack(sm[(k + u) * bs + t], v[u]);
+                    f.template apply<N>(v[u], c * N);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const int c = t + (RC + k + u) * bs;
+                if (k + u < ks && c < nchunks) g[c] = Pack<O>::pack(v[u]);
             }
         }
     }
@@ -224,16 +238,22 @@ struct ScalarRow {
             if (t + k * bs < cols) f.template operator()<1>(r + k);
     }
     template <typename O, class F>
-    __device__ __forceinline__ void store(O *out, F &f) const {
+    __device__ __forceinline__ void store(O *out, F &f) {
         const int t = threadIdx.x, bs = blockDim.x;
+        if constexpr (F::kLoads) {  // batch the parameter loads ahead of the stores
 #pragma unroll
-        for (int k = 0; k < RE; ++k) {
-            const int e = t + k * bs;
-            if (e < cols) {
-                float v = r[k];
-                f.template apply<1>(&v, e);
-                Pack<O>::store1(out + e, v);
-            }
+            for (int k = 0; k < RE; ++k)
+                if (t + k * bs < cols) f.template apply<1>(r + k, t + k * bs);
+#pragma unroll
+            for (int k = 0; k < RE; ++k)
+                if (t + k * bs < cols) Pack<O>::store1(out + t + k * bs, r[k]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < RE; ++k)
+                if (t + k * bs < cols) {
+                    f.template apply<1>(r + k, t + k * bs);
+                    Pack<O>::store1(out + t + k * bs, r[k]);
+                }
         }
     }
 };
@@ -279,11 +299,18 @@ struct StreamRow {
                 const int c = t + (k - u) * bs;
                 if (k - u >= 0 && c < n) get(c, v[u]);
             }
+            if constexpr (F::kLoads) {
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const int c = t + (k - u) * bs;
+                    if (k - u >= 0 && c < n) f.template apply<N>(v[u], c * N);
+                }
+            }
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 const int c = t + (k - u) * bs;
                 if (k - u >= 0 && c < n) {
-                    f.template apply<N>(v[u], c * N);
+                    if constexpr (!F::kLoads) f.template apply<N>(v[u], c * N);
                     if (VEC) reinterpret_cast<uint4 *>(out)[c] = Pack<O>::pack(v[u]);
                     else Pack<O>::store1(out + c, v[u][0]);
                 }

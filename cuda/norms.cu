@@ -58,6 +58,7 @@ struct LayerNormOp {
     float eps;
     int cols;
     struct Out {
+        static constexpr bool kLoads = true;
         float mean, rstd;
         const float *g, *b;
         template <int M> __device__ __forceinline__ void apply(float *v, int c0) const {
@@ -74,7 +75,7 @@ struct LayerNormOp {
         }
     };
     template <class C, typename O>
-    __device__ __forceinline__ void run(const C &c, int row, O *out) {
+    __device__ __forceinline__ void run(C &c, int row, O *out) {
         const float inv_n = 1.0f / (float)cols;
         float mean, var;
         if constexpr (C::resident) {
@@ -108,6 +109,7 @@ struct RmsNormOp {
     float eps;
     int cols;
     struct Out {
+        static constexpr bool kLoads = true;
         float r;
         const float *g;
         template <int M> __device__ __forceinline__ void apply(float *v, int c0) const {
@@ -118,7 +120,7 @@ struct RmsNormOp {
         }
     };
     template <class C, typename O>
-    __device__ __forceinline__ void run(const C &c, int row, O *out) {
+    __device__ __forceinline__ void run(C &c, int row, O *out) {
         SumSq s;
         c.each(s);
         const float ms = block_allreduce(s.acc, SumOp{}) / (float)cols;

@@ -57,7 +57,7 @@ __device__ __forceinline__ ArgBest block_argbest(ArgBest b) {
     if (lane == 0) { sv[warp] = b.v; si[warp] = b.i; }
     __syncthreads();
     if (warp == 0) {
-        b = lane < nw ? ArgBest{sv[lane], si[lane]} : ArgBest{-CUDART_INF_F, ~0ull};
+        b = lane < nw ? ArgBest{sv[lane], si[lane]} : ArgBest{-PRISM_INF, ~0ull};
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
             const float ov = __shfl_xor_sync(0xffffffffu, b.v, o);
@@ -92,7 +92,7 @@ PRISM_KERNEL void prism_sum_finalize_f32(const double *partials, int count, floa
 }
 // partials[blockIdx.x] = max of this block's share (-inf when empty). Launch: as prism_sum_partial_f32, G floats.
 PRISM_KERNEL void prism_max_partial_f32(const float *x, float *partials, unsigned long long n) {
-    float m = -CUDART_INF_F;
+    float m = -PRISM_INF;
     auto f4 = [&](float4 v, unsigned long long) { m = fmaxf(m, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w))); };
     auto f1 = [&](float v, unsigned long long) { m = fmaxf(m, v); };
     grid_visit(x, n, f4, f1);
@@ -101,7 +101,7 @@ PRISM_KERNEL void prism_max_partial_f32(const float *x, float *partials, unsigne
 }
 // out[0] = max(partials[0, count)). Launch: grid 1, block a multiple of 32 <= 1024.
 PRISM_KERNEL void prism_max_finalize_f32(const float *partials, int count, float *out) {
-    float m = -CUDART_INF_F;
+    float m = -PRISM_INF;
     for (int i = threadIdx.x; i < count; i += blockDim.x) m = fmaxf(m, partials[i]);
     m = block_allreduce(m, MaxOp{});
     if (threadIdx.x == 0) out[0] = m;
@@ -110,12 +110,21 @@ PRISM_KERNEL void prism_max_finalize_f32(const float *partials, int count, float
 // Launch: as prism_sum_partial_f32; pval G floats, pidx G u64.
 PRISM_KERNEL void prism_argmax_partial_f32(const float *x, float *pval, unsigned long long *pidx,
                                            unsigned long long n) {
-    ArgBest b{-CUDART_INF_F, ~0ull};
+    // Per float4 component: strict '>' keeps the first occurrence (indices rise within a thread) and never
+    // lets NaN in; the components are merged with the full tie-break afterwards.
+    float bv[4] = {-PRISM_INF, -PRISM_INF, -PRISM_INF, -PRISM_INF};
+    unsigned long long bi[4] = {~0ull, ~0ull, ~0ull, ~0ull};
+    ArgBest b{-PRISM_INF, ~0ull};
     auto f4 = [&](float4 v, unsigned long long i) {
-        arg_update(b, v.x, i); arg_update(b, v.y, i + 1); arg_update(b, v.z, i + 2); arg_update(b, v.w, i + 3);
+        if (v.x > bv[0]) { bv[0] = v.x; bi[0] = i; }
+        if (v.y > bv[1]) { bv[1] = v.y; bi[1] = i + 1; }
+        if (v.z > bv[2]) { bv[2] = v.z; bi[2] = i + 2; }
+        if (v.w > bv[3]) { bv[3] = v.w; bi[3] = i + 3; }
     };
     auto f1 = [&](float v, unsigned long long i) { arg_update(b, v, i); };
     grid_visit(x, n, f4, f1);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) if (bi[k] != ~0ull) arg_update(b, bv[k], bi[k]);
     b = block_argbest(b);
     if (threadIdx.x == 0) { pval[blockIdx.x] = b.v; pidx[blockIdx.x] = b.i; }
 }
@@ -123,7 +132,7 @@ PRISM_KERNEL void prism_argmax_partial_f32(const float *x, float *pval, unsigned
 // Launch: grid 1, block a multiple of 32 <= 1024.
 PRISM_KERNEL void prism_argmax_finalize_f32(const float *pval, const unsigned long long *pidx, int count,
                                             unsigned long long *out_idx, float *out_val) {
-    ArgBest b{-CUDART_INF_F, ~0ull};
+    ArgBest b{-PRISM_INF, ~0ull};
     for (int i = threadIdx.x; i < count; i += blockDim.x)
         if (beats(pval[i], pidx[i], b.v, b.i)) { b.v = pval[i]; b.i = pidx[i]; }
     b = block_argbest(b);
@@ -185,7 +194,7 @@ PRISM_KERNEL void prism_row_mean_f32(const float *x, float *out, int rows, int c
 PRISM_KERNEL void prism_row_max_f32(const float *x, float *out, int rows, int cols) {
     const int r = blockIdx.x;
     if (r >= rows) return;
-    float m = -CUDART_INF_F;
+    float m = -PRISM_INF;
     auto f4 = [&](float4 v, int) { m = fmaxf(m, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w))); };
     auto f1 = [&](float v, int) { m = fmaxf(m, v); };
     row_visit(x + (size_t)r * cols, cols, rows_vec(x, cols), f4, f1);
@@ -196,12 +205,19 @@ PRISM_KERNEL void prism_row_max_f32(const float *x, float *out, int rows, int co
 PRISM_KERNEL void prism_row_argmax_f32(const float *x, int *out, int rows, int cols) {
     const int r = blockIdx.x;
     if (r >= rows) return;
-    ArgBest b{-CUDART_INF_F, ~0ull};
+    float bv[4] = {-PRISM_INF, -PRISM_INF, -PRISM_INF, -PRISM_INF};
+    int bi[4] = {-1, -1, -1, -1};
+    ArgBest b{-PRISM_INF, ~0ull};
     auto f4 = [&](float4 v, int i) {
-        arg_update(b, v.x, i); arg_update(b, v.y, i + 1); arg_update(b, v.z, i + 2); arg_update(b, v.w, i + 3);
+        if (v.x > bv[0]) { bv[0] = v.x; bi[0] = i; }
+        if (v.y > bv[1]) { bv[1] = v.y; bi[1] = i + 1; }
+        if (v.z > bv[2]) { bv[2] = v.z; bi[2] = i + 2; }
+        if (v.w > bv[3]) { bv[3] = v.w; bi[3] = i + 3; }
     };
     auto f1 = [&](float v, int i) { arg_update(b, v, (unsigned long long)i); };
     row_visit(x + (size_t)r * cols, cols, rows_vec(x, cols), f4, f1);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) if (bi[k] >= 0) arg_update(b, bv[k], (unsigned long long)bi[k]);
     b = block_argbest(b);
     if (threadIdx.x == 0) out[r] = b.i == ~0ull ? 0 : (int)b.i;
 }

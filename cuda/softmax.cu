@@ -16,7 +16,7 @@ template <bool LOG>
 struct SoftmaxOp {
     float m, s, inv_or_logs;  // row max, sum of exp, 1/sum (or log(sum))
     struct Max {
-        float acc = -CUDART_INF_F;
+        float acc = -PRISM_INF;
         template <int M> __device__ __forceinline__ void operator()(const float *v) {
 #pragma unroll
             for (int j = 0; j < M; ++j) acc = fmaxf(acc, v[j]);
@@ -30,7 +30,7 @@ struct SoftmaxOp {
         }
     };
     struct Online {
-        MaxSum st{-CUDART_INF_F, 0.0f};
+        MaxSum st{-PRISM_INF, 0.0f};
         template <int M> __device__ __forceinline__ void operator()(const float *v) {
             float cm = v[0];
 #pragma unroll
@@ -41,12 +41,13 @@ struct SoftmaxOp {
 #pragma unroll
             for (int j = 0; j < M; ++j) add += exp2f(fmaf(v[j], kLog2e, -nb));
             // st.m == -inf only before the first chunk; then st.s == 0 and the scale is irrelevant.
-            const float scale = st.m == -CUDART_INF_F ? 0.0f : exp2f((st.m - nm) * kLog2e);
+            const float scale = st.m == -PRISM_INF ? 0.0f : exp2f((st.m - nm) * kLog2e);
             st.s = fmaf(st.s, scale, add);
             st.m = nm;
         }
     };
     struct Out {
+        static constexpr bool kLoads = false;
         float mb, inv, logs, m;
         template <int M> __device__ __forceinline__ void apply(float *v, int) const {
 #pragma unroll
@@ -58,7 +59,7 @@ struct SoftmaxOp {
     };
 
     template <class C>
-    __device__ __forceinline__ void run(const C &c, int, float *out) {
+    __device__ __forceinline__ void run(C &c, int, float *out) {
         float mx, sum;
         if constexpr (C::resident) {
             Max a;
@@ -73,7 +74,7 @@ struct SoftmaxOp {
             c.each(o);
             // combine (m, s) across the block: max first, then rescaled sums
             mx = block_allreduce(o.st.m, MaxOp{});
-            const float sc = o.st.m == -CUDART_INF_F ? 0.0f : exp2f((o.st.m - mx) * kLog2e);
+            const float sc = o.st.m == -PRISM_INF ? 0.0f : exp2f((o.st.m - mx) * kLog2e);
             sum = block_allreduce(o.st.s * sc, SumOp{});
         }
         Out f{mx * kLog2e, 1.0f / sum, logf(sum), mx};
