@@ -71,13 +71,16 @@ __device__ __forceinline__ void wgmma_step(float (&d)[BN / 2], uint64_t da, uint
     constexpr int IA = TA, IB = 1 - TB;
     if constexpr (KIND == 0) {
         if constexpr (BN == 256) wgmma_bf16_n256<IA, IB>(d, da, db, scale_d);
-        else wgmma_bf16_n128<IA, IB>(d, da, db, scale_d);
+        else if constexpr (BN == 128) wgmma_bf16_n128<IA, IB>(d, da, db, scale_d);
+        else wgmma_bf16_n64<IA, IB>(d, da, db, scale_d);
     } else if constexpr (KIND == 1) {
         if constexpr (BN == 256) wgmma_f16_n256<IA, IB>(d, da, db, scale_d);
-        else wgmma_f16_n128<IA, IB>(d, da, db, scale_d);
+        else if constexpr (BN == 128) wgmma_f16_n128<IA, IB>(d, da, db, scale_d);
+        else wgmma_f16_n64<IA, IB>(d, da, db, scale_d);
     } else {
         if constexpr (BN == 256) wgmma_tf32_n256(d, da, db, scale_d);
-        else wgmma_tf32_n128(d, da, db, scale_d);
+        else if constexpr (BN == 128) wgmma_tf32_n128(d, da, db, scale_d);
+        else wgmma_tf32_n64(d, da, db, scale_d);
     }
 }
 
@@ -130,7 +133,7 @@ template <int BN> struct Sm90Cfg {
     static constexpr int A_BYTES = SM90_BM * 128;  // 128 rows (or 2 x 64-wide MN boxes) of 128-byte lines
     static constexpr int B_BYTES = BN * 128;
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-    static constexpr int STAGES = BN == 256 ? 4 : 6;
+    static constexpr int STAGES = BN == 256 ? 4 : BN == 128 ? 6 : 8;  // 192 KB of stages in each case
 };
 
 // KIND: 0 bf16, 1 f16, 2 tf32.  TA/TB: 1 = operand stored transposed (A: k x m, B: n x k).
@@ -284,8 +287,13 @@ SM90_TRANS(gemm_sm90_f16_f16, 1, __half, __half, 256)
 SM90_TRANS(gemm_sm90_f16_f16, 1, __half, __half, 128)
 SM90_TRANS(gemm_sm90_f16_f32, 1, __half, float, 256)
 SM90_TRANS(gemm_sm90_f16_f32, 1, __half, float, 128)
+SM90_TRANS(gemm_sm90_bf16_bf16, 0, __nv_bfloat16, __nv_bfloat16, 64)
+SM90_TRANS(gemm_sm90_bf16_f32, 0, __nv_bfloat16, float, 64)
+SM90_TRANS(gemm_sm90_f16_f16, 1, __half, __half, 64)
+SM90_TRANS(gemm_sm90_f16_f32, 1, __half, float, 64)
 SM90_ENTRY(gemm_sm90_tf32_f32_nt_n256, 2, float, float, 256, 0, 1)
 SM90_ENTRY(gemm_sm90_tf32_f32_nt_n128, 2, float, float, 128, 0, 1)
+SM90_ENTRY(gemm_sm90_tf32_f32_nt_n64, 2, float, float, 64, 0, 1)
 #else
 SM90_TRANS(gemm_sm90_bf16_bf16, 0, __nv_bfloat16, __nv_bfloat16, 256)
 #endif
