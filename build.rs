@@ -102,7 +102,13 @@ fn families(dir: &Path) -> Vec<Family> {
 }
 
 /// Builds one family's image into `out`; returns its path and whether it is PTX text.
-fn build_family(family: &Family, nvcc: Option<&Path>, root: &Path, out: &Path, regen_ptx: bool) -> (PathBuf, bool) {
+fn build_family(
+    family: &Family,
+    nvcc: Option<&Path>,
+    root: &Path,
+    out: &Path,
+    regen_ptx: bool,
+) -> (PathBuf, bool) {
     let checked_in = root.join("ptx").join(format!("{}.ptx", family.name));
     let Some(nvcc) = nvcc else {
         // PTX handed to cuModuleLoadData must be NUL-terminated.

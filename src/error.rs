@@ -1,5 +1,6 @@
 //! The crate's error type.
 
+use crate::driver::DriverError;
 use crate::sys::driver::CUresult;
 use crate::sys::LoadError;
 
@@ -10,6 +11,40 @@ pub enum Error {
     /// A CUDA library or one of its entry points could not be loaded.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// A call through the cudarc-shaped `driver` layer failed.
+    #[error("CUDA driver error: {0}")]
+    Driver(#[from] DriverError),
+    /// A built-in kernel family's image could not be loaded; `log` is the JIT's error log.
+    #[error("loading kernel family `{family}` failed: {error}{}", if log.is_empty() { String::new() } else { format!("\n{log}") })]
+    ModuleLoad {
+        /// The family (`cuda/<family>.cu`).
+        family: &'static str,
+        /// The driver's error.
+        error: DriverError,
+        /// The JIT compiler's error log, empty when the driver gave none.
+        log: String,
+    },
+    /// No built-in kernel has this name.
+    #[error("no built-in kernel is named `{0}`")]
+    UnknownKernel(String),
+    /// Inputs whose shapes or lengths do not fit the operation.
+    #[error("{op}: expected {expected}, got {got}")]
+    Shape {
+        /// The operation that rejected its inputs.
+        op: &'static str,
+        /// What it needed.
+        expected: String,
+        /// What it was given.
+        got: String,
+    },
+    /// The operation works on device buffers but the runtime runs on the CPU.
+    #[error("{op} needs a GPU, but this runtime uses the CPU fallback ({reason})")]
+    NoGpu {
+        /// The operation asked for.
+        op: &'static str,
+        /// Why no GPU is in use.
+        reason: String,
+    },
     /// A raw driver call failed.
     #[error("{call} failed: {}", result_name(*.result))]
     DriverCall {

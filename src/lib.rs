@@ -25,16 +25,18 @@ compile_error!(
      `legacy-gpu` (the real cudarc 0.19 under the same paths)"
 );
 
-pub mod error;
-pub mod kernels;
-mod probe;
-pub mod sys;
 #[cfg(feature = "production-gpu")]
 pub mod driver;
+pub mod error;
+pub mod kernels;
 #[cfg(feature = "production-gpu")]
 pub mod nvrtc;
+mod probe;
+pub mod runtime;
+pub mod sys;
 #[cfg(feature = "legacy-gpu")]
 pub use cudarc::{driver, nvrtc};
 
 pub use error::{Error, Result};
 pub use probe::{probe, probe_driver, DeviceInfo, Probe};
+pub use runtime::{runtime, ProductionGpuRuntime};

@@ -83,7 +83,12 @@ unsafe fn describe(driver: &Driver, ordinal: c_int) -> Result<DeviceInfo> {
 impl fmt::Display for Probe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (major, minor) = (self.driver_version / 1000, (self.driver_version % 1000) / 10);
-        writeln!(f, "CUDA driver {major}.{minor} ({}), {} device(s)", self.driver_version, self.devices.len())?;
+        writeln!(
+            f,
+            "CUDA driver {major}.{minor} ({}), {} device(s)",
+            self.driver_version,
+            self.devices.len()
+        )?;
         for d in &self.devices {
             writeln!(
                 f,

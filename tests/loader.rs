@@ -27,7 +27,8 @@ fn a_missing_library_names_every_path_tried() {
 fn the_environment_override_is_tried_first() {
     // Read under a name nothing else in this binary uses, so no other test races on it.
     std::env::set_var("PRISM_TEST_DRIVER_OVERRIDE", "/opt/custom/libcuda.so");
-    let names = prism_gpu::sys::loader::candidates("PRISM_TEST_DRIVER_OVERRIDE", &["libcuda.so.1", "libcuda.so"]);
+    let names =
+        prism_gpu::sys::loader::candidates("PRISM_TEST_DRIVER_OVERRIDE", &["libcuda.so.1", "libcuda.so"]);
     assert_eq!(names, ["/opt/custom/libcuda.so", "libcuda.so.1", "libcuda.so"]);
     std::env::set_var("PRISM_TEST_DRIVER_OVERRIDE", "");
     let names = prism_gpu::sys::loader::candidates("PRISM_TEST_DRIVER_OVERRIDE", &["libcuda.so.1"]);
@@ -47,7 +48,8 @@ fn a_missing_symbol_is_an_error_naming_it_and_the_rest_still_works() {
     let result = unsafe { driver.cuDriverGetVersion(&mut version) };
     assert_eq!(result, Ok(CUresult::CUDA_SUCCESS));
     assert_eq!(version, 12080);
-    let exported: Vec<_> = driver.entry_points().iter().filter(|(_, present)| *present).map(|(n, _)| *n).collect();
+    let exported: Vec<_> =
+        driver.entry_points().iter().filter(|(_, present)| *present).map(|(n, _)| *n).collect();
     assert!(exported.contains(&"cuInit") && !exported.contains(&"cuMemAlloc_v2"), "{exported:?}");
 }
 
@@ -57,8 +59,14 @@ fn error_names_and_strings_come_from_the_driver_and_the_bindings() {
     let (mut name, mut text) = (std::ptr::null(), std::ptr::null());
     // SAFETY: valid out-pointers; the fake returns static strings.
     unsafe {
-        assert_eq!(driver.cuGetErrorName(CUresult::CUDA_ERROR_OUT_OF_MEMORY, &mut name), Ok(CUresult::CUDA_SUCCESS));
-        assert_eq!(driver.cuGetErrorString(CUresult::CUDA_ERROR_OUT_OF_MEMORY, &mut text), Ok(CUresult::CUDA_SUCCESS));
+        assert_eq!(
+            driver.cuGetErrorName(CUresult::CUDA_ERROR_OUT_OF_MEMORY, &mut name),
+            Ok(CUresult::CUDA_SUCCESS)
+        );
+        assert_eq!(
+            driver.cuGetErrorString(CUresult::CUDA_ERROR_OUT_OF_MEMORY, &mut text),
+            Ok(CUresult::CUDA_SUCCESS)
+        );
         assert_eq!(CStr::from_ptr(name).to_str(), Ok("CUDA_ERROR_OUT_OF_MEMORY"));
         assert_eq!(CStr::from_ptr(text).to_str(), Ok("out of memory"));
     }

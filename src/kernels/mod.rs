@@ -2,8 +2,13 @@
 //! entry points each family defines.
 
 mod catalogue;
+pub mod elementwise;
+pub mod grid;
+mod modules;
+pub mod shape;
 
 pub use catalogue::{family_of, Family, FAMILIES};
+pub use modules::Kernels;
 
 /// The embedded image of one kernel family: a fatbin from nvcc, or checked-in PTX text.
 #[derive(Debug, Clone, Copy)]

@@ -1,0 +1,161 @@
+//! Typed launchers for `cuda/elementwise.cu`: f32 arithmetic over equal-length vectors.
+
+use std::sync::Arc;
+
+use crate::driver::{CudaStream, CudaView, CudaViewMut, DevicePtrMut, PushKernelArg};
+use crate::error::Result;
+use crate::kernels::{grid, shape, Kernels};
+
+/// The binary operations `out = a ∘ b`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binary {
+    /// `a + b`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b`
+    Mul,
+    /// `a / b`
+    Div,
+}
+
+impl Binary {
+    /// The entry point computing this operation.
+    pub fn kernel(self) -> &'static str {
+        match self {
+            Binary::Add => "prism_add_f32",
+            Binary::Sub => "prism_sub_f32",
+            Binary::Mul => "prism_mul_f32",
+            Binary::Div => "prism_div_f32",
+        }
+    }
+}
+
+/// `out = a ∘ b` elementwise; all three of one length.
+pub fn binary(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    op: Binary,
+    a: &CudaView<f32>,
+    b: &CudaView<f32>,
+    out: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    let n = shape::same_len(op.kernel(), &[("a", a.len()), ("b", b.len()), ("out", out.len())])?;
+    let function = kernels.function(op.kernel())?;
+    let count = n as u64;
+    // SAFETY: the kernel reads `n` elements of a and b and writes `n` of out; all three hold `n`.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(a)
+            .arg(b)
+            .arg(out)
+            .arg(&count)
+            .launch(grid::elementwise(n, kernels.multiprocessors()))?;
+    }
+    Ok(())
+}
+
+/// `out = alpha * x + y`; all three of one length.
+pub fn axpy(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    alpha: f32,
+    x: &CudaView<f32>,
+    y: &CudaView<f32>,
+    out: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    let n = shape::same_len("axpy", &[("x", x.len()), ("y", y.len()), ("out", out.len())])?;
+    let function = kernels.function("prism_axpy_f32")?;
+    let count = n as u64;
+    // SAFETY: reads n elements of x and y, writes n of out; all hold n.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&alpha)
+            .arg(x)
+            .arg(y)
+            .arg(out)
+            .arg(&count)
+            .launch(grid::elementwise(n, kernels.multiprocessors()))?;
+    }
+    Ok(())
+}
+
+/// `out = alpha * x`; both of one length.
+pub fn scale(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    alpha: f32,
+    x: &CudaView<f32>,
+    out: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    let n = shape::same_len("scale", &[("x", x.len()), ("out", out.len())])?;
+    let function = kernels.function("prism_scale_f32")?;
+    let count = n as u64;
+    // SAFETY: reads n elements of x, writes n of out; both hold n.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&alpha)
+            .arg(x)
+            .arg(out)
+            .arg(&count)
+            .launch(grid::elementwise(n, kernels.multiprocessors()))?;
+    }
+    Ok(())
+}
+
+/// `x *= alpha` in place.
+pub fn scale_inplace(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    alpha: f32,
+    x: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    let n = x.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let function = kernels.function("prism_scale_f32")?;
+    let count = n as u64;
+    // The kernel allows its output to alias its input, so the one buffer is passed as both; the
+    // guard records the write for other streams when it drops after the launch.
+    let (ptr, _write) = x.device_ptr_mut(stream);
+    // SAFETY: reads and writes the n elements `x` holds, in place, which the kernel supports.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&alpha)
+            .arg(&ptr)
+            .arg(&ptr)
+            .arg(&count)
+            .launch(grid::elementwise(n, kernels.multiprocessors()))?;
+    }
+    Ok(())
+}
+
+/// Sets every element of `out` to `value`.
+pub fn fill(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    out: &mut CudaViewMut<f32>,
+    value: f32,
+) -> Result<()> {
+    let n = out.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let function = kernels.function("prism_fill_f32")?;
+    let count = n as u64;
+    // SAFETY: writes n elements of out, which holds n.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(out)
+            .arg(&value)
+            .arg(&count)
+            .launch(grid::elementwise(n, kernels.multiprocessors()))?;
+    }
+    Ok(())
+}
