@@ -129,6 +129,50 @@ __device__ __forceinline__ void store_pair(TO *c, int ldc, int row, int col, int
     }
 }
 
+template <typename T> struct Quad;
+template <> struct Quad<float> { using type = float4; };
+template <> struct Quad<__nv_bfloat16> { struct __align__(8) type { __nv_bfloat162 a, b; }; };
+template <> struct Quad<__half> { struct __align__(8) type { __half2 a, b; }; };
+__device__ __forceinline__ void quad_get(const float4 &q, float (&v)[4]) { v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w; }
+template <typename Q> __device__ __forceinline__ void quad_get(const Q &q, float (&v)[4]) {
+    v[0] = to_f32(q.a.x); v[1] = to_f32(q.a.y); v[2] = to_f32(q.b.x); v[3] = to_f32(q.b.y);
+}
+__device__ __forceinline__ void quad_set(float4 &q, const float (&v)[4]) { q = make_float4(v[0], v[1], v[2], v[3]); }
+template <typename Q> __device__ __forceinline__ void quad_set(Q &q, const float (&v)[4]) {
+    using E = decltype(q.a.x);
+    q.a.x = from_f32<E>(v[0]); q.a.y = from_f32<E>(v[1]); q.b.x = from_f32<E>(v[2]); q.b.y = from_f32<E>(v[3]);
+}
+// Four consecutive outputs C[row][col .. col+3]: one vector access when the whole quad is in range and aligned.
+template <typename TO>
+__device__ __forceinline__ void store_quad(TO *c, int ldc, int row, int col, int m, int n, float (&v)[4],
+                                           float alpha, float beta, bool vec_ok) {
+    if (row >= m) return;
+    TO *p = c + (long long)row * ldc + col;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] *= alpha;
+    if (vec_ok && col + 3 < n) {
+        using Q = typename Quad<TO>::type;
+        if (beta != 0.f) {
+            float o[4];
+            quad_get(*reinterpret_cast<const Q *>(p), o);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[e] = fmaf(beta, o[e], v[e]);
+        }
+        Q q;
+        quad_set(q, v);
+        *reinterpret_cast<Q *>(p) = q;
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            if (col + e < n) {
+                float r = v[e];
+                if (beta != 0.f) r = fmaf(beta, to_f32<TO>(p[e]), r);
+                p[e] = from_f32<TO>(r);
+            }
+        }
+    }
+}
+
 template <int BN> struct Sm90Cfg {
     static constexpr int A_BYTES = SM90_BM * 128;  // 128 rows (or 2 x 64-wide MN boxes) of 128-byte lines
     static constexpr int B_BYTES = BN * 128;
@@ -213,7 +257,7 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
         const int lt = threadIdx.x % 128;
         const int warp = lt / 32, lane = lt % 32;
         TO *Cz = C + (long long)z * strideC;
-        const bool pair_ok = ((ldc & 1) == 0) && ((((unsigned long long)Cz) & (2 * sizeof(TO) - 1)) == 0);
+        const bool vec_ok = ((ldc & 3) == 0) && ((((unsigned long long)Cz) & (4 * sizeof(TO) - 1)) == 0);
         int it = 0;
         float d[BN / 2];
         for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -250,14 +294,28 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
             reg_fence(d);
             if (lane == 0) mbar_arrive(s_u32(&empty_bar[prev_s]));
 
-            // Epilogue straight from the accumulators.
+            // Epilogue straight from the accumulators. Thread t of a quad holds columns 8j+2t, +1 of each 8-wide
+            // block j; one exchange with lane t^1 per pair of blocks gives every thread 4 consecutive columns
+            // (even t: block j, columns 2t..2t+3; odd t: block j+1, columns 2(t-1)..), so each warp store covers
+            // 8 rows x 16 contiguous columns (full 32-byte sectors).
             const int row0 = tm * SM90_BM + c * 64 + warp * 16 + lane / 4;
-            const int col0 = tn * BN + 2 * (lane % 4);
+            const int t = lane % 4;
+            const bool odd = t & 1;
 #pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                const int col = col0 + 8 * j;
-                store_pair<TO>(Cz, ldc, row0, col, m, n, d[4 * j + 0], d[4 * j + 1], alpha, beta, pair_ok);
-                store_pair<TO>(Cz, ldc, row0 + 8, col, m, n, d[4 * j + 2], d[4 * j + 3], alpha, beta, pair_ok);
+            for (int jp = 0; jp < BN / 16; ++jp) {
+                const int j = 2 * jp;
+                const int col = tn * BN + 8 * j + (odd ? 8 + 2 * (t - 1) : 2 * t);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const float a0 = d[4 * j + 2 * h], a1 = d[4 * j + 2 * h + 1];            // block j
+                    const float b0 = d[4 * j + 4 + 2 * h], b1 = d[4 * j + 4 + 2 * h + 1];    // block j+1
+                    const float s0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
+                    const float s1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+                    float v[4];
+                    if (!odd) { v[0] = a0; v[1] = a1; v[2] = s0; v[3] = s1; }
+                    else { v[0] = s0; v[1] = s1; v[2] = b0; v[3] = b1; }
+                    store_quad<TO>(Cz, ldc, row0 + 8 * h, col, m, n, v, alpha, beta, vec_ok);
+                }
             }
         }
     }
