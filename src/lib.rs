@@ -8,6 +8,9 @@
 //! | probe | [`probe()`] | what the machine offers: driver version, devices, or why nothing is usable |
 //! | safe driver API | [`driver`] | cudarc-0.19-compatible contexts, streams, slices, modules, launches, graphs |
 //! | runtime compilation | [`nvrtc`] | cudarc-0.19-compatible NVRTC: `compile_ptx`, `Ptx`, `CompileOptions` |
+//! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
+//! | runtime | [`runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
+//! | self-test | [`selftest`] | every operation on GPU and CPU against f64 references |
 //!
 //! The driver is opened at run time (`$PRISM_CUDA_DRIVER`, then `libcuda.so.1`, `libcuda.so`), so a
 //! machine without CUDA builds, runs, and gets a typed error or the CPU fallback.
@@ -33,6 +36,7 @@ pub mod kernels;
 pub mod nvrtc;
 mod probe;
 pub mod runtime;
+pub mod selftest;
 pub mod sys;
 #[cfg(feature = "legacy-gpu")]
 pub use cudarc::{driver, nvrtc};

@@ -16,7 +16,7 @@ fn a_missing_library_names_every_path_tried() {
     let names = vec!["/nonexistent/libcuda.so.1".to_string(), "libcuda-not-installed.so.7".to_string()];
     let Err(err) = Driver::open(&names) else { panic!("a nonexistent library loaded") };
     let LoadError::LibraryNotFound { library, tried } = &err else { panic!("wrong error: {err:?}") };
-    assert_eq!(*library, "the CUDA driver");
+    assert_eq!(*library, "the CUDA driver library (libcuda)");
     assert_eq!(tried.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), names);
     assert!(tried.iter().all(|a| !a.reason.is_empty()));
     let message = err.to_string();

@@ -1,1 +1,66 @@
-fn main() {}
+//! The `prism-gpu` command line: `info` (the default), `selftest`.
+
+use std::process::ExitCode;
+
+use prism_gpu::selftest::{self, SplitMix64};
+use prism_gpu::ProductionGpuRuntime;
+
+const USAGE: &str = "usage: prism-gpu [info | selftest | help]
+  info      what the machine offers (driver, devices), then the self-test (the default)
+  selftest  every operation on the GPU and on the CPU fallback, against f64 references";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        [] | ["info"] => {
+            info();
+            run_selftest()
+        }
+        ["selftest"] => run_selftest(),
+        ["help" | "-h" | "--help"] => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn info() {
+    println!("prism-gpu {}", env!("CARGO_PKG_VERSION"));
+    match prism_gpu::probe() {
+        Ok(probe) => print!("{probe}"),
+        Err(err) => println!("No usable CUDA driver: {err}"),
+    }
+}
+
+fn run_selftest() -> ExitCode {
+    let cpu = ProductionGpuRuntime::cpu();
+    let gpu = match ProductionGpuRuntime::with_device(0) {
+        Ok(gpu) => Some(gpu),
+        Err(err) => {
+            println!("GPU self-test skipped: {err}");
+            None
+        }
+    };
+    let target = gpu.as_ref().map_or_else(|| "the CPU fallback only".to_string(), |g| g.describe());
+    println!("Self-test on {target}:");
+    match selftest::run(gpu.as_ref(), &cpu, &mut SplitMix64::from_time()) {
+        Ok(checks) => {
+            print!("{}", selftest::table(&checks));
+            if checks.iter().all(|c| c.passed()) {
+                println!("self-test passed ({} operations)", checks.len());
+                ExitCode::SUCCESS
+            } else {
+                println!("self-test FAILED");
+                ExitCode::FAILURE
+            }
+        }
+        Err(err) => {
+            println!("self-test could not run: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

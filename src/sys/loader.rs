@@ -111,7 +111,7 @@ pub type Nvrtc = Loaded<NvrtcFunctions>;
 impl Driver {
     /// Opens the first of `candidates` as the CUDA driver (no process-wide caching: see [`driver`]).
     pub fn open(candidates: &[String]) -> Result<Self, LoadError> {
-        let library = open_first("the CUDA driver", candidates)?;
+        let library = open_first("the CUDA driver library (libcuda)", candidates)?;
         // SAFETY: the library was found under a CUDA driver name, so its symbols follow cuda.h;
         // the table is stored beside the library, which outlives it.
         let functions = unsafe { DriverFunctions::load(&library) };
@@ -122,7 +122,7 @@ impl Driver {
 impl Nvrtc {
     /// Opens the first of `candidates` as NVRTC (no process-wide caching: see [`nvrtc`]).
     pub fn open(candidates: &[String]) -> Result<Self, LoadError> {
-        let library = open_first("NVRTC", candidates)?;
+        let library = open_first("the NVRTC library", candidates)?;
         // SAFETY: as for the driver: NVRTC names, nvrtc.h signatures, library kept beside the table.
         let functions = unsafe { NvrtcFunctions::load(&library) };
         Ok(Loaded { functions, _library: library })
