@@ -3,6 +3,15 @@
 use prism_gpu::driver::{sys, CudaContext, DriverError, LaunchConfig};
 use prism_gpu::nvrtc::{compile_ptx, CompileError, CompileOptions, Ptx};
 
+/// compute-sanitizer reports every failing API call as an error: deliberate failures run only in
+/// the plain run.
+fn under_sanitizer() -> bool {
+    std::env::vars_os().any(|(k, v)| {
+        let text = format!("{}={}", k.to_string_lossy(), v.to_string_lossy()).to_ascii_lowercase();
+        text.contains("sanitizer")
+    })
+}
+
 #[test]
 fn for_num_elems_rounds_up_to_whole_blocks_of_1024() {
     for (n, blocks) in
@@ -60,8 +69,11 @@ fn driver_error_prints_name_and_message() {
     assert!(text.ends_with("\")"), "{text}");
     assert!(text.contains("out of memory"), "{text}");
     assert_eq!(format!("{oom}"), text);
-    let unknown = format!("{:?}", DriverError(sys::CUresult(987_654)));
-    assert!(unknown.starts_with("DriverError(CUresult(987654), \""), "{unknown}");
+    if !under_sanitizer() {
+        // With a driver this asks it about an unknown code, which fails on purpose.
+        let unknown = format!("{:?}", DriverError(sys::CUresult(987_654)));
+        assert!(unknown.starts_with("DriverError(CUresult(987654), \""), "{unknown}");
+    }
     // Callers match on the code.
     assert!(matches!(oom, DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)));
     let as_error: Box<dyn std::error::Error> = Box::new(oom);
@@ -76,6 +88,9 @@ fn driver_error_prints_name_and_message() {
 #[test]
 fn without_a_driver_everything_is_an_error_not_a_panic() {
     if prism_gpu::sys::driver().is_ok() {
+        if under_sanitizer() {
+            return; // the check below is a deliberately failing API call
+        }
         // A driver is present (GPU machine): an impossible ordinal is still a clean error.
         let err = CudaContext::new(1_000_000).unwrap_err();
         assert_eq!(err, DriverError(sys::CUresult::CUDA_ERROR_INVALID_DEVICE));

@@ -50,6 +50,15 @@ struct Pair {
 // SAFETY: repr(C), plain numbers, same layout as the kernel's struct.
 unsafe impl DeviceRepr for Pair {}
 
+/// compute-sanitizer reports every failing API call as an error, so the calls that are meant to
+/// fail run only in the plain run (the sanitizer run checks memory safety and leaks).
+fn under_sanitizer() -> bool {
+    std::env::vars_os().any(|(k, v)| {
+        let text = format!("{}={}", k.to_string_lossy(), v.to_string_lossy()).to_ascii_lowercase();
+        text.contains("sanitizer")
+    })
+}
+
 /// xorshift64*: deterministic random data with no extra dependency.
 struct Rng(u64);
 impl Rng {
@@ -226,7 +235,10 @@ fn kernel_launch_matches_cpu_reference() {
     assert!(got[..200].iter().chain(&got[700..]).all(|v| v.is_nan()));
     let want: Vec<f32> = xh[200..700].iter().map(|v| 3.0 * v + 1.0).collect();
     assert_close(&got[200..700], &want, "affine on views");
-    assert_eq!(f.param_sizes().unwrap(), [8, 8, 4, 4, 4]);
+    if !under_sanitizer() {
+        // The parameter walk ends on the driver's CUDA_ERROR_INVALID_VALUE.
+        assert_eq!(f.param_sizes().unwrap(), [8, 8, 4, 4, 4]);
+    }
     assert!(f.num_regs().unwrap() > 0 && f.max_threads_per_block().unwrap() >= 256);
     assert!(f.ptx_version().unwrap() > 0 && f.binary_version().unwrap() > 0);
     assert!(f.occupancy_max_active_blocks_per_multiprocessor(256, 0, None).unwrap() > 0);
@@ -260,8 +272,8 @@ fn scalar_and_struct_arguments_arrive_intact() {
             .arg(&d)
             .arg(&e)
             .arg(&g)
-            .arg(&i)
             .arg(&h)
+            .arg(&i)
             .arg(&fl)
             .arg(&db)
             .arg(&hb)
@@ -277,8 +289,8 @@ fn scalar_and_struct_arguments_arrive_intact() {
         d as f64,
         e as f64,
         g as f64,
-        i as f64,
         h as f64,
+        i as f64,
         fl as f64,
         db,
         hb.to_bits() as f64,
@@ -313,7 +325,9 @@ fn constant_memory_through_get_global() {
         .unwrap();
     let want: Vec<f32> = xh.iter().map(|v| c[0] + v * (c[1] + v * (c[2] + v * c[3]))).collect();
     assert_close(&s.clone_dtoh(&y).unwrap(), &want, "poly");
-    assert!(module.get_global("missing", &s).is_err());
+    if !under_sanitizer() {
+        assert!(module.get_global("missing", &s).is_err());
+    }
 }
 
 #[test]
@@ -409,12 +423,14 @@ fn graph_capture_of_the_natural_code() {
     let want2: Vec<f32> = src_h.iter().map(|v| 0.5 * (2.0 * (2.0 * v + 1.0) + 1.0) - 1.0).collect();
     // Read y on b: b must wait for the replay on s.
     assert_close(&b.clone_dtoh(&y).unwrap(), &want2, "replay after a cross-stream write");
-    // Work captured from another mode, and an empty capture.
+    // An empty capture in another mode still gives a graph that launches.
     s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
-    assert!(s
+    let empty = s
         .end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
         .unwrap()
-        .is_none());
+        .expect("an empty graph");
+    empty.launch().unwrap();
+    s.synchronize().unwrap();
     drop(graph);
     ctx.check_err().unwrap();
 }
@@ -451,7 +467,9 @@ fn events_and_elapsed_time() {
     // Timing disabled by default: elapsed time is an error, not garbage.
     let untimed = s.record_event(None).unwrap();
     untimed.synchronize().unwrap();
-    assert!(untimed.elapsed_ms(&e).is_err());
+    if !under_sanitizer() {
+        assert!(untimed.elapsed_ms(&e).is_err());
+    }
     // wait/join/fork.
     let forked = s.fork().unwrap();
     forked.wait(&e).unwrap();
@@ -525,6 +543,9 @@ fn drop_order_does_not_matter() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn errors_carry_the_driver_code() {
+    if under_sanitizer() {
+        return; // every check here is a deliberately failing API call
+    }
     let (ctx, module) = setup();
     let s = ctx.default_stream();
     // SAFETY: the allocation fails, so nothing is read.
