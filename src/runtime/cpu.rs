@@ -1014,7 +1014,6 @@ mod tests {
     #[test]
     fn activations_forward_backward_inplace() {
         let mut g = Rng::new(3);
-        let sig = |x: f64| 1.0 / (1.0 + (-x).exp());
         type F = fn(f64) -> f64;
         type B = fn(f64, f64) -> f64;
         let cases: [(Activation, F, B); 5] = [
@@ -1035,9 +1034,9 @@ mod tests {
             (Activation::Tanh, |x| x.tanh(), |d, x| d * (1.0 - x.tanh().powi(2))),
             (Activation::Gelu, gelu64, |d, x| d * gelu_grad64(x)),
         ];
-        let _ = sig;
         for &n in &SIZES {
-            let x = g.vec(n, -6.0, 6.0);
+            // |x| <= 3: beyond that 1 - tanh^2 and s (1 - s) cancel in f32 on any implementation
+            let x = g.vec(n, -3.0, 3.0);
             let dy = g.vec(n, -1.0, 1.0);
             for (act, f, b) in cases {
                 let r: Vec<f64> = x.iter().map(|&v| f(v.into())).collect();
@@ -1398,7 +1397,7 @@ mod tests {
     fn spectral_radius_by_power_iteration() {
         let mut g = Rng::new(12);
         let n = 120;
-        // diagonal with a dominant 0.9, then a random orthogonal-free perturbation-free check
+        // diagonal with one dominant eigenvalue 0.9, the rest <= 0.45
         let mut w = vec![0.0f32; n * n];
         for i in 0..n {
             w[i * n + i] = if i == 17 { 0.9 } else { 0.45 * g.next_f64() as f32 };
