@@ -235,6 +235,7 @@ fn kernel_launch_matches_cpu_reference() {
     assert!(got[..200].iter().chain(&got[700..]).all(|v| v.is_nan()));
     let want: Vec<f32> = xh[200..700].iter().map(|v| 3.0 * v + 1.0).collect();
     assert_close(&got[200..700], &want, "affine on views");
+    #[cfg(feature = "production-gpu")] // a prism-gpu extension
     if !under_sanitizer() {
         // The parameter walk ends on the driver's CUDA_ERROR_INVALID_VALUE.
         assert_eq!(f.param_sizes().unwrap(), [8, 8, 4, 4, 4]);
@@ -261,6 +262,11 @@ fn scalar_and_struct_arguments_arrive_intact() {
     let (e, g, h, i) = (250u8, 65_000u16, 4_000_000_000u32, 1u64 << 52);
     let (fl, db) = (3.25f32, -1.0e-300f64);
     let hb = half::f16::from_f32(-2.5);
+    // The real cudarc implements DeviceRepr for half types only with its `f16` feature.
+    #[cfg(feature = "production-gpu")]
+    let half_arg = hb;
+    #[cfg(not(feature = "production-gpu"))]
+    let half_arg = hb.to_bits();
     let p = Pair { a: -7, b: 0.5, c: 1.0e10 };
     // SAFETY: arguments match `scalars` (the f16 travels as its 16 bits).
     unsafe {
@@ -276,7 +282,7 @@ fn scalar_and_struct_arguments_arrive_intact() {
             .arg(&i)
             .arg(&fl)
             .arg(&db)
-            .arg(&hb)
+            .arg(&half_arg)
             .arg(&p)
             .launch(LaunchConfig::for_num_elems(1))
     }
@@ -388,6 +394,9 @@ fn freeing_waits_for_pending_use_on_another_stream() {
     ctx.check_err().unwrap();
 }
 
+/// cudarc 0.19 fails this code with CUDA_ERROR_STREAM_CAPTURE_ISOLATION unless event tracking is
+/// switched off, so it is a test of prism-gpu's engine only.
+#[cfg(feature = "production-gpu")]
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn graph_capture_of_the_natural_code() {
@@ -529,6 +538,7 @@ fn drop_order_does_not_matter() {
     assert_close(&s2.clone_dtoh(&y).unwrap(), &want, "after parents dropped");
     drop(s2);
     drop(x);
+    #[cfg(feature = "production-gpu")] // `close` is a prism-gpu extension
     y.close().unwrap();
     ctx.check_err().unwrap();
     drop(ctx);
@@ -557,17 +567,20 @@ fn errors_carry_the_driver_code() {
     assert!(unsafe { s.alloc::<u64>(usize::MAX / 4) }.is_err());
     assert_eq!(module.load_function("nope").unwrap_err(), DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND));
     assert_eq!(CudaContext::new(10_000).unwrap_err(), DriverError(sys::CUresult::CUDA_ERROR_INVALID_DEVICE));
-    // Bad PTX: the JIT log says why.
-    let bad = Ptx::from_src(
-        ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k() { bogus_instruction; }\n",
-    );
-    let err = ctx.load_module_with_log(bad.clone()).unwrap_err();
-    assert_eq!(err.error, DriverError(sys::CUresult::CUDA_ERROR_INVALID_PTX));
-    assert!(err.log.contains("bogus_instruction"), "log: {}", err.log);
-    assert!(err.to_string().contains("bogus_instruction"));
-    assert_eq!(ctx.load_module(bad).unwrap_err(), DriverError(sys::CUresult::CUDA_ERROR_INVALID_PTX));
-    let missing = ctx.load_module_with_log(Ptx::from_file("/nonexistent/k.ptx")).unwrap_err();
-    assert_eq!(missing.error, DriverError(sys::CUresult::CUDA_ERROR_FILE_NOT_FOUND));
+    // Bad PTX: the JIT log says why (`load_module_with_log` is a prism-gpu extension).
+    #[cfg(feature = "production-gpu")]
+    {
+        let bad = Ptx::from_src(
+            ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k() { bogus_instruction; }\n",
+        );
+        let err = ctx.load_module_with_log(bad.clone()).unwrap_err();
+        assert_eq!(err.error, DriverError(sys::CUresult::CUDA_ERROR_INVALID_PTX));
+        assert!(err.log.contains("bogus_instruction"), "log: {}", err.log);
+        assert!(err.to_string().contains("bogus_instruction"));
+        assert_eq!(ctx.load_module(bad).unwrap_err(), DriverError(sys::CUresult::CUDA_ERROR_INVALID_PTX));
+        let missing = ctx.load_module_with_log(Ptx::from_file("/nonexistent/k.ptx")).unwrap_err();
+        assert_eq!(missing.error, DriverError(sys::CUresult::CUDA_ERROR_FILE_NOT_FOUND));
+    }
     // A parked error is returned once by the next fallible call.
     ctx.record_err::<()>(Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)));
     assert_eq!(ctx.synchronize(), Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)));
@@ -592,7 +605,7 @@ fn modules_from_files_and_binary_images() {
     std::fs::remove_file(&path).unwrap();
     let cubin = nvrtc_cubin(&ctx);
     assert_eq!(&cubin[..4], b"\x7fELF");
-    let from_binary = ctx.load_module_with_log(Ptx::from_binary(cubin)).unwrap();
+    let from_binary = ctx.load_module(Ptx::from_binary(cubin)).unwrap();
     let s = ctx.default_stream();
     let xh = Rng::new(11).f32s(300);
     let x = s.clone_htod(&xh).unwrap();

@@ -1,6 +1,7 @@
 //! `prism_gpu::nvrtc` against the real NVRTC (on the GPU machine).
 
-use prism_gpu::nvrtc::{compile_ptx, compile_ptx_with_opts, CompileError, CompileOptions, NvrtcError};
+use prism_gpu::nvrtc::result::NvrtcError;
+use prism_gpu::nvrtc::{compile_ptx, compile_ptx_with_opts, CompileError, CompileOptions};
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
