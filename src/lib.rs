@@ -10,6 +10,7 @@
 //! | runtime compilation | [`nvrtc`] | cudarc-0.19-compatible NVRTC: `compile_ptx`, `Ptx`, `CompileOptions` |
 //! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
 //! | runtime | [`runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
+//! | benchmarks | [`bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
 //! | self-test | [`selftest`] | every operation on GPU and CPU against f64 references |
 //!
 //! The driver is opened at run time (`$PRISM_CUDA_DRIVER`, then `libcuda.so.1`, `libcuda.so`), so a
@@ -30,6 +31,7 @@ compile_error!(
 
 #[cfg(feature = "production-gpu")]
 pub mod driver;
+pub mod bench;
 pub mod error;
 pub mod kernels;
 #[cfg(feature = "production-gpu")]

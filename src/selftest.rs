@@ -18,7 +18,8 @@ impl SplitMix64 {
 
     /// A generator seeded from the clock, so every run draws fresh inputs.
     pub fn from_time() -> Self {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         Self::new(nanos as u64 ^ u64::from(std::process::id()).rotate_left(32))
     }
 
@@ -111,7 +112,11 @@ fn check(
 }
 
 /// Every operation of the runtime, on fresh random inputs from `rng`, at odd sizes.
-pub fn run(gpu: Option<&ProductionGpuRuntime>, cpu: &ProductionGpuRuntime, rng: &mut SplitMix64) -> Result<Vec<Check>> {
+pub fn run(
+    gpu: Option<&ProductionGpuRuntime>,
+    cpu: &ProductionGpuRuntime,
+    rng: &mut SplitMix64,
+) -> Result<Vec<Check>> {
     let n = 1_000_003;
     let a = rng.vec(n, -2.0, 2.0);
     let b = rng.vec(n, 0.5, 3.0); // away from zero: also the divisor
@@ -177,7 +182,13 @@ mod tests {
         assert_eq!(max_error(&[1.0, 200.0], &[1.0, 202.0]), 0.01);
         assert!(max_error(&[f32::NAN], &[1.0]).is_nan());
         assert_eq!(max_error(&[1.0], &[1.0, 2.0]), f64::INFINITY);
-        let c = Check { op: "x".into(), gpu_vs_cpu: None, gpu_error: Some(f64::NAN), cpu_error: 0.0, tolerance: 1.0 };
+        let c = Check {
+            op: "x".into(),
+            gpu_vs_cpu: None,
+            gpu_error: Some(f64::NAN),
+            cpu_error: 0.0,
+            tolerance: 1.0,
+        };
         assert!(!c.passed());
     }
 
