@@ -154,7 +154,7 @@ fn find_nvcc(root: &Path) -> Option<PathBuf> {
     let from_env = env::var_os("NVCC").map(PathBuf::from);
     let from_cuda = ["CUDA_PATH", "CUDA_HOME"]
         .iter()
-        .filter_map(|v| env::var_os(v))
+        .filter_map(env::var_os)
         .map(|p| PathBuf::from(p).join("bin").join(exe));
     let from_path = env::var_os("PATH")
         .map(|p| env::split_paths(&p).map(|d| d.join(exe)).collect::<Vec<_>>())

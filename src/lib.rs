@@ -9,8 +9,8 @@
 //! | safe driver API | [`driver`] | cudarc-0.19-compatible contexts, streams, slices, modules, launches, graphs |
 //! | runtime compilation | [`nvrtc`] | cudarc-0.19-compatible NVRTC: `compile_ptx`, `Ptx`, `CompileOptions` |
 //! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
-//! | runtime | [`runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
-//! | benchmarks | [`bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
+//! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
+//! | benchmarks | [`mod@bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
 //! | self-test | [`selftest`] | every operation on GPU and CPU against f64 references |
 //!
 //! The driver is opened at run time (`$PRISM_CUDA_DRIVER`, then `libcuda.so.1`, `libcuda.so`), so a
@@ -29,9 +29,9 @@ compile_error!(
      `legacy-gpu` (the real cudarc 0.19 under the same paths)"
 );
 
+pub mod bench;
 #[cfg(feature = "production-gpu")]
 pub mod driver;
-pub mod bench;
 pub mod error;
 pub mod kernels;
 #[cfg(feature = "production-gpu")]

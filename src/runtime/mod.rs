@@ -3,7 +3,7 @@
 //!
 //! Operations on host slices return a `Vec`; the same operations on device buffers are on
 //! [`GpuOps`] (`runtime.gpu()?`). Shapes are checked before anything runs: a mismatch is
-//! [`Error::Shape`](crate::Error::Shape), and empty inputs give empty results without a launch.
+//! [`Error::Shape`], and empty inputs give empty results without a launch.
 
 pub mod cpu;
 mod gpu;
