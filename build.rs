@@ -8,9 +8,15 @@
 //! `PRISM_REGEN_PTX=1` rewrites `ptx/` from the sources (scripts/regen does this).
 //!
 //! Output: `$OUT_DIR/kernel_images.rs`, one `(family, image, is_ptx)` entry per family.
+//!
+//! nvcc output is cached under `$PRISM_KERNEL_CACHE` (default: `<target dir>/prism-kernel-cache`),
+//! keyed by a hash of nvcc, the flags and every file in `cuda/`, so `check`, `clippy`, `doc`, `test`
+//! and other profiles or feature sets share one compilation of the kernels.
 
+use std::collections::hash_map::DefaultHasher;
 use std::env;
 use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -29,7 +35,7 @@ struct Family {
 fn main() {
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    for var in ["NVCC", "CUDA_PATH", "CUDA_HOME", "PATH", "NVCC_CCBIN", "PRISM_REGEN_PTX"] {
+    for var in ["NVCC", "CUDA_PATH", "CUDA_HOME", "PATH", "NVCC_CCBIN", "PRISM_REGEN_PTX", "PRISM_KERNEL_CACHE"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo:rerun-if-changed=cuda");
@@ -49,13 +55,14 @@ fn main() {
         );
     }
 
+    let cache = nvcc.as_deref().map(|nvcc| Cache::new(nvcc, &root, &out));
     // Families compile in parallel: nvcc is single-threaded and the GEMM families are slow.
     let images: Vec<(PathBuf, bool)> = std::thread::scope(|scope| {
         let jobs: Vec<_> = families
             .iter()
             .map(|family| {
-                let (nvcc, root, out) = (nvcc.as_deref(), &root, &out);
-                scope.spawn(move || build_family(family, nvcc, root, out, regen_ptx))
+                let (nvcc, root, out, cache) = (nvcc.as_deref(), &root, &out, cache.as_ref());
+                scope.spawn(move || build_family(family, nvcc, cache, root, out, regen_ptx))
             })
             .collect();
         jobs.into_iter().map(|j| j.join().expect("kernel build thread panicked")).collect()
@@ -105,6 +112,7 @@ fn families(dir: &Path) -> Vec<Family> {
 fn build_family(
     family: &Family,
     nvcc: Option<&Path>,
+    cache: Option<&Cache>,
     root: &Path,
     out: &Path,
     regen_ptx: bool,
@@ -121,19 +129,68 @@ fn build_family(
         return (image, true);
     };
     let image = out.join(format!("{}.fatbin", family.name));
-    let mut cmd = Command::new(nvcc);
-    cmd.current_dir(root).args(NVCC_FLAGS).arg("-fatbin");
-    for arch in &family.sass {
-        cmd.arg(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
+    let mut gencode: Vec<String> =
+        family.sass.iter().map(|arch| format!("-gencode=arch=compute_{arch},code=sm_{arch}")).collect();
+    gencode.push(format!("-gencode=arch=compute_{0},code=compute_{0}", family.ptx));
+    let cached = cache.map(|c| c.entry(family, &gencode));
+    if !cached.as_ref().is_some_and(|hit| std::fs::copy(hit, &image).is_ok()) {
+        let mut cmd = Command::new(nvcc);
+        cmd.current_dir(root).args(NVCC_FLAGS).arg("-fatbin").args(&gencode);
+        run(cmd.arg("-o").arg(&image).arg(&family.source));
+        if let Some(entry) = cached {
+            // Copy then rename, so a concurrent build never sees a partial file.
+            let partial = entry.with_extension(format!("partial{}", std::process::id()));
+            if std::fs::copy(&image, &partial).is_ok() {
+                let _ = std::fs::rename(&partial, &entry);
+            }
+        }
     }
-    cmd.arg(format!("-gencode=arch=compute_{0},code=compute_{0}", family.ptx));
-    run(cmd.arg("-o").arg(&image).arg(&family.source));
     if regen_ptx {
         let mut cmd = Command::new(nvcc);
         cmd.current_dir(root).args(NVCC_FLAGS).arg("-ptx").arg(format!("-arch=compute_{}", family.ptx));
         run(cmd.arg("-o").arg(&checked_in).arg(&family.source));
     }
     (image, false)
+}
+
+/// Compiled fatbins keyed by everything that goes into them.
+struct Cache {
+    dir: PathBuf,
+    /// Hash of nvcc (path, size, modification time), the flags and every file in `cuda/`.
+    inputs: u64,
+}
+
+impl Cache {
+    fn new(nvcc: &Path, root: &Path, out: &Path) -> Self {
+        // OUT_DIR is <target>/<profile>/build/<package>-<hash>/out.
+        let dir = env::var_os("PRISM_KERNEL_CACHE")
+            .map(PathBuf::from)
+            .or_else(|| out.ancestors().nth(4).map(|target| target.join("prism-kernel-cache")))
+            .unwrap_or_else(|| out.join("kernel-cache"));
+        let _ = std::fs::create_dir_all(&dir);
+        let mut hasher = DefaultHasher::new();
+        nvcc.hash(&mut hasher);
+        if let Ok(meta) = std::fs::metadata(nvcc) {
+            meta.len().hash(&mut hasher);
+            meta.modified().ok().hash(&mut hasher);
+        }
+        NVCC_FLAGS.hash(&mut hasher);
+        let mut files: Vec<PathBuf> =
+            std::fs::read_dir(root.join("cuda")).expect("reading cuda/").flatten().map(|e| e.path()).collect();
+        files.sort();
+        for file in files {
+            file.file_name().hash(&mut hasher);
+            std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
+        }
+        Cache { dir, inputs: hasher.finish() }
+    }
+
+    /// Where `family` built with `gencode` is (or will be) cached.
+    fn entry(&self, family: &Family, gencode: &[String]) -> PathBuf {
+        let mut hasher = DefaultHasher::new();
+        (self.inputs, &family.name, gencode).hash(&mut hasher);
+        self.dir.join(format!("{}-{:016x}.fatbin", family.name, hasher.finish()))
+    }
 }
 
 fn run(cmd: &mut Command) {
