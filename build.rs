@@ -133,7 +133,7 @@ fn build_family(
         family.sass.iter().map(|arch| format!("-gencode=arch=compute_{arch},code=sm_{arch}")).collect();
     gencode.push(format!("-gencode=arch=compute_{0},code=compute_{0}", family.ptx));
     let cached = cache.map(|c| c.entry(family, &gencode));
-    if !cached.as_ref().is_some_and(|hit| std::fs::copy(hit, &image).is_ok()) {
+    if cached.as_ref().is_none_or(|hit| std::fs::copy(hit, &image).is_err()) {
         let mut cmd = Command::new(nvcc);
         cmd.current_dir(root).args(NVCC_FLAGS).arg("-fatbin").args(&gencode);
         run(cmd.arg("-o").arg(&image).arg(&family.source));
