@@ -13,6 +13,9 @@ pub struct Row {
     pub group: String,
     /// What was measured (`relu 2^28 f32`, `sgemm 4096`, ...).
     pub name: String,
+    /// Series and size for plots: rows with the same series are drawn as one line against `size`
+    /// (e.g. series `bf16`, size 4096 for a GEMM row); `None` for rows that are not part of one.
+    pub series: Option<(String, f64)>,
     /// Our figure in `unit`.
     pub ours: f64,
     /// The anchor's name (`cudarc 0.19`, `cuBLAS`, `D2D copy`, `raw driver loop`).
@@ -52,6 +55,7 @@ mod tests {
         let mut row = Row {
             group: "g".into(),
             name: "n".into(),
+            series: None,
             ours: 2.0,
             anchor: "a".into(),
             anchor_value: Some(4.0),
