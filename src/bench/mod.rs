@@ -2,6 +2,8 @@
 //! host-side costs with the monotonic clock, warm-up first, medians of repeats, and results kept as
 //! rows that compare ours with the anchor measured in the same run.
 
+pub mod plot;
+pub mod report;
 mod timing;
 
 pub use timing::{time_gpu, time_host, Measured, Settings};

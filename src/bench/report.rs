@@ -1,0 +1,157 @@
+//! Benchmark output: a Markdown table and a JSON document, both carrying where and when the figures
+//! were measured.
+
+use std::fmt::Write as _;
+
+use super::Row;
+
+/// Where and when a benchmark run happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Environment {
+    /// The device's name, or a note that the CPU fallback was timed.
+    pub device: String,
+    /// The driver's CUDA version (`13.0`), or why none.
+    pub driver: String,
+    /// The CUDA toolkit the kernels were built with.
+    pub toolkit: String,
+    /// UTC date and time of the run.
+    pub date: String,
+    /// The source commit the binary was built from.
+    pub commit: String,
+    /// The command that made these figures.
+    pub command: String,
+}
+
+/// The rows as Markdown: a header naming the environment, then one table per group.
+pub fn markdown(env: &Environment, rows: &[Row]) -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    let _ = writeln!(
+        w,
+        "Device: {} | driver: CUDA {} | kernels built with: {}",
+        env.device, env.driver, env.toolkit
+    );
+    let _ = writeln!(w, "Date: {} | commit: {} | command: `{}`", env.date, env.commit, env.command);
+    for group in groups(rows) {
+        let _ = writeln!(w, "\n### {group}\n");
+        let _ = writeln!(w, "| benchmark | ours | anchor | anchor figure | unit | ratio (>1: ours better) |");
+        let _ = writeln!(w, "|---|---|---|---|---|---|");
+        for r in rows.iter().filter(|r| r.group == group) {
+            let anchor = r.anchor_value.map_or_else(|| "n/a".to_string(), figure);
+            let ratio = r.ratio().map_or_else(|| "-".to_string(), |x| format!("{x:.2}x"));
+            let _ = writeln!(
+                w,
+                "| {} | {} | {} | {} | {} | {} |",
+                r.name,
+                figure(r.ours),
+                r.anchor,
+                anchor,
+                r.unit,
+                ratio
+            );
+        }
+    }
+    out
+}
+
+/// The rows and environment as a JSON document.
+pub fn json(env: &Environment, rows: &[Row]) -> String {
+    let rows: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "group": r.group,
+                "name": r.name,
+                "series": r.series.as_ref().map(|(s, _)| s),
+                "size": r.series.as_ref().map(|(_, x)| x),
+                "ours": r.ours,
+                "anchor": r.anchor,
+                "anchor_value": r.anchor_value,
+                "unit": r.unit,
+                "higher_is_better": r.higher_is_better,
+                "ratio": r.ratio(),
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "device": env.device,
+        "driver": env.driver,
+        "toolkit": env.toolkit,
+        "date": env.date,
+        "commit": env.commit,
+        "command": env.command,
+        "rows": rows,
+    });
+    serde_json::to_string_pretty(&doc).expect("JSON values serialise")
+}
+
+/// The groups in order of first appearance.
+pub(crate) fn groups(rows: &[Row]) -> Vec<&str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for r in rows {
+        if !seen.contains(&r.group.as_str()) {
+            seen.push(&r.group);
+        }
+    }
+    seen
+}
+
+/// A figure with about four significant digits.
+fn figure(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> Environment {
+        Environment {
+            device: "Test GPU".into(),
+            driver: "13.0".into(),
+            toolkit: "nvcc 13.0".into(),
+            date: "2026-11-22 06:00 UTC".into(),
+            commit: "abc1234".into(),
+            command: "prism-gpu bench".into(),
+        }
+    }
+
+    fn row(group: &str, name: &str, ours: f64, anchor: Option<f64>) -> Row {
+        Row {
+            group: group.into(),
+            name: name.into(),
+            series: Some(("bf16".into(), 1024.0)),
+            ours,
+            anchor: "cuBLAS".into(),
+            anchor_value: anchor,
+            unit: "TFLOP/s".into(),
+            higher_is_better: true,
+        }
+    }
+
+    #[test]
+    fn markdown_has_one_table_per_group_with_ratios() {
+        let rows = [row("gemm", "bf16 1024", 600.0, Some(500.0)), row("kernels", "relu", 2.5, None)];
+        let md = markdown(&env(), &rows);
+        assert!(md.contains("Device: Test GPU") && md.contains("commit: abc1234"), "{md}");
+        assert!(md.contains("### gemm") && md.contains("### kernels"));
+        assert!(md.contains("| bf16 1024 | 600 | cuBLAS | 500 | TFLOP/s | 1.20x |"), "{md}");
+        assert!(md.contains("| relu | 2.50 | cuBLAS | n/a | TFLOP/s | - |"), "{md}");
+    }
+
+    #[test]
+    fn json_carries_every_figure() {
+        let doc: serde_json::Value =
+            serde_json::from_str(&json(&env(), &[row("gemm", "bf16 1024", 600.0, Some(500.0))])).unwrap();
+        assert_eq!(doc["device"], "Test GPU");
+        assert_eq!(doc["rows"][0]["ours"], 600.0);
+        assert_eq!(doc["rows"][0]["ratio"], 1.2);
+        assert_eq!(doc["rows"][0]["size"], 1024.0);
+    }
+}
