@@ -3,6 +3,7 @@
 
 mod catalogue;
 pub mod elementwise;
+pub mod gemm;
 pub mod grid;
 mod modules;
 pub mod shape;

@@ -7,6 +7,7 @@
 
 pub mod cpu;
 mod gpu;
+mod matmul;
 
 use std::sync::{Arc, OnceLock};
 
@@ -16,6 +17,7 @@ use crate::kernels::elementwise::Binary;
 use crate::kernels::shape;
 
 pub use gpu::GpuOps;
+pub use matmul::{matrix_multiply, sgemm};
 
 /// Where a runtime's operations run.
 enum Backend {

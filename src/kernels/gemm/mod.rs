@@ -1,0 +1,392 @@
+//! GEMM on the built-in kernels (`cuda/gemm_simt.cu`, `gemm_mma.cu`, `gemm_sm90.cu`): the
+//! problem description ([`Gemm`], [`Precision`]), the dispatcher ([`dispatch`]) and the launcher
+//! ([`gemm`]) for row-major matrices on device buffers. No cuBLAS is involved.
+//!
+//! The launch contracts (grids, shared memory, tensor-map encoding) are in notes/gemm.md.
+
+pub mod dispatch;
+mod spec;
+pub mod tensor_map;
+
+use std::collections::BTreeMap;
+use std::mem::size_of;
+use std::sync::{Arc, Mutex};
+
+use crate::driver::sys::CUfunction_attribute;
+use crate::driver::{
+    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, LaunchConfig,
+    PushKernelArg,
+};
+use crate::error::{Error, Result};
+use crate::kernels::Kernels;
+
+use dispatch::{Device, Plan, TmaReady, GRID_YZ_MAX, TILE_M};
+pub use spec::{effective_precision, Element, Gemm, Precision};
+use tensor_map::{Dtype, Operand};
+
+/// Dynamic shared memory of the mma.sync kernels (4-stage cp.async ring).
+const MMA_SMEM: u32 = 81_920;
+/// Dynamic shared memory of every sm_90a kernel (stages x (128 + BN) x 128 + 1024 bytes).
+const SM90_SMEM: u32 = 197_632;
+/// Threads per block: 256 for the SIMT / small / mma.sync kernels, 384 for sm_90a.
+const BLOCK: u32 = 256;
+const SM90_BLOCK: u32 = 384;
+/// Rows (and columns) per block of the small kernel.
+const SMALL_TILE: usize = 16;
+/// Workspace rows are padded to this many f32 (128-byte pitch, TMA's fast case).
+const STAGE_PITCH: usize = 32;
+
+/// `C = alpha * op(A) * op(B) + beta * C` on device buffers, ordered on `stream`, for every batch
+/// entry of `g` (see [`Gemm`] for the layout). Checks the shape first ([`Error::Shape`]); m, n or
+/// batch 0 does nothing, k = 0 scales C by beta. The kernel is picked by [`dispatch::plan`].
+pub fn gemm<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &Gemm,
+    a: &CudaView<TIn>,
+    b: &CudaView<TIn>,
+    c: &mut CudaViewMut<TOut>,
+) -> Result<()> {
+    let precision = effective_precision::<TIn, TOut>(g.precision)?;
+    g.validate(a.len(), b.len(), c.len())?;
+    if g.is_empty() || (g.k == 0 && g.beta == 1.0) {
+        return Ok(());
+    }
+    // The guards record the reads and the write for other streams when they drop, after the
+    // launches below.
+    let (pa, _read_a) = a.device_ptr(stream);
+    let (pb, _read_b) = b.device_ptr(stream);
+    let (pc, _write_c) = c.device_ptr_mut(stream);
+    if g.k == 0 {
+        // C = beta * C: a k = 1 product of zeros (alpha 0), read through zero strides.
+        let zeros = stream.clone_htod(&[TIn::from_f32(0.0); SMALL_TILE])?;
+        let (pz, _read_z) = zeros.device_ptr(stream);
+        // Leading dimensions 0 with A as stored and B transposed: every read is element 0.
+        let scale_only = Gemm {
+            k: 1,
+            trans_a: false,
+            trans_b: true,
+            alpha: 0.0,
+            lda: 0,
+            ldb: 0,
+            stride_a: 0,
+            stride_b: 0,
+            ..*g
+        };
+        let small = Family::Small.entry::<TIn, TOut>(precision);
+        return launch_common::<TIn, TOut>(kernels, stream, &small, Family::Small, &scale_only, [pz, 0, pc]);
+    }
+
+    let mut device = device(kernels)?;
+    let es = size_of::<TIn>() as u64;
+    let (rows_a, rows_b) = (g.a_dims().0 as u64, g.b_dims().0 as u64);
+    let (batch, lda, ldb) = (g.batch as u64, g.lda as u64, g.ldb as u64);
+    let tma = TmaReady {
+        a: Operand::tma_ready(pa, es, rows_a, lda, batch, g.stride_a as u64),
+        b: Operand::tma_ready(pb, es, rows_b, ldb, batch, g.stride_b as u64),
+    };
+    loop {
+        let plan = dispatch::plan(g, precision, &device, tma);
+        let family = match plan {
+            Plan::Small => Family::Small,
+            Plan::Simt => Family::Simt,
+            Plan::Mma => Family::Mma,
+            Plan::Sm90 { bn, stage_a, stage_b } => {
+                match sm90::<TIn, TOut>(
+                    kernels,
+                    stream,
+                    &device,
+                    g,
+                    precision,
+                    [pa, pb, pc],
+                    bn,
+                    stage_a,
+                    stage_b,
+                ) {
+                    Err(Error::ModuleLoad { family: "gemm_sm90", .. }) => {
+                        // Not loadable here (driver or image): remember, and use mma.sync.
+                        device.sm90 = false;
+                        sm90_failed(kernels.context().ordinal());
+                        continue;
+                    }
+                    result => return result,
+                }
+            }
+        };
+        let name = family.entry::<TIn, TOut>(precision);
+        return launch_common::<TIn, TOut>(kernels, stream, &name, family, g, [pa, pb, pc]);
+    }
+}
+
+/// The kernel families that share the common argument list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Small,
+    Simt,
+    Mma,
+}
+
+impl Family {
+    /// The entry point for these element types at `precision`.
+    fn entry<TIn: Element, TOut: Element>(self, precision: Precision) -> String {
+        match self {
+            Family::Small => format!("gemm_small_{}_{}", TIn::NAME, TOut::NAME),
+            Family::Simt => format!("gemm_simt_{}_{}", TIn::NAME, TOut::NAME),
+            Family::Mma => format!("gemm_mma_{}_{}", input_name::<TIn>(precision), TOut::NAME),
+        }
+    }
+
+    /// (rows and columns per block, dynamic shared memory).
+    fn tile_and_smem(self) -> (usize, u32) {
+        match self {
+            Family::Small => (SMALL_TILE, 0),
+            Family::Simt => (TILE_M, 0),
+            Family::Mma => (TILE_M, MMA_SMEM),
+        }
+    }
+}
+
+/// The tensor-core input name: `tf32` for f32 data.
+fn input_name<TIn: Element>(precision: Precision) -> &'static str {
+    if precision == Precision::Tf32 {
+        "tf32"
+    } else {
+        TIn::NAME
+    }
+}
+
+/// `name` with at least `smem` bytes of dynamic shared memory allowed. The attribute is set the
+/// first time (it belongs to the loaded function, so later calls only read it back).
+fn function_with_smem(kernels: &Kernels, name: &str, smem: u32) -> Result<CudaFunction> {
+    let function = kernels.function(name)?;
+    let attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+    if smem > 0 && function.get_attribute(attribute)? < smem as i32 {
+        function.set_attribute(attribute, smem as i32)?;
+    }
+    Ok(function)
+}
+
+/// Launches a SIMT / small / mma.sync kernel over `g`, whose operands are at device addresses
+/// `[A, B, C]`: batches of at most 65 535 (grid.z) and row blocks within grid.y's limit.
+fn launch_common<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    name: &str,
+    family: Family,
+    g: &Gemm,
+    [pa, pb, pc]: [u64; 3],
+) -> Result<()> {
+    let (tile, smem) = family.tile_and_smem();
+    let function = function_with_smem(kernels, name, smem)?;
+    let (es_in, es_out) = (size_of::<TIn>(), size_of::<TOut>());
+    let rows_per_launch = GRID_YZ_MAX * tile;
+    let (n, k, lda, ldb, ldc) = (g.n as i32, g.k as i32, g.lda as i32, g.ldb as i32, g.ldc as i32);
+    let (stride_a, stride_b, stride_c) = (g.stride_a as i64, g.stride_b as i64, g.stride_c as i64);
+    let (trans_a, trans_b) = (i32::from(g.trans_a), i32::from(g.trans_b));
+    for z0 in (0..g.batch).step_by(GRID_YZ_MAX) {
+        let entries = (g.batch - z0).min(GRID_YZ_MAX);
+        for r0 in (0..g.m).step_by(rows_per_launch) {
+            let rows = (g.m - r0).min(rows_per_launch);
+            let a_offset = z0 * g.stride_a + r0 * if g.trans_a { 1 } else { g.lda };
+            let a = pa + (a_offset * es_in) as u64;
+            let b = pb + (z0 * g.stride_b * es_in) as u64;
+            let c = pc + ((z0 * g.stride_c + r0 * g.ldc) * es_out) as u64;
+            let m = rows as i32;
+            let cfg = LaunchConfig {
+                grid_dim: (g.n.div_ceil(tile) as u32, rows.div_ceil(tile) as u32, entries as u32),
+                block_dim: (BLOCK, 1, 1),
+                shared_mem_bytes: smem,
+            };
+            // SAFETY: the argument list matches the family's signature (notes/gemm.md). `validate`
+            // checked that A, B and C hold every element the `batch x m x n x k` problem touches
+            // with these leading dimensions and strides; this launch covers batch entries
+            // z0..z0+entries and rows r0..r0+rows of that problem, with A and C advanced to them.
+            unsafe {
+                stream
+                    .launch_builder(&function)
+                    .arg(&m)
+                    .arg(&n)
+                    .arg(&k)
+                    .arg(&g.alpha)
+                    .arg(&a)
+                    .arg(&lda)
+                    .arg(&stride_a)
+                    .arg(&trans_a)
+                    .arg(&b)
+                    .arg(&ldb)
+                    .arg(&stride_b)
+                    .arg(&trans_b)
+                    .arg(&g.beta)
+                    .arg(&c)
+                    .arg(&ldc)
+                    .arg(&stride_c)
+                    .launch(cfg)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One operand as an sm_90a kernel reads it: device address, leading dimension, batch stride,
+/// stored transposed.
+#[derive(Debug, Clone, Copy)]
+struct Sm90Operand {
+    base: u64,
+    ld: usize,
+    stride: usize,
+    trans: bool,
+}
+
+/// Runs `g` on the sm_90a kernels with tile width `bn`; for TF32, `stage_a` / `stage_b` first
+/// transpose that operand into a K-major workspace (the TF32 kernel reads `nt` only).
+#[allow(clippy::too_many_arguments)] // one call site; the arguments are the plan's fields
+fn sm90<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    device: &Device,
+    g: &Gemm,
+    precision: Precision,
+    [pa, pb, pc]: [u64; 3],
+    bn: u32,
+    stage_a: bool,
+    stage_b: bool,
+) -> Result<()> {
+    let (dtype, bk) = match precision {
+        Precision::Bf16 => (Dtype::Bf16, 64),
+        Precision::F16 => (Dtype::F16, 64),
+        _ => (Dtype::F32, 32),
+    };
+    let es = dtype.size();
+    let io = format!("{}_{}", input_name::<TIn>(precision), TOut::NAME);
+    let layout = |ta: bool, tb: bool| format!("{}{}", if ta { 't' } else { 'n' }, if tb { 't' } else { 'n' });
+    // Staging turns A (stored k x m) into m x k and B (stored k x n) into n x k.
+    let name = format!("gemm_sm90_{io}_{}_n{bn}", layout(g.trans_a && !stage_a, g.trans_b || stage_b));
+    let function = function_with_smem(kernels, &name, SM90_SMEM)?;
+    let transpose = if stage_a || stage_b { Some(kernels.function("gemm_transpose_f32")?) } else { None };
+    let tiles = g.m.div_ceil(TILE_M) * g.n.div_ceil(bn as usize);
+    let (m, n, k, ldc, stride_c) = (g.m as i32, g.n as i32, g.k as i32, g.ldc as i32, g.stride_c as i64);
+    let staged_ld = g.k.next_multiple_of(STAGE_PITCH);
+
+    for z0 in (0..g.batch).step_by(GRID_YZ_MAX) {
+        let entries = (g.batch - z0).min(GRID_YZ_MAX);
+        let at = |base: u64, stride: usize| base + (z0 * stride) as u64 * es;
+        // Workspaces live until the end of this iteration; their reads are ordered on `stream`.
+        let mut workspaces: Vec<CudaSlice<f32>> = Vec::new();
+        let mut operand = |base: u64, ld: usize, stride: usize, trans: bool, stage: bool, rows: usize| {
+            if !stage {
+                return Ok::<_, Error>(Sm90Operand { base: at(base, stride), ld, stride, trans });
+            }
+            // Stored k x rows: transpose to rows x k with a 128-byte pitch.
+            let transpose = transpose.as_ref().expect("loaded when staging");
+            let staged_stride = rows * staged_ld;
+            // SAFETY: the transpose below writes every element that the GEMM reads (rows x k of
+            // each entry); the pitch padding is never read (TMA stops at k).
+            let mut ws = unsafe { stream.alloc::<f32>(entries * staged_stride) }?;
+            let (cols, depth) = (rows as i32, g.k as i32);
+            let (ld_in, stride_in, ld_out) = (ld as i32, stride as i64, staged_ld as i32);
+            let (input, stride_out) = (at(base, stride), staged_stride as i64);
+            let cfg = LaunchConfig {
+                grid_dim: (rows.div_ceil(32) as u32, g.k.div_ceil(32) as u32, entries as u32),
+                block_dim: (32, 8, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: `gemm_transpose_f32(rows, cols, in, ld_in, stride_in, out, ld_out,
+            // stride_out)`: reads the validated k x rows operand of each entry, writes rows x k
+            // into `ws`, which holds `entries` such matrices at pitch `staged_ld >= k`.
+            unsafe {
+                stream
+                    .launch_builder(transpose)
+                    .arg(&depth)
+                    .arg(&cols)
+                    .arg(&input)
+                    .arg(&ld_in)
+                    .arg(&stride_in)
+                    .arg(&mut ws)
+                    .arg(&ld_out)
+                    .arg(&stride_out)
+                    .launch(cfg)?;
+            }
+            let base = ws.device_ptr(stream).0;
+            workspaces.push(ws);
+            Ok(Sm90Operand { base, ld: staged_ld, stride: staged_stride, trans: !trans })
+        };
+        let a = operand(pa, g.lda, g.stride_a, g.trans_a, stage_a, g.m)?;
+        let b = operand(pb, g.ldb, g.stride_b, g.trans_b, stage_b, g.n)?;
+
+        let map = |o: Sm90Operand, rows: usize, cols: usize, box_cols: u32, box_rows: u32| {
+            Operand {
+                base: o.base,
+                dtype,
+                rows: rows as u64,
+                cols: cols as u64,
+                ld: o.ld as u64,
+                batch: entries as u64,
+                stride: o.stride as u64,
+                box_cols,
+                box_rows,
+            }
+            .encode()
+        };
+        // Boxes per notes/gemm.md: K-major operands {BK, tile rows}, MN-major {64, BK}.
+        let map_a = if a.trans { map(a, g.k, g.m, 64, bk)? } else { map(a, g.m, g.k, bk, TILE_M as u32)? };
+        let map_b = if b.trans { map(b, g.n, g.k, bk, bn)? } else { map(b, g.k, g.n, 64, bk)? };
+        let c = pc + (z0 * g.stride_c * size_of::<TOut>()) as u64;
+        let per_entry = (device.multiprocessors as usize / entries).max(1);
+        let cfg = LaunchConfig {
+            grid_dim: (tiles.min(per_entry) as u32, 1, entries as u32),
+            block_dim: (SM90_BLOCK, 1, 1),
+            shared_mem_bytes: SM90_SMEM,
+        };
+        // SAFETY: `(tmA, tmB, m, n, k, alpha, beta, C, ldc, strideC)` as the sm_90a entries take
+        // them. The maps cover exactly the validated operands (or the workspaces, alive until
+        // the end of this iteration) of entries z0..z0+entries; C is advanced to entry z0 and
+        // holds every m x n block of them (validated).
+        unsafe {
+            stream
+                .launch_builder(&function)
+                .arg(&map_a)
+                .arg(&map_b)
+                .arg(&m)
+                .arg(&n)
+                .arg(&k)
+                .arg(&g.alpha)
+                .arg(&g.beta)
+                .arg(&c)
+                .arg(&ldc)
+                .arg(&stride_c)
+                .launch(cfg)?;
+        }
+        drop(workspaces);
+    }
+    Ok(())
+}
+
+/// What the dispatcher knows about each device of the process (capability, sm_90a failure).
+static DEVICES: Mutex<BTreeMap<usize, ((i32, i32), bool)>> = Mutex::new(BTreeMap::new());
+
+/// The dispatcher's view of `kernels`' device; the capability is read once per device.
+fn device(kernels: &Kernels) -> Result<Device> {
+    let ctx = kernels.context();
+    let ordinal = ctx.ordinal();
+    let known = DEVICES.lock().unwrap_or_else(|e| e.into_inner()).get(&ordinal).copied();
+    let (capability, failed) = match known {
+        Some(state) => state,
+        None => {
+            let capability = ctx.compute_capability()?;
+            DEVICES.lock().unwrap_or_else(|e| e.into_inner()).entry(ordinal).or_insert((capability, false));
+            (capability, false)
+        }
+    };
+    Ok(Device {
+        capability,
+        multiprocessors: kernels.multiprocessors(),
+        sm90: capability == (9, 0) && !failed,
+    })
+}
+
+/// Records that the sm_90a module does not load on device `ordinal` (so it is not tried again).
+fn sm90_failed(ordinal: usize) {
+    if let Some(state) = DEVICES.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&ordinal) {
+        state.1 = true;
+    }
+}
