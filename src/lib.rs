@@ -44,7 +44,7 @@ pub mod sys;
 pub use cudarc::{driver, nvrtc};
 
 pub use error::{Error, Result};
-pub use probe::{probe, probe_driver, DeviceInfo, Probe};
 pub use kernels::gemm::{Gemm, Precision};
+pub use probe::{probe, probe_driver, DeviceInfo, Probe};
 pub use runtime::{matrix_multiply, sgemm};
 pub use runtime::{runtime, ProductionGpuRuntime};
