@@ -1,12 +1,22 @@
 //! The built-in kernels: images embedded at build time (see `build.rs`) and the catalogue of the
 //! entry points each family defines.
 
+pub mod activations;
+pub mod args;
 mod catalogue;
+pub mod convert;
 pub mod elementwise;
 pub mod gemm;
+pub mod gemv;
 pub mod grid;
 mod modules;
+pub mod neuromorphic;
+pub mod norms;
+pub mod reductions;
+pub mod rows;
 pub mod shape;
+pub mod softmax;
+pub mod transpose;
 
 pub use catalogue::{family_of, Family, FAMILIES};
 pub use modules::Kernels;

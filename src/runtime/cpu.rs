@@ -14,6 +14,7 @@
 use half::{bf16, f16};
 use rayon::prelude::*;
 
+pub use crate::kernels::activations::Activation;
 use crate::kernels::elementwise::Binary;
 
 /// Rows below this many elements in total are not worth splitting over threads.
@@ -110,21 +111,6 @@ const GELU_C: f32 = 0.797_884_6;
 /// The cubic coefficient of the GELU tanh form.
 const GELU_A: f32 = 0.044715;
 
-/// An activation function, as the `prism_<name>_f32` kernels compute it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Activation {
-    /// `max(x, 0)`
-    Relu,
-    /// `x > 0 ? x : slope * x`
-    LeakyRelu(f32),
-    /// `1 / (1 + exp(-x))`
-    Sigmoid,
-    /// `tanh(x)`
-    Tanh,
-    /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`
-    Gelu,
-}
-
 fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
@@ -133,6 +119,7 @@ fn gelu_t(x: f32) -> f32 {
     (GELU_C * (GELU_A * x).mul_add(x * x, x)).tanh()
 }
 
+/// The CPU arithmetic of each activation, as the kernels compute it.
 impl Activation {
     /// `f(x)`.
     pub fn forward(self, x: f32) -> f32 {
@@ -188,28 +175,6 @@ impl Activation {
                     0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_C * (3.0 * GELU_A).mul_add(x * x, 1.0);
                 dy * g
             }
-        }
-    }
-
-    /// The kernel computing the forward pass.
-    pub fn kernel(self) -> &'static str {
-        match self {
-            Activation::Relu => "prism_relu_f32",
-            Activation::LeakyRelu(_) => "prism_leaky_relu_f32",
-            Activation::Sigmoid => "prism_sigmoid_f32",
-            Activation::Tanh => "prism_tanh_f32",
-            Activation::Gelu => "prism_gelu_f32",
-        }
-    }
-
-    /// The kernel computing the backward pass.
-    pub fn backward_kernel(self) -> &'static str {
-        match self {
-            Activation::Relu => "prism_relu_backward_f32",
-            Activation::LeakyRelu(_) => "prism_leaky_relu_backward_f32",
-            Activation::Sigmoid => "prism_sigmoid_backward_f32",
-            Activation::Tanh => "prism_tanh_backward_f32",
-            Activation::Gelu => "prism_gelu_backward_f32",
         }
     }
 }

@@ -1,0 +1,148 @@
+//! Typed launchers for `cuda/activations.cu`: forward and backward passes of the activation
+//! functions, out of place or in place.
+
+use std::sync::Arc;
+
+use crate::driver::sys::CUdeviceptr;
+use crate::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, LaunchArgs, PushKernelArg};
+use crate::error::Result;
+use crate::kernels::{grid, shape, Kernels};
+
+/// An activation function, as the `prism_<name>_f32` kernels compute it (the CPU fallback's
+/// arithmetic is [`Activation::forward`] and [`Activation::backward`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Activation {
+    /// `max(x, 0)`
+    Relu,
+    /// `x > 0 ? x : slope * x`
+    LeakyRelu(f32),
+    /// `1 / (1 + exp(-x))`
+    Sigmoid,
+    /// `tanh(x)`
+    Tanh,
+    /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (the tanh form of GELU)
+    Gelu,
+}
+
+impl Activation {
+    /// The kernel computing the forward pass.
+    pub fn kernel(self) -> &'static str {
+        match self {
+            Activation::Relu => "prism_relu_f32",
+            Activation::LeakyRelu(_) => "prism_leaky_relu_f32",
+            Activation::Sigmoid => "prism_sigmoid_f32",
+            Activation::Tanh => "prism_tanh_f32",
+            Activation::Gelu => "prism_gelu_f32",
+        }
+    }
+
+    /// The kernel computing the backward pass.
+    pub fn backward_kernel(self) -> &'static str {
+        match self {
+            Activation::Relu => "prism_relu_backward_f32",
+            Activation::LeakyRelu(_) => "prism_leaky_relu_backward_f32",
+            Activation::Sigmoid => "prism_sigmoid_backward_f32",
+            Activation::Tanh => "prism_tanh_backward_f32",
+            Activation::Gelu => "prism_gelu_backward_f32",
+        }
+    }
+
+    /// Pushes the slope, the one parameter (leaky ReLU only), where the kernels take it: after
+    /// the buffers, before the count.
+    fn push_parameter<'a>(&'a self, args: &mut LaunchArgs<'a>) {
+        if let Activation::LeakyRelu(slope) = self {
+            args.arg(slope);
+        }
+    }
+}
+
+/// Launches `name(inputs..., out, [slope], n)` over `n` elements.
+fn launch(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    act: Activation,
+    name: &'static str,
+    pointers: &[CUdeviceptr],
+    n: usize,
+) -> Result<()> {
+    let function = kernels.function(name)?;
+    let count = n as u64;
+    let mut args = stream.launch_builder(&function);
+    for p in pointers {
+        args.arg(p);
+    }
+    act.push_parameter(&mut args);
+    args.arg(&count);
+    // SAFETY: every pointer addresses n elements (checked by the callers), the kernel reads its
+    // inputs and writes its output (which may alias an input) at indices below n.
+    unsafe { args.launch(grid::elementwise(n, kernels.multiprocessors())) }?;
+    Ok(())
+}
+
+/// `out = f(x)`; both of one length.
+pub fn forward(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    act: Activation,
+    x: &CudaView<f32>,
+    out: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    let n = shape::same_len(act.kernel(), &[("x", x.len()), ("out", out.len())])?;
+    if n == 0 {
+        return Ok(());
+    }
+    let (xp, _read) = x.device_ptr(stream);
+    let (op, _write) = out.device_ptr_mut(stream);
+    launch(kernels, stream, act, act.kernel(), &[xp, op], n)
+}
+
+/// `x = f(x)` in place.
+pub fn forward_inplace(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    act: Activation,
+    x: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    let n = x.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let (xp, _write) = x.device_ptr_mut(stream);
+    launch(kernels, stream, act, act.kernel(), &[xp, xp], n)
+}
+
+/// `dx = dy * f'(x)` with `x` the forward input; all three of one length.
+pub fn backward(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    act: Activation,
+    dy: &CudaView<f32>,
+    x: &CudaView<f32>,
+    dx: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    let n = shape::same_len(act.backward_kernel(), &[("dy", dy.len()), ("x", x.len()), ("dx", dx.len())])?;
+    if n == 0 {
+        return Ok(());
+    }
+    let (gp, _read_dy) = dy.device_ptr(stream);
+    let (xp, _read_x) = x.device_ptr(stream);
+    let (dp, _write) = dx.device_ptr_mut(stream);
+    launch(kernels, stream, act, act.backward_kernel(), &[gp, xp, dp], n)
+}
+
+/// `dy = dy * f'(x)` in place, with `x` the forward input; both of one length.
+pub fn backward_inplace(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    act: Activation,
+    dy: &mut CudaViewMut<f32>,
+    x: &CudaView<f32>,
+) -> Result<()> {
+    let n = shape::same_len(act.backward_kernel(), &[("dy", dy.len()), ("x", x.len())])?;
+    if n == 0 {
+        return Ok(());
+    }
+    let (xp, _read) = x.device_ptr(stream);
+    let (gp, _write) = dy.device_ptr_mut(stream);
+    launch(kernels, stream, act, act.backward_kernel(), &[gp, xp, gp], n)
+}

@@ -1,0 +1,218 @@
+//! Typed launchers for `cuda/gemv.cu`: `y = alpha * A x + beta * y` and `y = alpha * Aᵀ x + beta *
+//! y` in f32, `A` row-major `[m, n]` with leading dimension `lda >= n`. With `beta == 0`, `y` is
+//! not read (BLAS convention), so it may hold anything, NaN included.
+
+use std::sync::Arc;
+
+use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::error::{Error, Result};
+use crate::kernels::{args, grid, Kernels};
+
+/// Warps (rows) per block of the row-per-warp kernel.
+const ROWS_PER_BLOCK: usize = 8;
+/// Columns one block of the transposed kernel covers (32 lanes x 4).
+const COLUMNS_PER_BLOCK: usize = 128;
+/// Fewest rows worth a split of the transposed kernel.
+const MIN_ROWS_PER_SPLIT: usize = 64;
+
+/// The dimensions of one GEMV: `A` is `[m, n]` row-major with leading dimension `lda`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Gemv {
+    /// Rows of `A`.
+    pub m: usize,
+    /// Columns of `A`.
+    pub n: usize,
+    /// Elements between the starts of consecutive rows of `A` (`>= n`).
+    pub lda: usize,
+    /// Scale of the product.
+    pub alpha: f32,
+    /// Scale of the old `y`; 0 means `y` is not read.
+    pub beta: f32,
+}
+
+impl Gemv {
+    /// A dense `[m, n]` matrix (`lda = n`), `y = A x` (or `Aᵀ x`).
+    pub fn dense(m: usize, n: usize) -> Self {
+        Self { m, n, lda: n, alpha: 1.0, beta: 0.0 }
+    }
+
+    /// Checks `A`'s length against the dimensions, and `x`, `y` against the lengths they need.
+    pub fn check(&self, op: &'static str, a: usize, x: usize, y: usize, transposed: bool) -> Result<()> {
+        let Gemv { m, n, lda, .. } = *self;
+        if lda < n.max(1) {
+            return Err(Error::Shape {
+                op,
+                expected: format!("lda >= max(n, 1) = {}", n.max(1)),
+                got: format!("lda = {lda}"),
+            });
+        }
+        let need = if m == 0 { Some(0) } else { (m - 1).checked_mul(lda).and_then(|v| v.checked_add(n)) };
+        match need {
+            Some(need) if a >= need => {}
+            _ => {
+                return Err(Error::Shape {
+                    op,
+                    expected: format!(
+                        "`a` of at least (m - 1) * lda + n elements (m = {m}, n = {n}, lda = {lda})"
+                    ),
+                    got: format!("{a} elements"),
+                })
+            }
+        }
+        let (xn, yn) = if transposed { (m, n) } else { (n, m) };
+        args::optional_len(op, "x", Some(x), xn)?;
+        args::optional_len(op, "y", Some(y), yn)
+    }
+
+    fn ints(&self, op: &'static str) -> Result<(i32, i32, i32)> {
+        Ok((args::int(op, "m", self.m)?, args::int(op, "n", self.n)?, args::int(op, "lda", self.lda)?))
+    }
+}
+
+/// `y = alpha * A x + beta * y`: `x` of `n`, `y` of `m`.
+pub fn gemv(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    dims: Gemv,
+    a: &CudaView<f32>,
+    x: &CudaView<f32>,
+    y: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    const OP: &str = "prism_gemv_f32";
+    dims.check(OP, a.len(), x.len(), y.len(), false)?;
+    if dims.m == 0 {
+        return Ok(());
+    }
+    let (m, n, lda) = dims.ints(OP)?;
+    let function = kernels.function(OP)?;
+    let cfg = LaunchConfig {
+        grid_dim: (dims.m.div_ceil(ROWS_PER_BLOCK) as u32, 1, 1),
+        block_dim: (32 * ROWS_PER_BLOCK as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: A holds (m - 1) * lda + n elements, x n, y m (checked above); y is read only when
+    // beta != 0.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(a)
+            .arg(x)
+            .arg(y)
+            .arg(&m)
+            .arg(&n)
+            .arg(&lda)
+            .arg(&dims.alpha)
+            .arg(&dims.beta)
+            .launch(cfg)
+    }?;
+    Ok(())
+}
+
+/// Row splits of the transposed kernel for `[m, n]`: `(splits, rows_per_split)`, enough blocks to
+/// fill the device, each split at least 64 rows.
+pub fn transposed_splits(m: usize, n: usize, multiprocessors: u32) -> (usize, usize) {
+    let strips = n.div_ceil(COLUMNS_PER_BLOCK).max(1);
+    let wanted = (8 * multiprocessors as usize).div_ceil(strips);
+    let splits = wanted.clamp(1, m.div_ceil(MIN_ROWS_PER_SPLIT).max(1));
+    let rows_per_split = m.div_ceil(splits).max(1);
+    (m.div_ceil(rows_per_split).max(1), rows_per_split)
+}
+
+/// `y = alpha * Aᵀ x + beta * y`: `x` of `m`, `y` of `n`. Deterministic (fixed split order).
+pub fn gemv_t(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    dims: Gemv,
+    a: &CudaView<f32>,
+    x: &CudaView<f32>,
+    y: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    const OP: &str = "prism_gemv_t_f32";
+    dims.check(OP, a.len(), x.len(), y.len(), true)?;
+    if dims.n == 0 {
+        return Ok(());
+    }
+    let (m, n, lda) = dims.ints(OP)?;
+    let (splits, rows_per_split) = transposed_splits(dims.m, dims.n, kernels.multiprocessors());
+    let finalize = kernels.function("prism_gemv_t_finalize_f32")?;
+    let finalize_cfg = grid::elementwise(dims.n, kernels.multiprocessors());
+    if dims.m == 0 {
+        // No rows: y = beta * y (or zeros), with no partials to add.
+        let none = 0i32;
+        // SAFETY: splits = 0, so the partial pointer is not read; y holds n elements.
+        unsafe {
+            stream
+                .launch_builder(&finalize)
+                .arg(&args::NULL)
+                .arg(y)
+                .arg(&n)
+                .arg(&none)
+                .arg(&dims.alpha)
+                .arg(&dims.beta)
+                .launch(finalize_cfg)
+        }?;
+        return Ok(());
+    }
+    let partial = kernels.function("prism_gemv_t_partial_f32")?;
+    // SAFETY: every (split, column) pair is written by the partial kernel before it is read.
+    let mut partials = unsafe { stream.alloc::<f32>(splits * dims.n) }?;
+    let (splits_i, rps) = (splits as i32, rows_per_split as i32);
+    let cfg = LaunchConfig {
+        grid_dim: (dims.n.div_ceil(COLUMNS_PER_BLOCK) as u32, splits as u32, 1),
+        block_dim: (32, 8, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: A holds (m - 1) * lda + n elements and x m (checked above); partials holds splits * n.
+    unsafe {
+        stream
+            .launch_builder(&partial)
+            .arg(a)
+            .arg(x)
+            .arg(&mut partials)
+            .arg(&m)
+            .arg(&n)
+            .arg(&lda)
+            .arg(&rps)
+            .launch(cfg)
+    }?;
+    // SAFETY: reads splits * n partials, writes n elements of y (reads them when beta != 0).
+    unsafe {
+        stream
+            .launch_builder(&finalize)
+            .arg(&partials)
+            .arg(y)
+            .arg(&n)
+            .arg(&splits_i)
+            .arg(&dims.alpha)
+            .arg(&dims.beta)
+            .launch(finalize_cfg)
+    }?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_are_checked() {
+        let d = Gemv { m: 3, n: 4, lda: 5, alpha: 1.0, beta: 0.0 };
+        assert!(d.check("gemv", 14, 4, 3, false).is_ok());
+        assert!(d.check("gemv", 13, 4, 3, false).is_err());
+        assert!(d.check("gemv", 14, 3, 4, true).is_ok());
+        assert!(d.check("gemv", 14, 4, 4, false).is_err());
+        let err = Gemv { lda: 3, ..d }.check("gemv", 100, 4, 3, false).unwrap_err().to_string();
+        assert_eq!(err, "gemv: expected lda >= max(n, 1) = 4, got lda = 3");
+        assert!(Gemv::dense(0, 5).check("gemv", 0, 5, 0, false).is_ok());
+    }
+
+    #[test]
+    fn transposed_splits_cover_every_row() {
+        for (m, n) in [(1, 1), (63, 5), (1000, 257), (16_384, 16_384), (100_000, 3)] {
+            let (s, rps) = transposed_splits(m, n, 132);
+            assert!(s * rps >= m && (s - 1) * rps < m, "{m} {n}: {s} x {rps}");
+            assert!(s <= 65_535);
+        }
+        assert_eq!(transposed_splits(16_384, 16_384, 132), (9, 1821));
+    }
+}

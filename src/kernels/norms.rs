@@ -1,0 +1,349 @@
+//! Typed launchers for `cuda/norms.cu`: layer norm and RMS norm over rows (f32, and bf16 in and
+//! out with f32 accumulation), batch norm over NCHW (inference, and the training statistics).
+
+use std::sync::Arc;
+
+use half::bf16;
+
+use crate::driver::sys::CUdeviceptr;
+use crate::driver::{
+    CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use crate::error::{Error, Result};
+use crate::kernels::rows::{self, RowContract};
+use crate::kernels::{args, grid, shape, Kernels};
+
+/// The element types the row norms take for `x` and `out` (gamma, beta and statistics are f32).
+pub trait NormElement: DeviceRepr + Copy {
+    /// The layer-norm entry point for this type.
+    const LAYER_NORM: &'static str;
+    /// The RMS-norm entry point for this type.
+    const RMS_NORM: &'static str;
+    /// How the layer-norm kernel holds a row.
+    const LAYER_NORM_ROWS: RowContract;
+    /// How the RMS-norm kernel holds a row.
+    const RMS_NORM_ROWS: RowContract;
+}
+
+impl NormElement for f32 {
+    const LAYER_NORM: &'static str = "prism_layer_norm_f32";
+    const RMS_NORM: &'static str = "prism_rms_norm_f32";
+    const LAYER_NORM_ROWS: RowContract = RowContract { lanes: 4, register_chunks: 7 };
+    const RMS_NORM_ROWS: RowContract = RowContract { lanes: 4, register_chunks: 8 };
+}
+
+impl NormElement for bf16 {
+    const LAYER_NORM: &'static str = "prism_layer_norm_bf16";
+    const RMS_NORM: &'static str = "prism_rms_norm_bf16";
+    const LAYER_NORM_ROWS: RowContract = RowContract { lanes: 8, register_chunks: 4 };
+    const RMS_NORM_ROWS: RowContract = RowContract { lanes: 8, register_chunks: 4 };
+}
+
+/// Checks a row norm's operands: `x` and `out` of `rows * cols`, gamma/beta of `cols`, the
+/// statistics of `rows`.
+fn check_rows(
+    op: &'static str,
+    x: usize,
+    out: usize,
+    params: &[(&str, Option<usize>)],
+    stats: &[(&str, Option<usize>)],
+    rows: usize,
+    cols: usize,
+) -> Result<()> {
+    shape::matrix(op, "x", x, rows, cols)?;
+    shape::same_len(op, &[("x", x), ("out", out)])?;
+    for (name, len) in params {
+        args::optional_len(op, name, *len, cols)?;
+    }
+    for (name, len) in stats {
+        args::optional_len(op, name, *len, rows)?;
+    }
+    Ok(())
+}
+
+/// Layer norm of each row of `x` (`[rows, cols]`): `out = (x - mean) * rsqrt(var + eps) * gamma +
+/// beta` with the biased variance; absent gamma/beta mean ones/zeros. Each row's mean and rstd go
+/// to `mean`/`rstd` when given (`rows` elements each). `out` may not alias `x` here.
+#[allow(clippy::too_many_arguments)] // mirrors the kernel's argument list
+pub fn layer_norm<T: NormElement>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    x: &CudaView<T>,
+    gamma: Option<&CudaView<f32>>,
+    beta: Option<&CudaView<f32>>,
+    out: &mut CudaViewMut<T>,
+    mean: Option<&mut CudaViewMut<f32>>,
+    rstd: Option<&mut CudaViewMut<f32>>,
+    rows: usize,
+    cols: usize,
+    eps: f32,
+) -> Result<()> {
+    let op = T::LAYER_NORM;
+    check_rows(
+        op,
+        x.len(),
+        out.len(),
+        &[("gamma", gamma.map(|g| g.len())), ("beta", beta.map(|b| b.len()))],
+        &[("mean", mean.as_ref().map(|m| m.len())), ("rstd", rstd.as_ref().map(|r| r.len()))],
+        rows,
+        cols,
+    )?;
+    if x.len() == 0 {
+        return Ok(());
+    }
+    let (r, c) = (args::int(op, "rows", rows)?, args::int(op, "cols", cols)?);
+    let function = kernels.function(op)?;
+    let cfg = rows::config(kernels, &function, T::LAYER_NORM_ROWS, rows, cols)?;
+    let (xp, _x) = x.device_ptr(stream);
+    let (gp, _g) = args::input(gamma, stream);
+    let (bp, _b) = args::input(beta, stream);
+    let (op_, _o) = out.device_ptr_mut(stream);
+    let (mp, _m) = args::output(mean, stream);
+    let (sp, _s) = args::output(rstd, stream);
+    // SAFETY: x and out hold rows * cols elements, gamma/beta cols, mean/rstd rows (checked above)
+    // or are null, which the kernel skips.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&xp)
+            .arg(&gp)
+            .arg(&bp)
+            .arg(&op_)
+            .arg(&mp)
+            .arg(&sp)
+            .arg(&r)
+            .arg(&c)
+            .arg(&eps)
+            .launch(cfg)
+    }?;
+    Ok(())
+}
+
+/// RMS norm of each row of `x` (`[rows, cols]`): `out = x * rsqrt(mean(x^2) + eps) * gamma`; absent
+/// gamma means ones. Each row's rstd goes to `rstd` when given (`rows` elements).
+#[allow(clippy::too_many_arguments)] // mirrors the kernel's argument list
+pub fn rms_norm<T: NormElement>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    x: &CudaView<T>,
+    gamma: Option<&CudaView<f32>>,
+    out: &mut CudaViewMut<T>,
+    rstd: Option<&mut CudaViewMut<f32>>,
+    rows: usize,
+    cols: usize,
+    eps: f32,
+) -> Result<()> {
+    let op = T::RMS_NORM;
+    check_rows(
+        op,
+        x.len(),
+        out.len(),
+        &[("gamma", gamma.map(|g| g.len()))],
+        &[("rstd", rstd.as_ref().map(|r| r.len()))],
+        rows,
+        cols,
+    )?;
+    if x.len() == 0 {
+        return Ok(());
+    }
+    let (r, c) = (args::int(op, "rows", rows)?, args::int(op, "cols", cols)?);
+    let function = kernels.function(op)?;
+    let cfg = rows::config(kernels, &function, T::RMS_NORM_ROWS, rows, cols)?;
+    let (xp, _x) = x.device_ptr(stream);
+    let (gp, _g) = args::input(gamma, stream);
+    let (op_, _o) = out.device_ptr_mut(stream);
+    let (sp, _s) = args::output(rstd, stream);
+    // SAFETY: x and out hold rows * cols elements, gamma cols, rstd rows (checked above) or null.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&xp)
+            .arg(&gp)
+            .arg(&op_)
+            .arg(&sp)
+            .arg(&r)
+            .arg(&c)
+            .arg(&eps)
+            .launch(cfg)
+    }?;
+    Ok(())
+}
+
+/// Checks that `len` is `n * c * hw` (an NCHW tensor with `hw = H * W`).
+pub fn check_nchw(op: &'static str, len: usize, n: usize, c: usize, hw: usize) -> Result<()> {
+    match n.checked_mul(c).and_then(|nc| nc.checked_mul(hw)) {
+        Some(total) if total == len => Ok(()),
+        _ => Err(Error::Shape {
+            op,
+            expected: format!("`x` of n x c x hw = {n} x {c} x {hw} elements"),
+            got: format!("{len} elements"),
+        }),
+    }
+}
+
+/// The per-channel operands of batch norm: statistics and optional gamma/beta.
+#[derive(Debug, Clone, Copy)]
+pub struct Channels<'a, 'b> {
+    /// Mean of each channel (`c` elements).
+    pub mean: &'a CudaView<'b, f32>,
+    /// Variance of each channel (`c` elements).
+    pub var: &'a CudaView<'b, f32>,
+    /// Scale of each channel; absent means ones.
+    pub gamma: Option<&'a CudaView<'b, f32>>,
+    /// Shift of each channel; absent means zeros.
+    pub beta: Option<&'a CudaView<'b, f32>>,
+}
+
+/// The NCHW shape `(n, c, hw)` with `hw = H * W`.
+pub type Nchw = (usize, usize, usize);
+
+#[allow(clippy::too_many_arguments)] // the kernel's argument list
+fn batch_norm_launch(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    x: CUdeviceptr,
+    out: CUdeviceptr,
+    channels: Channels,
+    len: usize,
+    (n, c, hw): Nchw,
+    eps: f32,
+) -> Result<()> {
+    const OP: &str = "prism_batch_norm_apply_f32";
+    check_nchw(OP, len, n, c, hw)?;
+    shape::same_len(OP, &[("mean", channels.mean.len()), ("var", channels.var.len())])?;
+    args::optional_len(OP, "mean", Some(channels.mean.len()), c)?;
+    args::optional_len(OP, "gamma", channels.gamma.map(|g| g.len()), c)?;
+    args::optional_len(OP, "beta", channels.beta.map(|b| b.len()), c)?;
+    if len == 0 {
+        return Ok(());
+    }
+    let (ni, ci, hwi) = (args::int(OP, "n", n)?, args::int(OP, "c", c)?, args::int(OP, "hw", hw)?);
+    let function = kernels.function(OP)?;
+    let (mp, _m) = channels.mean.device_ptr(stream);
+    let (vp, _v) = channels.var.device_ptr(stream);
+    let (gp, _g) = args::input(channels.gamma, stream);
+    let (bp, _b) = args::input(channels.beta, stream);
+    // SAFETY: x and out address n * c * hw elements (checked by the callers and above), the
+    // per-channel operands c elements or null; out may alias x.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&x)
+            .arg(&out)
+            .arg(&mp)
+            .arg(&vp)
+            .arg(&gp)
+            .arg(&bp)
+            .arg(&ni)
+            .arg(&ci)
+            .arg(&hwi)
+            .arg(&eps)
+            .launch(grid::elementwise(len, kernels.multiprocessors()))
+    }?;
+    Ok(())
+}
+
+/// Batch norm with given statistics (inference): `out = (x - mean[c]) * (gamma[c] * rsqrt(var[c] +
+/// eps)) + beta[c]` over NCHW `x`; `out` as long as `x`.
+pub fn batch_norm(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    x: &CudaView<f32>,
+    out: &mut CudaViewMut<f32>,
+    channels: Channels,
+    shape_: Nchw,
+    eps: f32,
+) -> Result<()> {
+    shape::same_len("prism_batch_norm_apply_f32", &[("x", x.len()), ("out", out.len())])?;
+    let len = x.len();
+    let (xp, _x) = x.device_ptr(stream);
+    let (op, _o) = out.device_ptr_mut(stream);
+    batch_norm_launch(kernels, stream, xp, op, channels, len, shape_, eps)
+}
+
+/// [`batch_norm`] in place.
+pub fn batch_norm_inplace(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    x: &mut CudaViewMut<f32>,
+    channels: Channels,
+    shape_: Nchw,
+    eps: f32,
+) -> Result<()> {
+    let len = x.len();
+    let (xp, _x) = x.device_ptr_mut(stream);
+    batch_norm_launch(kernels, stream, xp, xp, channels, len, shape_, eps)
+}
+
+/// Running statistics that a training step updates: `r = (1 - momentum) * r + momentum * stat`,
+/// with the unbiased variance for `var`.
+#[derive(Debug)]
+pub struct Running<'a, 'b> {
+    /// Running mean (`c` elements).
+    pub mean: &'a mut CudaViewMut<'b, f32>,
+    /// Running variance (`c` elements).
+    pub var: &'a mut CudaViewMut<'b, f32>,
+    /// The update's weight of the new statistics.
+    pub momentum: f32,
+}
+
+/// Training statistics of NCHW `x`: per-channel `mean` and biased `var` over `(n, hw)`, and the
+/// running statistics updated when given. Needs at least one value per channel (`n * hw >= 1`).
+pub fn batch_norm_stats(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    x: &CudaView<f32>,
+    mean: &mut CudaViewMut<f32>,
+    var: &mut CudaViewMut<f32>,
+    running: Option<Running>,
+    (n, c, hw): Nchw,
+) -> Result<()> {
+    const OP: &str = "prism_batch_norm_stats_f32";
+    check_nchw(OP, x.len(), n, c, hw)?;
+    args::optional_len(OP, "mean", Some(mean.len()), c)?;
+    args::optional_len(OP, "var", Some(var.len()), c)?;
+    if let Some(r) = &running {
+        args::optional_len(OP, "running mean", Some(r.mean.len()), c)?;
+        args::optional_len(OP, "running var", Some(r.var.len()), c)?;
+    }
+    if c == 0 {
+        return Ok(());
+    }
+    if n * hw == 0 {
+        return Err(Error::Shape {
+            op: OP,
+            expected: "at least one value per channel (n * hw >= 1)".into(),
+            got: format!("n = {n}, hw = {hw}"),
+        });
+    }
+    let (ni, ci, hwi) = (args::int(OP, "n", n)?, args::int(OP, "c", c)?, args::int(OP, "hw", hw)?);
+    let function = kernels.function(OP)?;
+    let momentum = running.as_ref().map_or(0.0, |r| r.momentum);
+    let (rm, rv) = match running {
+        Some(r) => (Some(r.mean), Some(r.var)),
+        None => (None, None),
+    };
+    let (xp, _x) = x.device_ptr(stream);
+    let (mp, _m) = mean.device_ptr_mut(stream);
+    let (vp, _v) = var.device_ptr_mut(stream);
+    let (rmp, _rm) = args::output(rm, stream);
+    let (rvp, _rv) = args::output(rv, stream);
+    let cfg = LaunchConfig { grid_dim: (c as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: x holds n * c * hw elements, mean/var and the running statistics c each (checked
+    // above) or null; one block per channel.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&xp)
+            .arg(&mp)
+            .arg(&vp)
+            .arg(&rmp)
+            .arg(&rvp)
+            .arg(&ni)
+            .arg(&ci)
+            .arg(&hwi)
+            .arg(&momentum)
+            .launch(cfg)
+    }?;
+    Ok(())
+}

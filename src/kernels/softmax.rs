@@ -1,0 +1,87 @@
+//! Typed launchers for `cuda/softmax.cu`: softmax and log-softmax over the rows of a row-major
+//! matrix, numerically stable (the row maximum is subtracted first).
+
+use std::sync::Arc;
+
+use crate::driver::sys::CUdeviceptr;
+use crate::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, PushKernelArg};
+use crate::error::Result;
+use crate::kernels::rows::{self, RowContract};
+use crate::kernels::{args, shape, Kernels};
+
+/// Which of the two row functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Softmax {
+    /// `exp(x - max) / sum(exp(x - max))`
+    Softmax,
+    /// `x - max - ln(sum(exp(x - max)))`
+    LogSoftmax,
+}
+
+impl Softmax {
+    /// The entry point computing it.
+    pub fn kernel(self) -> &'static str {
+        match self {
+            Softmax::Softmax => "prism_softmax_rows_f32",
+            Softmax::LogSoftmax => "prism_log_softmax_rows_f32",
+        }
+    }
+}
+
+/// Rows held in registers up to 32 floats per thread; the rest in shared memory.
+const CONTRACT: RowContract = RowContract { lanes: 4, register_chunks: 8 };
+
+fn launch(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    kind: Softmax,
+    x: CUdeviceptr,
+    out: CUdeviceptr,
+    rows: usize,
+    cols: usize,
+) -> Result<()> {
+    let (r, c) = (args::int(kind.kernel(), "rows", rows)?, args::int(kind.kernel(), "cols", cols)?);
+    let function = kernels.function(kind.kernel())?;
+    let cfg = rows::config(kernels, &function, CONTRACT, rows, cols)?;
+    // SAFETY: x and out address rows * cols elements (checked by the callers); the kernel reads
+    // row blockIdx.x of x and writes the same row of out, which may alias x.
+    unsafe { stream.launch_builder(&function).arg(&x).arg(&out).arg(&r).arg(&c).launch(cfg) }?;
+    Ok(())
+}
+
+/// `out` = softmax (or log-softmax) of each row of `x` (`[rows, cols]`); `out` as long as `x`.
+pub fn rows(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    kind: Softmax,
+    x: &CudaView<f32>,
+    out: &mut CudaViewMut<f32>,
+    rows: usize,
+    cols: usize,
+) -> Result<()> {
+    shape::matrix(kind.kernel(), "x", x.len(), rows, cols)?;
+    shape::same_len(kind.kernel(), &[("x", x.len()), ("out", out.len())])?;
+    if x.len() == 0 {
+        return Ok(());
+    }
+    let (xp, _read) = x.device_ptr(stream);
+    let (op, _write) = out.device_ptr_mut(stream);
+    launch(kernels, stream, kind, xp, op, rows, cols)
+}
+
+/// Softmax (or log-softmax) of each row of `x` (`[rows, cols]`) in place.
+pub fn rows_inplace(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    kind: Softmax,
+    x: &mut CudaViewMut<f32>,
+    rows: usize,
+    cols: usize,
+) -> Result<()> {
+    shape::matrix(kind.kernel(), "x", x.len(), rows, cols)?;
+    if x.len() == 0 {
+        return Ok(());
+    }
+    let (xp, _write) = x.device_ptr_mut(stream);
+    launch(kernels, stream, kind, xp, xp, rows, cols)
+}

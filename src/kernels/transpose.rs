@@ -1,0 +1,56 @@
+//! Typed launcher for `cuda/transpose.cu`: the transpose of a dense row-major f32 matrix.
+
+use std::sync::Arc;
+
+use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::error::Result;
+use crate::kernels::{args, shape, Kernels};
+
+/// Side of the square tile one block moves through shared memory.
+const TILE: usize = 32;
+/// Most blocks along y; the kernel loops over further row tiles.
+const MAX_GRID_Y: usize = 65_535;
+
+/// The launch for a `[rows, cols]` matrix: a block of 32 x 8 threads per 32 x 32 tile.
+pub fn config(rows: usize, cols: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (cols.div_ceil(TILE) as u32, rows.div_ceil(TILE).min(MAX_GRID_Y) as u32, 1),
+        block_dim: (32, 8, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `out[c, r] = x[r, c]`: `out` (`[cols, rows]`) is the transpose of `x` (`[rows, cols]`). `out`
+/// must be a different buffer (the borrow rules see to it).
+pub fn transpose(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    x: &CudaView<f32>,
+    out: &mut CudaViewMut<f32>,
+    rows: usize,
+    cols: usize,
+) -> Result<()> {
+    const OP: &str = "prism_transpose_f32";
+    shape::matrix(OP, "x", x.len(), rows, cols)?;
+    shape::matrix(OP, "out", out.len(), cols, rows)?;
+    if x.len() == 0 {
+        return Ok(());
+    }
+    let (r, c) = (args::int(OP, "rows", rows)?, args::int(OP, "cols", cols)?);
+    let function = kernels.function(OP)?;
+    // SAFETY: reads rows * cols elements of x and writes as many of out (checked above).
+    unsafe { stream.launch_builder(&function).arg(x).arg(out).arg(&r).arg(&c).launch(config(rows, cols)) }?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_cover_the_matrix() {
+        let c = config(33, 65);
+        assert_eq!((c.grid_dim, c.block_dim), ((3, 2, 1), (32, 8, 1)));
+        assert_eq!(config(10_000_000, 1).grid_dim, (1, 65_535, 1));
+    }
+}
