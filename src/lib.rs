@@ -34,6 +34,7 @@ pub mod bench;
 pub mod driver;
 pub mod error;
 pub mod kernels;
+mod legacy;
 #[cfg(feature = "production-gpu")]
 pub mod nvrtc;
 mod probe;
@@ -41,7 +42,21 @@ pub mod runtime;
 pub mod selftest;
 pub mod sys;
 #[cfg(feature = "legacy-gpu")]
-pub use cudarc::{driver, nvrtc};
+pub use cudarc::nvrtc;
+
+/// The CUDA driver API of the real cudarc 0.19 (`cudarc::driver`), plus the legacy cudarc 0.9–0.13
+/// [`CudaDevice`](driver::CudaDevice) / [`LaunchAsync`](driver::LaunchAsync) API under the same paths
+/// as with prism-gpu's own engine.
+#[cfg(feature = "legacy-gpu")]
+pub mod driver {
+    pub use crate::legacy::{CudaDevice, LaunchAsync, LaunchParam, SliceDevice};
+    pub use cudarc::driver::*;
+
+    /// cudarc 0.9–0.13's raw-pointer traits, which clash with the modern ones of the same names.
+    pub mod legacy {
+        pub use crate::legacy::ptr::*;
+    }
+}
 
 pub use error::{Error, Result};
 pub use kernels::gemm::{Gemm, Precision};

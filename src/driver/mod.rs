@@ -54,3 +54,11 @@ pub use memory::{
 pub use module::{CudaFunction, CudaModule, ModuleLoadError};
 pub use result::DriverError;
 pub use stream::CudaStream;
+
+// The legacy cudarc 0.9–0.13 API, written over the modern one (it serves both engines).
+pub use crate::legacy::{CudaDevice, LaunchAsync, LaunchParam};
+
+/// cudarc 0.9–0.13's raw-pointer traits, which clash with the modern ones of the same names.
+pub mod legacy {
+    pub use crate::legacy::ptr::*;
+}
