@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::context::SyncMode;
 use super::event::CudaEvent;
 use super::memory::{Access, CudaSlice, CudaView, CudaViewMut, DeviceRepr, SliceEvents};
-use super::module::CudaFunction;
+use super::module::{CudaFunction, Params};
 use super::result::{self, DriverError};
 use super::stream::CudaStream;
 use super::sys;
@@ -111,11 +111,41 @@ impl<'a> LaunchArgs<'a> {
         self
     }
 
+    /// Compares the arguments pushed so far with the kernel's parameter list (a prism-gpu
+    /// extension). [`launch`](Self::launch) does the same and returns
+    /// `DriverError(CUDA_ERROR_INVALID_VALUE)` on a mismatch; this gives the details.
+    ///
+    /// The list comes from `cuFuncGetParamInfo` (CUDA 12.4+ drivers), asked once per kernel and
+    /// cached; with an older driver nothing is checked. For a kernel loaded from a binary image
+    /// (cubin, fatbin) the driver cannot give the parameter count without a failing call, so the
+    /// first launch's argument count is trusted to be complete unless the kernel has fewer
+    /// parameters; sizes and later launches are checked against it.
+    #[doc(alias = "cuFuncGetParamInfo")]
+    pub fn check(&self) -> Result<(), ArgumentMismatch> {
+        let (func, given) = (self.func, self.arg_sizes.as_slice());
+        let Some(params) = func.params(given.len()) else {
+            return Ok(());
+        };
+        match params {
+            Params::AtLeast(known) if given.len() > known.len() => {
+                // More arguments than the first launch passed: ask about the extra ones.
+                let Ok((more, all_exist)) = func.probe_params(known.len(), given.len()) else {
+                    return Ok(());
+                };
+                let sizes = known.iter().chain(&more).copied().collect();
+                let params = if all_exist { Params::AtLeast(sizes) } else { Params::Exact(sizes) };
+                compare(&func.info.name, &params, given)
+            }
+            params => compare(&func.info.name, params, given),
+        }
+    }
+
     fn submit(
         &mut self,
         cfg: LaunchConfig,
         cooperative: bool,
     ) -> Result<Option<(CudaEvent, CudaEvent)>, DriverError> {
+        self.check()?;
         let stream = self.stream;
         stream.ctx.bind_to_thread()?;
         let mode = if self.tracked.is_empty() { SyncMode::Off } else { stream.ctx.sync_mode(stream) };
@@ -171,6 +201,9 @@ impl<'a> LaunchArgs<'a> {
     /// Slices passed as arguments are ordered against their uses on other streams, and are not
     /// freed before the kernel is done with them.
     ///
+    /// Before submitting, the argument sizes are compared with the kernel's parameters (see
+    /// [`check`](Self::check)): a wrong count or size returns `CUDA_ERROR_INVALID_VALUE`.
+    ///
     /// # Safety
     /// The arguments must match the kernel's parameters in number, order and type; the kernel
     /// must stay within its buffers and may write to any buffer passed, even by `&`.
@@ -193,6 +226,90 @@ impl<'a> LaunchArgs<'a> {
     ) -> Result<Option<(CudaEvent, CudaEvent)>, DriverError> {
         self.submit(cfg, true)
     }
+}
+
+/// Launch arguments that do not match the kernel's parameter list, from [`LaunchArgs::check`]
+/// (a prism-gpu extension). `launch` reports it as `DriverError(CUDA_ERROR_INVALID_VALUE)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgumentMismatch {
+    /// The kernel's name.
+    pub kernel: String,
+    /// The byte size of each of the kernel's parameters, in order (only the first ones when
+    /// `complete` is false).
+    pub expected: Vec<usize>,
+    /// Whether `expected` is the kernel's whole parameter list.
+    pub complete: bool,
+    /// The byte size of each argument pushed, in order.
+    pub given: Vec<usize>,
+}
+
+impl ArgumentMismatch {
+    /// The first position where the argument size differs from the parameter size, if the
+    /// mismatch is not only in the count.
+    pub fn first_difference(&self) -> Option<usize> {
+        self.expected.iter().zip(&self.given).position(|(e, g)| e != g)
+    }
+}
+
+fn byte_list(sizes: &[usize]) -> String {
+    match sizes {
+        [] => "none".to_string(),
+        _ => sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(", ") + " bytes",
+    }
+}
+
+impl std::fmt::Display for ArgumentMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at_least = if self.complete { "" } else { "at least " };
+        write!(
+            f,
+            "kernel `{}` takes {at_least}{} parameters ({}), but the launch passes {} arguments ({})",
+            self.kernel,
+            self.expected.len(),
+            byte_list(&self.expected),
+            self.given.len(),
+            byte_list(&self.given),
+        )?;
+        if let Some(i) = self.first_difference() {
+            write!(
+                f,
+                ": argument {i} is {} bytes where the parameter is {}",
+                self.given[i], self.expected[i]
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ArgumentMismatch {}
+
+impl From<ArgumentMismatch> for DriverError {
+    fn from(_: ArgumentMismatch) -> Self {
+        DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)
+    }
+}
+
+/// Checks `given` argument sizes against a kernel's known parameters.
+fn compare(kernel: &str, params: &Params, given: &[usize]) -> Result<(), ArgumentMismatch> {
+    let (expected, complete) = match params {
+        Params::Unknown => return Ok(()),
+        Params::Exact(sizes) => (sizes, true),
+        Params::AtLeast(sizes) => (sizes, false),
+    };
+    let fits = if complete {
+        given == expected.as_slice()
+    } else {
+        given.get(..expected.len()) == Some(expected.as_slice())
+    };
+    if fits {
+        return Ok(());
+    }
+    Err(ArgumentMismatch {
+        kernel: kernel.to_string(),
+        expected: expected.clone(),
+        complete,
+        given: given.to_vec(),
+    })
 }
 
 // SAFETY: pushes one pointer to a `DeviceRepr` value borrowed for longer than the builder.
@@ -249,7 +366,10 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
     use std::sync::{Arc, Mutex};
 
+    use std::sync::OnceLock;
+
     use super::*;
+    use crate::driver::module::KernelInfo;
     use crate::driver::{CudaContext, CudaModule};
 
     /// Host-only stand-ins (null handles): never dropped, so no driver call is made.
@@ -272,8 +392,13 @@ mod tests {
             owned: false,
             capture_log: Mutex::new(None),
         });
-        let module = Arc::new(CudaModule { cu_module: std::ptr::null_mut(), ctx });
-        let func = CudaFunction { cu_function: std::ptr::null_mut(), module };
+        let module = Arc::new(CudaModule {
+            cu_module: std::ptr::null_mut(),
+            ctx,
+            ptx_param_counts: Default::default(),
+        });
+        let info = Arc::new(KernelInfo { name: "fake".into(), params: OnceLock::new() });
+        let func = CudaFunction { cu_function: std::ptr::null_mut(), module, info };
         (ManuallyDrop::new(stream), ManuallyDrop::new(func))
     }
 
@@ -341,5 +466,70 @@ mod tests {
         builder.arg(&mut *slice).arg(&*other).arg(&3u32);
         assert_eq!(builder.tracked.len(), 1, "untracked slices and scalars add no events");
         assert_eq!(builder.tracked[0].1, Access::Write);
+    }
+
+    fn mismatch(expected: &[usize], complete: bool, given: &[usize]) -> ArgumentMismatch {
+        let params =
+            if complete { Params::Exact(expected.to_vec()) } else { Params::AtLeast(expected.to_vec()) };
+        compare("saxpy", &params, given).expect_err("a mismatch")
+    }
+
+    #[test]
+    fn matching_arguments_pass() {
+        assert_eq!(compare("k", &Params::Exact(vec![8, 4, 2]), &[8, 4, 2]), Ok(()));
+        assert_eq!(compare("k", &Params::Exact(vec![]), &[]), Ok(()));
+        assert_eq!(compare("k", &Params::AtLeast(vec![8, 4]), &[8, 4]), Ok(()));
+        assert_eq!(compare("k", &Params::AtLeast(vec![8]), &[8, 4]), Ok(()), "the rest is unknown");
+        assert_eq!(compare("k", &Params::Unknown, &[1, 2, 3]), Ok(()), "no parameter info: no check");
+    }
+
+    #[test]
+    fn too_few_and_too_many_arguments_name_both_lists() {
+        let e = mismatch(&[8, 8, 4], true, &[8, 8]);
+        assert_eq!((e.kernel.as_str(), e.first_difference()), ("saxpy", None));
+        assert_eq!(
+            e.to_string(),
+            "kernel `saxpy` takes 3 parameters (8, 8, 4 bytes), but the launch passes 2 arguments (8, 8 bytes)"
+        );
+        let e = mismatch(&[8], true, &[8, 4]);
+        assert_eq!(
+            e.to_string(),
+            "kernel `saxpy` takes 1 parameters (8 bytes), but the launch passes 2 arguments (8, 4 bytes)"
+        );
+        let e = mismatch(&[8, 4], false, &[8]);
+        assert!(e.to_string().starts_with("kernel `saxpy` takes at least 2 parameters (8, 4 bytes)"), "{e}");
+        let e = mismatch(&[4], true, &[]);
+        assert!(e.to_string().ends_with("passes 0 arguments (none)"), "{e}");
+    }
+
+    #[test]
+    fn a_wrong_size_names_the_position() {
+        let e = mismatch(&[8, 4, 4], true, &[8, 8, 4]);
+        assert_eq!(e.first_difference(), Some(1));
+        assert!(e.to_string().ends_with(": argument 1 is 8 bytes where the parameter is 4"), "{e}");
+        let e = mismatch(&[8, 2], false, &[8, 4, 4]);
+        assert_eq!(e.first_difference(), Some(1));
+        assert_eq!(DriverError::from(e), DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+    }
+
+    #[test]
+    fn check_uses_the_cached_parameter_list() {
+        let (stream, func) = fakes();
+        func.info.params.set(Params::Exact(vec![8, 4])).unwrap();
+        let (ptr, n, wide) = (0u64, 3u32, 3u64);
+        let mut ok = stream.launch_builder(&func);
+        ok.arg(&ptr).arg(&n);
+        assert_eq!(ok.check(), Ok(()));
+        let mut bad = stream.launch_builder(&func);
+        bad.arg(&ptr).arg(&wide);
+        let e = bad.check().expect_err("u64 where the kernel takes 4 bytes");
+        assert_eq!(
+            (e.kernel.as_str(), e.expected.as_slice(), e.given.as_slice()),
+            ("fake", &[8, 4][..], &[8, 8][..])
+        );
+        // The check runs before anything reaches the driver (the fake handles are null).
+        // SAFETY: the launch is refused before any driver call.
+        let refused = unsafe { bad.launch(LaunchConfig::for_num_elems(1)) };
+        assert!(matches!(refused, Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))));
     }
 }

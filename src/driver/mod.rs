@@ -46,7 +46,7 @@ pub mod sys {
 pub use context::CudaContext;
 pub use event::CudaEvent;
 pub use graph::CudaGraph;
-pub use launch::{LaunchArgs, LaunchConfig, PushKernelArg};
+pub use launch::{ArgumentMismatch, LaunchArgs, LaunchConfig, PushKernelArg};
 pub use memory::{
     CudaSlice, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice, HostSlice,
     PinnedHostSlice, SyncOnDrop, ValidAsZeroBits,

@@ -1,8 +1,9 @@
 //! [`CudaModule`] (loaded code) and [`CudaFunction`] (one kernel in it).
 
+use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CString};
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::context::CudaContext;
 use super::memory::CudaViewMut;
@@ -20,6 +21,10 @@ const JIT_LOG_BYTES: usize = 16 * 1024;
 pub struct CudaModule {
     pub(crate) cu_module: sys::CUmodule,
     pub(crate) ctx: Arc<CudaContext>,
+    /// Kernel name -> number of parameters, read from the PTX text the module was loaded from
+    /// (empty for binary images). Lets launches learn a kernel's exact parameter count without
+    /// asking the driver for a parameter past the last one.
+    pub(crate) ptx_param_counts: HashMap<String, usize>,
 }
 
 // SAFETY: the handle is owned by this object; module calls are thread safe in the driver.
@@ -118,7 +123,11 @@ impl CudaContext {
         let (module, info, error) =
             unsafe { result::module::load_data_with_logs(image.as_ptr().cast::<c_void>(), JIT_LOG_BYTES) };
         match module {
-            Ok(cu_module) => Ok(Arc::new(CudaModule { cu_module, ctx: self.clone() })),
+            Ok(cu_module) => Ok(Arc::new(CudaModule {
+                cu_module,
+                ctx: self.clone(),
+                ptx_param_counts: ptx_text(&image).map(ptx_param_counts).unwrap_or_default(),
+            })),
             Err(e) => {
                 let log = match (error.is_empty(), info.is_empty()) {
                     (false, false) => format!("{error}\n{info}"),
@@ -139,7 +148,8 @@ impl CudaModule {
         self.ctx.bind_to_thread()?;
         // SAFETY: the module is loaded for as long as `self` lives.
         let cu_function = unsafe { result::module::get_function(self.cu_module, name) }?;
-        Ok(CudaFunction { cu_function, module: self.clone() })
+        let info = Arc::new(KernelInfo { name: fn_name.to_string(), params: OnceLock::new() });
+        Ok(CudaFunction { cu_function, module: self.clone(), info })
     }
 
     /// The `__device__` / `__constant__` variable `name` as bytes, for copies on `stream`.
@@ -173,6 +183,86 @@ impl CudaModule {
 pub struct CudaFunction {
     pub(crate) cu_function: sys::CUfunction,
     pub(crate) module: Arc<CudaModule>,
+    /// Shared by every clone: the name and, once a launch has asked, the parameter list.
+    pub(crate) info: Arc<KernelInfo>,
+}
+
+/// What launches need to know about a kernel, worked out once and shared by its clones.
+#[derive(Debug)]
+pub(crate) struct KernelInfo {
+    pub(crate) name: String,
+    pub(crate) params: OnceLock<Params>,
+}
+
+/// A kernel's parameter sizes as far as the driver can tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Params {
+    /// The driver cannot tell (it has no `cuFuncGetParamInfo`): launches are not checked.
+    Unknown,
+    /// Every parameter's size.
+    Exact(Vec<usize>),
+    /// The sizes of the first parameters; there may be more. (A binary image on a driver without
+    /// a parameter count: only indices known to exist are queried, so that a correct program never
+    /// makes a failing driver call, which compute-sanitizer would report.)
+    AtLeast(Vec<usize>),
+}
+
+/// The PTX text of a module image, if it is one (binary images are ELF or fatbin containers).
+fn ptx_text(image: &[u8]) -> Option<&str> {
+    let end = image.iter().position(|&b| b == 0).unwrap_or(image.len());
+    std::str::from_utf8(&image[..end]).ok().filter(|text| text.contains(".entry"))
+}
+
+/// PTX text without its `//` and `/* */` comments.
+fn strip_ptx_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('/') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if tail.starts_with("//") {
+            rest = tail.find('\n').map_or("", |j| &tail[j..]);
+        } else if let Some(body) = tail.strip_prefix("/*") {
+            rest = body.find("*/").map_or("", |j| &body[j + 2..]);
+            out.push(' ');
+        } else {
+            out.push('/');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Kernel name -> number of `.param`s, for every `.entry` of a PTX text.
+pub(crate) fn ptx_param_counts(text: &str) -> HashMap<String, usize> {
+    let text = strip_ptx_comments(text);
+    let is_name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.');
+    let mut counts = HashMap::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find(".entry") {
+        let after = &rest[i + ".entry".len()..];
+        rest = after;
+        if !after.starts_with(char::is_whitespace) {
+            continue; // some other directive that starts with `.entry`
+        }
+        let after = after.trim_start();
+        let name_len = after.find(|c: char| !is_name(c)).unwrap_or(after.len());
+        let (name, tail) = after.split_at(name_len);
+        if name.is_empty() {
+            continue;
+        }
+        let tail = tail.trim_start();
+        let count = match tail.strip_prefix('(') {
+            Some(list) => {
+                let list = &list[..list.find(')').unwrap_or(list.len())];
+                list.split(|c: char| c.is_whitespace() || c == ',').filter(|t| *t == ".param").count()
+            }
+            None => 0,
+        };
+        counts.insert(name.to_string(), count);
+    }
+    counts
 }
 
 // SAFETY: the handle belongs to the module this object keeps alive; function calls are thread safe.
@@ -195,20 +285,58 @@ impl CudaFunction {
         &self.module
     }
 
+    /// The kernel's name, as given to [`CudaModule::load_function`]. A prism-gpu extension.
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
     /// The byte size of each of the kernel's parameters, in order (`cuFuncGetParamInfo`,
     /// CUDA 12.4+ drivers). A prism-gpu extension.
+    ///
+    /// For a module loaded from PTX the count comes from the PTX text; for a binary image the
+    /// driver is asked for parameters until it answers `CUDA_ERROR_INVALID_VALUE` (which
+    /// compute-sanitizer reports as a failed call).
     #[doc(alias = "cuFuncGetParamInfo")]
     pub fn param_sizes(&self) -> Result<Vec<usize>, DriverError> {
         self.module.ctx.bind_to_thread()?;
+        let count = self.module.ptx_param_counts.get(&self.info.name).copied();
+        self.probe_params(0, count.unwrap_or(usize::MAX)).map(|(sizes, _)| sizes)
+    }
+
+    /// Sizes of parameters `from..to` (stopping early past the last one, with `false`), or
+    /// `CUDA_ERROR_NOT_FOUND` when the driver has no `cuFuncGetParamInfo`.
+    pub(crate) fn probe_params(&self, from: usize, to: usize) -> Result<(Vec<usize>, bool), DriverError> {
         let mut sizes = Vec::new();
-        loop {
+        for index in from..to {
             // SAFETY: the function's module is loaded.
-            match unsafe { result::function::get_param_info(self.cu_function, sizes.len()) } {
+            match unsafe { result::function::get_param_info(self.cu_function, index) } {
                 Ok((_, size)) => sizes.push(size),
-                Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)) => return Ok(sizes),
+                Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)) => return Ok((sizes, false)),
                 Err(e) => return Err(e),
             }
         }
+        Ok((sizes, true))
+    }
+
+    /// The parameter list launches check against, worked out on the first launch (with `pushed`
+    /// arguments) and cached. `None` when the driver could not be asked this time.
+    pub(crate) fn params(&self, pushed: usize) -> Option<&Params> {
+        if let Some(params) = self.info.params.get() {
+            return Some(params);
+        }
+        self.module.ctx.bind_to_thread().ok()?;
+        let count = self.module.ptx_param_counts.get(&self.info.name).copied();
+        let params = match self.probe_params(0, count.unwrap_or(pushed)) {
+            // Without a count from the PTX, only the first `pushed` are known to exist.
+            Ok((sizes, true)) if count.is_none() => Params::AtLeast(sizes),
+            // Either every parameter, or the driver said where the list ends.
+            Ok((sizes, _)) => Params::Exact(sizes),
+            Err(DriverError(
+                sys::CUresult::CUDA_ERROR_NOT_FOUND | sys::CUresult::CUDA_ERROR_NOT_SUPPORTED,
+            )) => Params::Unknown,
+            Err(_) => return None,
+        };
+        Some(self.info.params.get_or_init(|| params))
     }
 
     /// Dynamic shared memory available per block for `num_blocks` blocks of `block_size` threads.
@@ -333,5 +461,67 @@ impl CudaFunction {
         self.module.ctx.bind_to_thread()?;
         // SAFETY: the function's module is loaded.
         unsafe { result::function::set_function_cache_config(self.cu_function, config) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = r#"//
+// Generated by NVIDIA NVVM Compiler
+.version 9.0
+.target sm_80
+.address_size 64
+
+	// .globl	affine
+.func  (.param .b32 func_retval0) helper(
+	.param .b32 helper_param_0
+)
+{ ret; }
+
+.visible .entry affine(
+	.param .u64 .ptr .align 1 affine_param_0,
+	.param .u64 .ptr .align 1 affine_param_1, // .param in a comment
+	.param .f32 affine_param_2,
+	.param .f32 affine_param_3,
+	.param .u32 affine_param_4
+)
+.maxntid 256, 1, 1
+{ ret; }
+/* .visible .entry commented_out(.param .u32 x) */
+.visible .entry empty()
+{ ret; }
+.entry bare
+{ ret; }
+.weak .entry with_struct(.param .align 8 .b8 with_struct_param_0[24],.param .u8 with_struct_param_1)
+{ ret; }
+.entryish not_a_kernel
+"#;
+
+    #[test]
+    fn ptx_entries_give_their_parameter_counts() {
+        let counts = ptx_param_counts(PTX);
+        let mut got: Vec<_> = counts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        got.sort();
+        assert_eq!(got, [("affine", 5), ("bare", 0), ("empty", 0), ("with_struct", 2)]);
+    }
+
+    #[test]
+    fn only_ptx_text_is_parsed() {
+        let mut image = PTX.as_bytes().to_vec();
+        image.push(0);
+        assert!(ptx_text(&image).is_some());
+        let elf = b"\x7fELF\x02\x01\x01\0\0\0.entry x()";
+        assert!(ptx_text(elf).is_none(), "text after the first NUL is not PTX");
+        let fatbin = [0x50u8, 0xed, 0x55, 0xba, 0x01, 0x00];
+        assert!(ptx_text(&fatbin).is_none());
+        assert!(ptx_text(b".version 9.0\n.target sm_80\n").is_none(), "no kernels, nothing to learn");
+    }
+
+    #[test]
+    fn comments_are_removed_but_division_is_kept() {
+        assert_eq!(strip_ptx_comments("a // b\nc /* d */ e / f"), "a \nc   e / f");
+        assert_eq!(strip_ptx_comments("x /* unterminated"), "x  ");
     }
 }
