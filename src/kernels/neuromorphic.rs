@@ -291,7 +291,7 @@ pub fn spike_encode(
 ) -> Result<()> {
     const OP: &str = "spike_encode_kernel";
     shape::matrix(OP, "spikes", spikes.len(), steps, rates.len())?;
-    if spikes.len() == 0 {
+    if spikes.is_empty() {
         return Ok(());
     }
     let function = kernels.function(OP)?;
@@ -323,8 +323,9 @@ impl Patterns {
         self.t + 1 - self.w
     }
 
-    /// Checks the window and the lengths of the spikes, templates and output.
-    pub fn check(&self, op: &'static str, spikes: usize, templates: usize, out: usize) -> Result<()> {
+    /// Checks the window and the lengths of the spikes and templates; the output's length
+    /// (`p * (t - w + 1)`).
+    pub fn check(&self, op: &'static str, spikes: usize, templates: usize) -> Result<usize> {
         let Patterns { t, n, p, w } = *self;
         if w == 0 || w > t {
             return Err(Error::Shape {
@@ -334,9 +335,18 @@ impl Patterns {
             });
         }
         shape::matrix(op, "spikes", spikes, t, n)?;
-        shape::matrix(op, "templates", templates, p, w.checked_mul(n).unwrap_or(usize::MAX))?;
-        shape::matrix(op, "out", out, p, self.positions())
+        shape::matrix(op, "templates", templates, p, w.saturating_mul(n))?;
+        Ok(p * self.positions())
     }
+}
+
+/// The length of `steps` spike vectors of `n` neurons, or [`Error::Shape`] when it overflows.
+pub fn spike_len(op: &'static str, n: usize, steps: usize) -> Result<usize> {
+    n.checked_mul(steps).ok_or_else(|| Error::Shape {
+        op,
+        expected: "steps * rates.len() within usize".into(),
+        got: format!("{steps} x {n}"),
+    })
 }
 
 /// `out[k * (t - w + 1) + s]` = the sum over the window of `spikes[s + j, i] * templates[k, j, i]`.
@@ -349,8 +359,9 @@ pub fn pattern_correlation(
     dims: Patterns,
 ) -> Result<()> {
     const OP: &str = "pattern_correlation_kernel";
-    dims.check(OP, spikes.len(), templates.len(), out.len())?;
-    if out.len() == 0 {
+    let len = dims.check(OP, spikes.len(), templates.len())?;
+    args::optional_len(OP, "out", Some(out.len()), len)?;
+    if len == 0 {
         return Ok(());
     }
     // The kernel also forms w * n and p * (t - w + 1) as `int`s.

@@ -88,7 +88,7 @@ pub fn layer_norm<T: NormElement>(
         rows,
         cols,
     )?;
-    if x.len() == 0 {
+    if x.is_empty() {
         return Ok(());
     }
     let (r, c) = (args::int(op, "rows", rows)?, args::int(op, "cols", cols)?);
@@ -143,7 +143,7 @@ pub fn rms_norm<T: NormElement>(
         rows,
         cols,
     )?;
-    if x.len() == 0 {
+    if x.is_empty() {
         return Ok(());
     }
     let (r, c) = (args::int(op, "rows", rows)?, args::int(op, "cols", cols)?);

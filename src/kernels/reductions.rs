@@ -180,7 +180,7 @@ pub fn row_block(cols: usize) -> u32 {
 }
 
 /// Checks `x` is `[rows, cols]` with at least one column (when there are rows) and `out` has `rows`.
-fn check_rows(op: &'static str, x: usize, out: usize, rows: usize, cols: usize) -> Result<()> {
+pub fn check_rows(op: &'static str, x: usize, out: usize, rows: usize, cols: usize) -> Result<()> {
     shape::matrix(op, "x", x, rows, cols)?;
     args::optional_len(op, "out", Some(out), rows)?;
     if rows > 0 && cols == 0 {

@@ -61,7 +61,7 @@ pub fn rows(
 ) -> Result<()> {
     shape::matrix(kind.kernel(), "x", x.len(), rows, cols)?;
     shape::same_len(kind.kernel(), &[("x", x.len()), ("out", out.len())])?;
-    if x.len() == 0 {
+    if x.is_empty() {
         return Ok(());
     }
     let (xp, _read) = x.device_ptr(stream);
@@ -79,7 +79,7 @@ pub fn rows_inplace(
     cols: usize,
 ) -> Result<()> {
     shape::matrix(kind.kernel(), "x", x.len(), rows, cols)?;
-    if x.len() == 0 {
+    if x.is_empty() {
         return Ok(());
     }
     let (xp, _write) = x.device_ptr_mut(stream);

@@ -33,7 +33,7 @@ pub fn transpose(
     const OP: &str = "prism_transpose_f32";
     shape::matrix(OP, "x", x.len(), rows, cols)?;
     shape::matrix(OP, "out", out.len(), cols, rows)?;
-    if x.len() == 0 {
+    if x.is_empty() {
         return Ok(());
     }
     let (r, c) = (args::int(OP, "rows", rows)?, args::int(OP, "cols", cols)?);

@@ -16,6 +16,7 @@ use rayon::prelude::*;
 
 pub use crate::kernels::activations::Activation;
 use crate::kernels::elementwise::Binary;
+use crate::kernels::neuromorphic::Reservoir;
 
 /// Rows below this many elements in total are not worth splitting over threads.
 const PAR_MIN: usize = 1 << 14;
@@ -867,6 +868,19 @@ pub fn spectral_radius_csr(
         est = nrm;
     }
     est
+}
+
+/// One echo-state step in place: `x = (1 - leak) * x + leak * tanh(W_in u + W x)`, `w_in`
+/// `[n, u.len()]`, `w` `[n, n]` dense or CSR, `n = x.len()`. Assumes the shapes were checked.
+pub fn reservoir_step(w_in: &[f32], w: Reservoir<'_>, u: &[f32], x: &mut [f32], leak: f32) {
+    let n = x.len();
+    let recurrent = match w {
+        Reservoir::Dense(d) => matvec_reservoir(d, x, n),
+        Reservoir::Csr(c) => matvec_reservoir_csr(c.row_ptr, c.col_idx, c.values, x, n),
+    };
+    let mut drive = matvec_input(w_in, u, n, u.len());
+    binary_inplace(Binary::Add, &mut drive, &recurrent);
+    leaky_integration(x, &drive, leak);
 }
 
 #[cfg(test)]

@@ -2,10 +2,18 @@
 
 use std::sync::Arc;
 
+use half::{bf16, f16};
+
 use crate::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
 use crate::error::Result;
+use crate::kernels::activations::{self, Activation};
 use crate::kernels::elementwise::{self, Binary};
-use crate::kernels::Kernels;
+use crate::kernels::gemv::{self, Gemv};
+use crate::kernels::neuromorphic::{self, Csr, DeviceCsr, DeviceReservoir, Patterns};
+use crate::kernels::norms::{self, Channels, Nchw, NormElement, Running};
+use crate::kernels::reductions::{self, Reduce};
+use crate::kernels::softmax::{self, Softmax};
+use crate::kernels::{convert, shape, transpose, Kernels};
 
 /// The device-buffer side of [`ProductionGpuRuntime`](super::ProductionGpuRuntime): every
 /// operation takes `CudaSlice`s and returns a new `CudaSlice` (or works in place) on its stream.
@@ -101,5 +109,531 @@ impl GpuOps {
         let mut out = self.output(len)?;
         elementwise::fill(&self.kernels, &self.stream, &mut out.as_view_mut(), value)?;
         Ok(out)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // conversions
+
+    /// `x` as f16 (round to nearest even) in a new buffer.
+    pub fn f32_to_f16(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<f16>> {
+        let mut out = self.output(x.len())?;
+        convert::f32_to_f16(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
+        Ok(out)
+    }
+
+    /// `x` as f32 (exact) in a new buffer.
+    pub fn f16_to_f32(&self, x: &CudaSlice<f16>) -> Result<CudaSlice<f32>> {
+        let mut out = self.output(x.len())?;
+        convert::f16_to_f32(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
+        Ok(out)
+    }
+
+    /// `x` as bf16 (round to nearest even) in a new buffer.
+    pub fn f32_to_bf16(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<bf16>> {
+        let mut out = self.output(x.len())?;
+        convert::f32_to_bf16(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
+        Ok(out)
+    }
+
+    /// `x` as f32 (exact) in a new buffer.
+    pub fn bf16_to_f32(&self, x: &CudaSlice<bf16>) -> Result<CudaSlice<f32>> {
+        let mut out = self.output(x.len())?;
+        convert::bf16_to_f32(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
+        Ok(out)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // activations
+
+    /// `f(x)` in a new buffer.
+    pub fn activation(&self, act: Activation, x: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
+        let mut out = self.output(x.len())?;
+        activations::forward(&self.kernels, &self.stream, act, &x.as_view(), &mut out.as_view_mut())?;
+        Ok(out)
+    }
+
+    /// `x = f(x)` in place.
+    pub fn activation_inplace(&self, act: Activation, x: &mut CudaSlice<f32>) -> Result<()> {
+        activations::forward_inplace(&self.kernels, &self.stream, act, &mut x.as_view_mut())
+    }
+
+    /// `dy * f'(x)` (`x` the forward input) in a new buffer.
+    pub fn activation_backward(
+        &self,
+        act: Activation,
+        dy: &CudaSlice<f32>,
+        x: &CudaSlice<f32>,
+    ) -> Result<CudaSlice<f32>> {
+        shape::same_len(act.backward_kernel(), &[("dy", dy.len()), ("x", x.len())])?;
+        let mut dx = self.output(dy.len())?;
+        activations::backward(
+            &self.kernels,
+            &self.stream,
+            act,
+            &dy.as_view(),
+            &x.as_view(),
+            &mut dx.as_view_mut(),
+        )?;
+        Ok(dx)
+    }
+
+    /// `dy = dy * f'(x)` in place.
+    pub fn activation_backward_inplace(
+        &self,
+        act: Activation,
+        dy: &mut CudaSlice<f32>,
+        x: &CudaSlice<f32>,
+    ) -> Result<()> {
+        activations::backward_inplace(&self.kernels, &self.stream, act, &mut dy.as_view_mut(), &x.as_view())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // softmax
+
+    /// Softmax or log-softmax of each row of `x` (`[rows, cols]`) in a new buffer.
+    pub fn softmax(
+        &self,
+        kind: Softmax,
+        x: &CudaSlice<f32>,
+        rows: usize,
+        cols: usize,
+    ) -> Result<CudaSlice<f32>> {
+        shape::matrix(kind.kernel(), "x", x.len(), rows, cols)?;
+        let mut out = self.output(x.len())?;
+        softmax::rows(&self.kernels, &self.stream, kind, &x.as_view(), &mut out.as_view_mut(), rows, cols)?;
+        Ok(out)
+    }
+
+    /// Softmax or log-softmax of each row of `x` (`[rows, cols]`) in place.
+    pub fn softmax_inplace(
+        &self,
+        kind: Softmax,
+        x: &mut CudaSlice<f32>,
+        rows: usize,
+        cols: usize,
+    ) -> Result<()> {
+        softmax::rows_inplace(&self.kernels, &self.stream, kind, &mut x.as_view_mut(), rows, cols)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // norms
+
+    /// Layer norm of each row of `x` (`[rows, cols]`, f32 or bf16) with optional gamma/beta (`cols`
+    /// each), and each row's mean and rstd: `(out, mean, rstd)`.
+    pub fn layer_norm_with_stats<T: NormElement>(
+        &self,
+        x: &CudaSlice<T>,
+        gamma: Option<&CudaSlice<f32>>,
+        beta: Option<&CudaSlice<f32>>,
+        rows: usize,
+        cols: usize,
+        eps: f32,
+    ) -> Result<(CudaSlice<T>, CudaSlice<f32>, CudaSlice<f32>)> {
+        shape::matrix(T::LAYER_NORM, "x", x.len(), rows, cols)?;
+        let stats = if x.is_empty() { 0 } else { rows };
+        let (mut out, mut mean, mut rstd) = (self.output(x.len())?, self.output(stats)?, self.output(stats)?);
+        let (gamma, beta) = (gamma.map(CudaSlice::as_view), beta.map(CudaSlice::as_view));
+        norms::layer_norm(
+            &self.kernels,
+            &self.stream,
+            &x.as_view(),
+            gamma.as_ref(),
+            beta.as_ref(),
+            &mut out.as_view_mut(),
+            Some(&mut mean.as_view_mut()),
+            Some(&mut rstd.as_view_mut()),
+            rows,
+            cols,
+            eps,
+        )?;
+        Ok((out, mean, rstd))
+    }
+
+    /// Layer norm of each row of `x` (`[rows, cols]`, f32 or bf16) in a new buffer.
+    pub fn layer_norm<T: NormElement>(
+        &self,
+        x: &CudaSlice<T>,
+        gamma: Option<&CudaSlice<f32>>,
+        beta: Option<&CudaSlice<f32>>,
+        rows: usize,
+        cols: usize,
+        eps: f32,
+    ) -> Result<CudaSlice<T>> {
+        shape::matrix(T::LAYER_NORM, "x", x.len(), rows, cols)?;
+        let mut out = self.output(x.len())?;
+        let (gamma, beta) = (gamma.map(CudaSlice::as_view), beta.map(CudaSlice::as_view));
+        norms::layer_norm(
+            &self.kernels,
+            &self.stream,
+            &x.as_view(),
+            gamma.as_ref(),
+            beta.as_ref(),
+            &mut out.as_view_mut(),
+            None,
+            None,
+            rows,
+            cols,
+            eps,
+        )?;
+        Ok(out)
+    }
+
+    /// RMS norm of each row of `x` (`[rows, cols]`, f32 or bf16) with optional gamma, and each
+    /// row's rstd: `(out, rstd)`.
+    pub fn rms_norm_with_stats<T: NormElement>(
+        &self,
+        x: &CudaSlice<T>,
+        gamma: Option<&CudaSlice<f32>>,
+        rows: usize,
+        cols: usize,
+        eps: f32,
+    ) -> Result<(CudaSlice<T>, CudaSlice<f32>)> {
+        shape::matrix(T::RMS_NORM, "x", x.len(), rows, cols)?;
+        let stats = if x.is_empty() { 0 } else { rows };
+        let (mut out, mut rstd) = (self.output(x.len())?, self.output(stats)?);
+        let gamma = gamma.map(CudaSlice::as_view);
+        norms::rms_norm(
+            &self.kernels,
+            &self.stream,
+            &x.as_view(),
+            gamma.as_ref(),
+            &mut out.as_view_mut(),
+            Some(&mut rstd.as_view_mut()),
+            rows,
+            cols,
+            eps,
+        )?;
+        Ok((out, rstd))
+    }
+
+    /// RMS norm of each row of `x` (`[rows, cols]`, f32 or bf16) in a new buffer.
+    pub fn rms_norm<T: NormElement>(
+        &self,
+        x: &CudaSlice<T>,
+        gamma: Option<&CudaSlice<f32>>,
+        rows: usize,
+        cols: usize,
+        eps: f32,
+    ) -> Result<CudaSlice<T>> {
+        shape::matrix(T::RMS_NORM, "x", x.len(), rows, cols)?;
+        let mut out = self.output(x.len())?;
+        let gamma = gamma.map(CudaSlice::as_view);
+        norms::rms_norm(
+            &self.kernels,
+            &self.stream,
+            &x.as_view(),
+            gamma.as_ref(),
+            &mut out.as_view_mut(),
+            None,
+            rows,
+            cols,
+            eps,
+        )?;
+        Ok(out)
+    }
+
+    /// Batch norm of NCHW `x` with given per-channel statistics (inference) in a new buffer.
+    pub fn batch_norm(
+        &self,
+        x: &CudaSlice<f32>,
+        nchw: Nchw,
+        stats: ChannelStats<'_>,
+        eps: f32,
+    ) -> Result<CudaSlice<f32>> {
+        norms::check_nchw("batch_norm", x.len(), nchw.0, nchw.1, nchw.2)?;
+        let mut out = self.output(x.len())?;
+        let views = stats.views();
+        norms::batch_norm(
+            &self.kernels,
+            &self.stream,
+            &x.as_view(),
+            &mut out.as_view_mut(),
+            views.channels(),
+            nchw,
+            eps,
+        )?;
+        Ok(out)
+    }
+
+    /// Batch norm of NCHW `x` with given per-channel statistics (inference), in place.
+    pub fn batch_norm_inplace(
+        &self,
+        x: &mut CudaSlice<f32>,
+        nchw: Nchw,
+        stats: ChannelStats<'_>,
+        eps: f32,
+    ) -> Result<()> {
+        let views = stats.views();
+        norms::batch_norm_inplace(
+            &self.kernels,
+            &self.stream,
+            &mut x.as_view_mut(),
+            views.channels(),
+            nchw,
+            eps,
+        )
+    }
+
+    /// Training forward of batch norm over NCHW `x`: normalises with the batch statistics and
+    /// returns `(out, mean, var)` (biased variance); `running` (mean, var, momentum) is updated
+    /// with the unbiased variance when given.
+    pub fn batch_norm_train(
+        &self,
+        x: &CudaSlice<f32>,
+        nchw: Nchw,
+        gamma: Option<&CudaSlice<f32>>,
+        beta: Option<&CudaSlice<f32>>,
+        eps: f32,
+        running: Option<(&mut CudaSlice<f32>, &mut CudaSlice<f32>, f32)>,
+    ) -> Result<(CudaSlice<f32>, CudaSlice<f32>, CudaSlice<f32>)> {
+        let (n, c, hw) = nchw;
+        norms::check_nchw("batch_norm_train", x.len(), n, c, hw)?;
+        let (mut mean, mut var) = (self.output(c)?, self.output(c)?);
+        {
+            let mut running = running.map(|(m, v, momentum)| (m.as_view_mut(), v.as_view_mut(), momentum));
+            let running =
+                running.as_mut().map(|(mean, var, momentum)| Running { mean, var, momentum: *momentum });
+            norms::batch_norm_stats(
+                &self.kernels,
+                &self.stream,
+                &x.as_view(),
+                &mut mean.as_view_mut(),
+                &mut var.as_view_mut(),
+                running,
+                nchw,
+            )?;
+        }
+        let stats = ChannelStats { mean: &mean, var: &var, gamma, beta };
+        let out = self.batch_norm(x, nchw, stats, eps)?;
+        Ok((out, mean, var))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // reductions
+
+    /// Sum, mean or maximum of `x` in a one-element buffer (empty `x`: 0, NaN, `-inf`).
+    pub fn reduce(&self, op: Reduce, x: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
+        let mut out = self.output(1)?;
+        reductions::reduce(&self.kernels, &self.stream, op, &x.as_view(), &mut out.as_view_mut())?;
+        Ok(out)
+    }
+
+    /// The first index of the maximum of `x` (NaN skipped) in a one-element buffer; `x` not empty.
+    pub fn argmax(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<u64>> {
+        let mut out = self.output(1)?;
+        reductions::argmax(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut(), None)?;
+        Ok(out)
+    }
+
+    /// Sum, mean or maximum of each row of `x` (`[rows, cols]`, `cols >= 1`) in a new buffer.
+    pub fn reduce_rows(
+        &self,
+        op: Reduce,
+        x: &CudaSlice<f32>,
+        rows: usize,
+        cols: usize,
+    ) -> Result<CudaSlice<f32>> {
+        shape::matrix("reduce_rows", "x", x.len(), rows, cols)?;
+        let mut out = self.output(rows)?;
+        reductions::rows(&self.kernels, &self.stream, op, &x.as_view(), &mut out.as_view_mut(), rows, cols)?;
+        Ok(out)
+    }
+
+    /// The first column index of the maximum of each row of `x` in a new buffer.
+    pub fn argmax_rows(&self, x: &CudaSlice<f32>, rows: usize, cols: usize) -> Result<CudaSlice<i32>> {
+        shape::matrix("argmax_rows", "x", x.len(), rows, cols)?;
+        let mut out = self.output(rows)?;
+        reductions::row_argmax(
+            &self.kernels,
+            &self.stream,
+            &x.as_view(),
+            &mut out.as_view_mut(),
+            rows,
+            cols,
+        )?;
+        Ok(out)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // GEMV and transpose
+
+    /// `y = alpha * A x + beta * y` in place (`y` of `m`, not read when `beta == 0`).
+    pub fn gemv(
+        &self,
+        dims: Gemv,
+        a: &CudaSlice<f32>,
+        x: &CudaSlice<f32>,
+        y: &mut CudaSlice<f32>,
+    ) -> Result<()> {
+        gemv::gemv(&self.kernels, &self.stream, dims, &a.as_view(), &x.as_view(), &mut y.as_view_mut())
+    }
+
+    /// `y = alpha * Aᵀ x + beta * y` in place (`x` of `m`, `y` of `n`, not read when `beta == 0`).
+    pub fn gemv_t(
+        &self,
+        dims: Gemv,
+        a: &CudaSlice<f32>,
+        x: &CudaSlice<f32>,
+        y: &mut CudaSlice<f32>,
+    ) -> Result<()> {
+        gemv::gemv_t(&self.kernels, &self.stream, dims, &a.as_view(), &x.as_view(), &mut y.as_view_mut())
+    }
+
+    /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`) in a new buffer.
+    pub fn transpose(&self, x: &CudaSlice<f32>, rows: usize, cols: usize) -> Result<CudaSlice<f32>> {
+        shape::matrix("transpose", "x", x.len(), rows, cols)?;
+        let mut out = self.output(x.len())?;
+        transpose::transpose(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut(), rows, cols)?;
+        Ok(out)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // neuromorphic
+
+    /// Checks a CSR matrix (`[rows, cols]`) on the host and copies it to the device.
+    pub fn upload_csr(&self, csr: Csr<'_>, rows: usize, cols: usize) -> Result<DeviceCsr> {
+        DeviceCsr::upload(&self.stream, csr, rows, cols)
+    }
+
+    /// `W_in u` (`w_in` `[n_reservoir, n_inputs]`) in a new buffer.
+    pub fn matvec_input(
+        &self,
+        w_in: &CudaSlice<f32>,
+        u: &CudaSlice<f32>,
+        n_reservoir: usize,
+        n_inputs: usize,
+    ) -> Result<CudaSlice<f32>> {
+        shape::matrix("matvec_input", "w_in", w_in.len(), n_reservoir, n_inputs)?;
+        let mut out = self.output(n_reservoir)?;
+        neuromorphic::matvec_input(
+            &self.kernels,
+            &self.stream,
+            &w_in.as_view(),
+            &u.as_view(),
+            &mut out.as_view_mut(),
+            n_reservoir,
+            n_inputs,
+        )?;
+        Ok(out)
+    }
+
+    /// `W x` for an `[n, n]` reservoir (`n = x.len()`, dense or CSR) in a new buffer.
+    pub fn matvec_reservoir(&self, w: &DeviceReservoir<'_>, x: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
+        w.check("matvec_reservoir", x.len())?;
+        let mut out = self.output(x.len())?;
+        neuromorphic::matvec_reservoir(&self.kernels, &self.stream, w, &x.as_view(), &mut out.as_view_mut())?;
+        Ok(out)
+    }
+
+    /// `x = (1 - leak) * x + leak * tanh(drive)` in place.
+    pub fn leaky_integration(&self, x: &mut CudaSlice<f32>, drive: &CudaSlice<f32>, leak: f32) -> Result<()> {
+        neuromorphic::leaky_integration(
+            &self.kernels,
+            &self.stream,
+            &mut x.as_view_mut(),
+            &drive.as_view(),
+            leak,
+        )
+    }
+
+    /// Rate-based spikes `[steps, rates.len()]` (time-major) in a new buffer; the same seed gives
+    /// the same spikes as the CPU fallback.
+    pub fn spike_encode(&self, rates: &CudaSlice<f32>, steps: usize, seed: u64) -> Result<CudaSlice<f32>> {
+        let mut out = self.output(neuromorphic::spike_len("spike_encode", rates.len(), steps)?)?;
+        neuromorphic::spike_encode(
+            &self.kernels,
+            &self.stream,
+            &rates.as_view(),
+            &mut out.as_view_mut(),
+            steps,
+            seed,
+        )?;
+        Ok(out)
+    }
+
+    /// Sliding-window correlation of spike trains `[t, n]` against `p` templates `[w, n]`:
+    /// `[p, t - w + 1]` in a new buffer.
+    pub fn pattern_correlation(
+        &self,
+        spikes: &CudaSlice<f32>,
+        templates: &CudaSlice<f32>,
+        dims: Patterns,
+    ) -> Result<CudaSlice<f32>> {
+        let mut out = self.output(dims.check("pattern_correlation", spikes.len(), templates.len())?)?;
+        neuromorphic::pattern_correlation(
+            &self.kernels,
+            &self.stream,
+            &spikes.as_view(),
+            &templates.as_view(),
+            &mut out.as_view_mut(),
+            dims,
+        )?;
+        Ok(out)
+    }
+
+    /// Spectral-radius estimate of an `[n, n]` reservoir by `iters` steps of power iteration
+    /// (waits for the result).
+    pub fn spectral_radius(&self, w: &DeviceReservoir<'_>, n: usize, iters: usize, seed: u64) -> Result<f32> {
+        neuromorphic::spectral_radius(&self.kernels, &self.stream, w, n, iters, seed)
+    }
+
+    /// One echo-state step in place: `x = (1 - leak) * x + leak * tanh(W_in u + W x)`.
+    pub fn reservoir_step(
+        &self,
+        w_in: &CudaSlice<f32>,
+        w: &DeviceReservoir<'_>,
+        u: &CudaSlice<f32>,
+        x: &mut CudaSlice<f32>,
+        leak: f32,
+    ) -> Result<()> {
+        let mut drive = self.output(x.len())?;
+        neuromorphic::reservoir_step(
+            &self.kernels,
+            &self.stream,
+            &w_in.as_view(),
+            w,
+            &u.as_view(),
+            &mut x.as_view_mut(),
+            &mut drive.as_view_mut(),
+            leak,
+        )
+    }
+}
+
+/// Per-channel operands of batch norm on the device: statistics and optional gamma/beta.
+#[derive(Debug, Clone, Copy)]
+pub struct ChannelStats<'a> {
+    /// Mean of each channel.
+    pub mean: &'a CudaSlice<f32>,
+    /// Variance of each channel.
+    pub var: &'a CudaSlice<f32>,
+    /// Scale of each channel; absent means ones.
+    pub gamma: Option<&'a CudaSlice<f32>>,
+    /// Shift of each channel; absent means zeros.
+    pub beta: Option<&'a CudaSlice<f32>>,
+}
+
+/// [`ChannelStats`] as views, which the launcher borrows.
+struct ChannelViews<'a> {
+    mean: crate::driver::CudaView<'a, f32>,
+    var: crate::driver::CudaView<'a, f32>,
+    gamma: Option<crate::driver::CudaView<'a, f32>>,
+    beta: Option<crate::driver::CudaView<'a, f32>>,
+}
+
+impl<'a> ChannelStats<'a> {
+    fn views(&self) -> ChannelViews<'a> {
+        ChannelViews {
+            mean: self.mean.as_view(),
+            var: self.var.as_view(),
+            gamma: self.gamma.map(CudaSlice::as_view),
+            beta: self.beta.map(CudaSlice::as_view),
+        }
+    }
+}
+
+impl ChannelViews<'_> {
+    fn channels(&self) -> Channels<'_, '_> {
+        Channels { mean: &self.mean, var: &self.var, gamma: self.gamma.as_ref(), beta: self.beta.as_ref() }
     }
 }

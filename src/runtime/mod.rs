@@ -11,12 +11,20 @@ mod matmul;
 
 use std::sync::{Arc, OnceLock};
 
-use crate::driver::CudaContext;
-use crate::error::{Error, Result};
-use crate::kernels::elementwise::Binary;
-use crate::kernels::shape;
+use half::{bf16, f16};
 
-pub use gpu::GpuOps;
+use crate::driver::{CudaContext, CudaSlice};
+use crate::error::{Error, Result};
+use crate::kernels::activations::Activation;
+use crate::kernels::elementwise::Binary;
+use crate::kernels::gemv::Gemv;
+use crate::kernels::neuromorphic::{self, DeviceReservoir, Patterns, Reservoir};
+use crate::kernels::norms::{self, Nchw};
+use crate::kernels::reductions::{self, Reduce};
+use crate::kernels::softmax::Softmax;
+use crate::kernels::{args, shape};
+
+pub use gpu::{ChannelStats, GpuOps};
 pub use matmul::{matrix_multiply, sgemm};
 
 /// Where a runtime's operations run.
@@ -171,6 +179,744 @@ impl ProductionGpuRuntime {
             Backend::Cpu { .. } => Ok(vec![value; n]),
         }
     }
+}
+
+/// Running statistics on the host that a batch-norm training step updates:
+/// `r = (1 - momentum) * r + momentum * stat`, with the unbiased variance for `var`.
+#[derive(Debug)]
+pub struct RunningStats<'a> {
+    /// Running mean (`c` elements).
+    pub mean: &'a mut [f32],
+    /// Running variance (`c` elements).
+    pub var: &'a mut [f32],
+    /// The weight of the new statistics.
+    pub momentum: f32,
+}
+
+/// The operations beyond GEMM and the elementwise arithmetic, on host slices. Each checks its
+/// shapes first ([`Error::Shape`]); empty inputs give empty outputs without a launch. The GPU and
+/// CPU results agree to the tolerance each operation states, measured against an f64 reference
+/// as `|got - want| / max(1, |want|)` (sums and dot products: relative to the sum of the terms'
+/// magnitudes).
+impl ProductionGpuRuntime {
+    /// Runs `gpu` on the device (binding the context to this thread) or `cpu` on the fallback.
+    fn dispatch<T>(&self, gpu: impl FnOnce(&GpuOps) -> Result<T>, cpu: impl FnOnce() -> T) -> Result<T> {
+        match &self.backend {
+            Backend::Gpu(ops) => ops.host(gpu),
+            Backend::Cpu { .. } => Ok(cpu()),
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // conversions: round to nearest even; GPU and CPU bit-identical.
+
+    /// `x` as f16 (round to nearest even; beyond ±65504 infinity). Bit-identical on GPU and CPU.
+    pub fn f32_to_f16(&self, x: &[f32]) -> Result<Vec<f16>> {
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(|g| g.download(&g.f32_to_f16(&g.upload(x)?)?), || cpu::f32_to_f16(x))
+    }
+
+    /// `x` as f32 (exact).
+    pub fn f16_to_f32(&self, x: &[f16]) -> Result<Vec<f32>> {
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(|g| g.download(&g.f16_to_f32(&g.upload(x)?)?), || cpu::f16_to_f32(x))
+    }
+
+    /// `x` as bf16 (round to nearest even). Bit-identical on GPU and CPU.
+    pub fn f32_to_bf16(&self, x: &[f32]) -> Result<Vec<bf16>> {
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(|g| g.download(&g.f32_to_bf16(&g.upload(x)?)?), || cpu::f32_to_bf16(x))
+    }
+
+    /// `x` as f32 (exact).
+    pub fn bf16_to_f32(&self, x: &[bf16]) -> Result<Vec<f32>> {
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(|g| g.download(&g.bf16_to_f32(&g.upload(x)?)?), || cpu::bf16_to_f32(x))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // activations
+
+    /// `f(x)` elementwise. ReLU and leaky ReLU are exact; sigmoid, tanh and GELU use the device's
+    /// `expf`/`tanhf` on the GPU and Rust's on the CPU: within 2e-6 of the f64 reference.
+    pub fn activation(&self, act: Activation, x: &[f32]) -> Result<Vec<f32>> {
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(|g| g.download(&g.activation(act, &g.upload(x)?)?), || cpu::activation(act, x))
+    }
+
+    /// `x = f(x)` in place (tolerances as [`activation`](Self::activation)).
+    pub fn activation_inplace(&self, act: Activation, x: &mut [f32]) -> Result<()> {
+        if x.is_empty() {
+            return Ok(());
+        }
+        match &self.backend {
+            Backend::Gpu(ops) => ops.host(|g| {
+                let mut d = g.upload(x)?;
+                g.activation_inplace(act, &mut d)?;
+                Ok(g.stream().memcpy_dtoh(&d, x)?)
+            }),
+            Backend::Cpu { .. } => {
+                cpu::activation_inplace(act, x);
+                Ok(())
+            }
+        }
+    }
+
+    /// `dy * f'(x)` elementwise, `x` the forward input (tolerances as [`activation`](Self::activation)).
+    pub fn activation_backward(&self, act: Activation, dy: &[f32], x: &[f32]) -> Result<Vec<f32>> {
+        shape::same_len(act.backward_kernel(), &[("dy", dy.len()), ("x", x.len())])?;
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| g.download(&g.activation_backward(act, &g.upload(dy)?, &g.upload(x)?)?),
+            || cpu::activation_backward(act, dy, x),
+        )
+    }
+
+    /// `max(x, 0)` (exact).
+    pub fn relu(&self, x: &[f32]) -> Result<Vec<f32>> {
+        self.activation(Activation::Relu, x)
+    }
+    /// `x > 0 ? x : slope * x` (exact).
+    pub fn leaky_relu(&self, x: &[f32], slope: f32) -> Result<Vec<f32>> {
+        self.activation(Activation::LeakyRelu(slope), x)
+    }
+    /// `1 / (1 + exp(-x))` (within 2e-6).
+    pub fn sigmoid(&self, x: &[f32]) -> Result<Vec<f32>> {
+        self.activation(Activation::Sigmoid, x)
+    }
+    /// `tanh(x)` (within 2e-6).
+    pub fn tanh(&self, x: &[f32]) -> Result<Vec<f32>> {
+        self.activation(Activation::Tanh, x)
+    }
+    /// GELU, tanh form (within 2e-6).
+    pub fn gelu(&self, x: &[f32]) -> Result<Vec<f32>> {
+        self.activation(Activation::Gelu, x)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // softmax
+
+    fn softmax(&self, kind: Softmax, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
+        shape::matrix(kind.kernel(), "x", x.len(), rows, cols)?;
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| g.download(&g.softmax(kind, &g.upload(x)?, rows, cols)?),
+            || match kind {
+                Softmax::Softmax => cpu::softmax_rows(x, rows, cols),
+                Softmax::LogSoftmax => cpu::log_softmax_rows(x, rows, cols),
+            },
+        )
+    }
+
+    /// Softmax of each row of `x` (`[rows, cols]`), the maximum subtracted first. Within 1e-5 of
+    /// the f64 reference on GPU and CPU (the GPU sums in f32, the CPU in f64).
+    pub fn softmax_rows(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
+        self.softmax(Softmax::Softmax, x, rows, cols)
+    }
+
+    /// Log-softmax of each row of `x` (`[rows, cols]`). Within 1e-5 (relative to max(1, |y|)).
+    pub fn log_softmax_rows(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
+        self.softmax(Softmax::LogSoftmax, x, rows, cols)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // norms
+
+    /// Layer norm of each row with each row's mean and rstd: `(out, mean, rstd)`; see
+    /// [`layer_norm`](Self::layer_norm).
+    pub fn layer_norm_with_stats(
+        &self,
+        x: &[f32],
+        rows: usize,
+        cols: usize,
+        gamma: Option<&[f32]>,
+        beta: Option<&[f32]>,
+        eps: f32,
+    ) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>)> {
+        check_norm("layer_norm", x.len(), rows, cols, &[("gamma", gamma), ("beta", beta)])?;
+        if x.is_empty() {
+            return Ok(Default::default());
+        }
+        self.dispatch(
+            |g| {
+                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
+                let (y, m, r) =
+                    g.layer_norm_with_stats(&g.upload(x)?, gm.as_ref(), bt.as_ref(), rows, cols, eps)?;
+                Ok((g.download(&y)?, g.download(&m)?, g.download(&r)?))
+            },
+            || cpu::layer_norm_with_stats(x, rows, cols, gamma, beta, eps),
+        )
+    }
+
+    /// Layer norm of each row of `x` (`[rows, cols]`): `(x - mean) * rsqrt(var + eps) * gamma +
+    /// beta` (biased variance; absent gamma/beta: ones/zeros). Within 1e-5 of the f64 reference
+    /// for rows whose mean is not large against their spread.
+    pub fn layer_norm(
+        &self,
+        x: &[f32],
+        rows: usize,
+        cols: usize,
+        gamma: Option<&[f32]>,
+        beta: Option<&[f32]>,
+        eps: f32,
+    ) -> Result<Vec<f32>> {
+        check_norm("layer_norm", x.len(), rows, cols, &[("gamma", gamma), ("beta", beta)])?;
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| {
+                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
+                g.download(&g.layer_norm(&g.upload(x)?, gm.as_ref(), bt.as_ref(), rows, cols, eps)?)
+            },
+            || cpu::layer_norm(x, rows, cols, gamma, beta, eps),
+        )
+    }
+
+    /// RMS norm of each row with each row's rstd: `(out, rstd)`; see [`rms_norm`](Self::rms_norm).
+    pub fn rms_norm_with_stats(
+        &self,
+        x: &[f32],
+        rows: usize,
+        cols: usize,
+        gamma: Option<&[f32]>,
+        eps: f32,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        check_norm("rms_norm", x.len(), rows, cols, &[("gamma", gamma)])?;
+        if x.is_empty() {
+            return Ok(Default::default());
+        }
+        self.dispatch(
+            |g| {
+                let gm = upload_opt(g, gamma)?;
+                let (y, r) = g.rms_norm_with_stats(&g.upload(x)?, gm.as_ref(), rows, cols, eps)?;
+                Ok((g.download(&y)?, g.download(&r)?))
+            },
+            || cpu::rms_norm_with_stats(x, rows, cols, gamma, eps),
+        )
+    }
+
+    /// RMS norm of each row of `x` (`[rows, cols]`): `x * rsqrt(mean(x^2) + eps) * gamma` (absent
+    /// gamma: ones). Within 1e-5 of the f64 reference.
+    pub fn rms_norm(
+        &self,
+        x: &[f32],
+        rows: usize,
+        cols: usize,
+        gamma: Option<&[f32]>,
+        eps: f32,
+    ) -> Result<Vec<f32>> {
+        check_norm("rms_norm", x.len(), rows, cols, &[("gamma", gamma)])?;
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| {
+                let gm = upload_opt(g, gamma)?;
+                g.download(&g.rms_norm(&g.upload(x)?, gm.as_ref(), rows, cols, eps)?)
+            },
+            || cpu::rms_norm(x, rows, cols, gamma, eps),
+        )
+    }
+
+    /// Layer norm of bf16 rows, f32 accumulation and f32 gamma/beta, output rounded to bf16: within
+    /// 8e-3 (two bf16 roundings) of the f64 reference on the bf16 inputs.
+    pub fn layer_norm_bf16(
+        &self,
+        x: &[bf16],
+        rows: usize,
+        cols: usize,
+        gamma: Option<&[f32]>,
+        beta: Option<&[f32]>,
+        eps: f32,
+    ) -> Result<Vec<bf16>> {
+        check_norm("layer_norm_bf16", x.len(), rows, cols, &[("gamma", gamma), ("beta", beta)])?;
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| {
+                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
+                g.download(&g.layer_norm(&g.upload(x)?, gm.as_ref(), bt.as_ref(), rows, cols, eps)?)
+            },
+            || cpu::layer_norm_bf16(x, rows, cols, gamma, beta, eps),
+        )
+    }
+
+    /// RMS norm of bf16 rows, f32 accumulation and f32 gamma, output rounded to bf16: within 8e-3.
+    pub fn rms_norm_bf16(
+        &self,
+        x: &[bf16],
+        rows: usize,
+        cols: usize,
+        gamma: Option<&[f32]>,
+        eps: f32,
+    ) -> Result<Vec<bf16>> {
+        check_norm("rms_norm_bf16", x.len(), rows, cols, &[("gamma", gamma)])?;
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| {
+                let gm = upload_opt(g, gamma)?;
+                g.download(&g.rms_norm(&g.upload(x)?, gm.as_ref(), rows, cols, eps)?)
+            },
+            || cpu::rms_norm_bf16(x, rows, cols, gamma, eps),
+        )
+    }
+
+    /// Batch norm of NCHW `x` (`nchw = (n, c, H * W)`) with given statistics (inference):
+    /// `(x - mean[c]) * gamma[c] * rsqrt(var[c] + eps) + beta[c]`. Within 1e-5.
+    #[allow(clippy::too_many_arguments)] // the operation's operands
+    pub fn batch_norm(
+        &self,
+        x: &[f32],
+        nchw: Nchw,
+        mean: &[f32],
+        var: &[f32],
+        gamma: Option<&[f32]>,
+        beta: Option<&[f32]>,
+        eps: f32,
+    ) -> Result<Vec<f32>> {
+        let (n, c, hw) = nchw;
+        norms::check_nchw("batch_norm", x.len(), n, c, hw)?;
+        for (name, v) in [("mean", Some(mean)), ("var", Some(var)), ("gamma", gamma), ("beta", beta)] {
+            args::optional_len("batch_norm", name, v.map(<[f32]>::len), c)?;
+        }
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| {
+                let (m, v) = (g.upload(mean)?, g.upload(var)?);
+                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
+                let stats = ChannelStats { mean: &m, var: &v, gamma: gm.as_ref(), beta: bt.as_ref() };
+                g.download(&g.batch_norm(&g.upload(x)?, nchw, stats, eps)?)
+            },
+            || cpu::batch_norm_apply(x, n, c, hw, mean, var, gamma, beta, eps),
+        )
+    }
+
+    /// Training forward of batch norm over NCHW `x`: normalises with the batch statistics and
+    /// returns `(out, mean, var)` (biased variance); updates `running` when given (unbiased
+    /// variance). Needs `n * hw >= 1` when `c >= 1`. Within 1e-5 (statistics in f64 on both).
+    pub fn batch_norm_train(
+        &self,
+        x: &[f32],
+        nchw: Nchw,
+        gamma: Option<&[f32]>,
+        beta: Option<&[f32]>,
+        eps: f32,
+        running: Option<RunningStats<'_>>,
+    ) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>)> {
+        let (n, c, hw) = nchw;
+        norms::check_nchw("batch_norm_train", x.len(), n, c, hw)?;
+        for (name, v) in [("gamma", gamma), ("beta", beta)] {
+            args::optional_len("batch_norm_train", name, v.map(<[f32]>::len), c)?;
+        }
+        if let Some(r) = &running {
+            args::optional_len("batch_norm_train", "running mean", Some(r.mean.len()), c)?;
+            args::optional_len("batch_norm_train", "running var", Some(r.var.len()), c)?;
+        }
+        if c == 0 {
+            return Ok(Default::default());
+        }
+        if x.is_empty() {
+            return Err(Error::Shape {
+                op: "batch_norm_train",
+                expected: "at least one value per channel (n * hw >= 1)".into(),
+                got: format!("n = {n}, hw = {hw}"),
+            });
+        }
+        match &self.backend {
+            Backend::Gpu(ops) => ops.host(|g| {
+                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
+                let xd = g.upload(x)?;
+                match running {
+                    Some(r) => {
+                        let (mut rm, mut rv) = (g.upload(r.mean)?, g.upload(r.var)?);
+                        let (y, m, v) = g.batch_norm_train(
+                            &xd,
+                            nchw,
+                            gm.as_ref(),
+                            bt.as_ref(),
+                            eps,
+                            Some((&mut rm, &mut rv, r.momentum)),
+                        )?;
+                        g.stream().memcpy_dtoh(&rm, r.mean)?;
+                        g.stream().memcpy_dtoh(&rv, r.var)?;
+                        Ok((g.download(&y)?, g.download(&m)?, g.download(&v)?))
+                    }
+                    None => {
+                        let (y, m, v) = g.batch_norm_train(&xd, nchw, gm.as_ref(), bt.as_ref(), eps, None)?;
+                        Ok((g.download(&y)?, g.download(&m)?, g.download(&v)?))
+                    }
+                }
+            }),
+            Backend::Cpu { .. } => {
+                let (y, m, v) = cpu::batch_norm_train(x, n, c, hw, gamma, beta, eps);
+                if let Some(r) = running {
+                    cpu::batch_norm_update_running(r.mean, r.var, &m, &v, n * hw, r.momentum);
+                }
+                Ok((y, m, v))
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // reductions
+
+    fn reduce(&self, op: Reduce, x: &[f32]) -> Result<f32> {
+        if x.is_empty() {
+            return Ok(match op {
+                Reduce::Sum => 0.0,
+                Reduce::Mean => f32::NAN,
+                Reduce::Max => f32::NEG_INFINITY,
+            });
+        }
+        self.dispatch(
+            |g| Ok(g.download(&g.reduce(op, &g.upload(x)?)?)?[0]),
+            || match op {
+                Reduce::Sum => cpu::sum(x),
+                Reduce::Mean => cpu::mean(x),
+                Reduce::Max => cpu::max(x),
+            },
+        )
+    }
+
+    /// Sum of all elements (0 for none): f64 partials on both, deterministic; within 1e-6 of the
+    /// f64 reference relative to the sum of magnitudes.
+    pub fn sum(&self, x: &[f32]) -> Result<f32> {
+        self.reduce(Reduce::Sum, x)
+    }
+
+    /// Mean of all elements (NaN for none); as [`sum`](Self::sum).
+    pub fn mean(&self, x: &[f32]) -> Result<f32> {
+        self.reduce(Reduce::Mean, x)
+    }
+
+    /// Maximum, NaN ignored (`-inf` for none or all NaN). Exact.
+    pub fn max(&self, x: &[f32]) -> Result<f32> {
+        self.reduce(Reduce::Max, x)
+    }
+
+    /// Index of the first maximum, NaN skipped (0 when all are NaN). Exact; `x` must not be empty.
+    pub fn argmax(&self, x: &[f32]) -> Result<usize> {
+        if x.is_empty() {
+            return Err(Error::Shape {
+                op: "argmax",
+                expected: "at least one element".into(),
+                got: "0 elements".into(),
+            });
+        }
+        self.dispatch(|g| Ok(g.download(&g.argmax(&g.upload(x)?)?)?[0] as usize), || cpu::argmax(x))
+    }
+
+    fn reduce_rows(&self, op: Reduce, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
+        reductions::check_rows("reduce_rows", x.len(), rows, rows, cols)?;
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| g.download(&g.reduce_rows(op, &g.upload(x)?, rows, cols)?),
+            || match op {
+                Reduce::Sum => cpu::row_sum(x, rows, cols),
+                Reduce::Mean => cpu::row_mean(x, rows, cols),
+                Reduce::Max => cpu::row_max(x, rows, cols),
+            },
+        )
+    }
+
+    /// Sum of each row of `x` (`[rows, cols]`, `cols >= 1`): f32 on the GPU, f64 on the CPU;
+    /// within 1e-5 of the f64 reference relative to the row's sum of magnitudes.
+    pub fn row_sum(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
+        self.reduce_rows(Reduce::Sum, x, rows, cols)
+    }
+
+    /// Mean of each row (as [`row_sum`](Self::row_sum)).
+    pub fn row_mean(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
+        self.reduce_rows(Reduce::Mean, x, rows, cols)
+    }
+
+    /// Maximum of each row, NaN ignored. Exact.
+    pub fn row_max(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
+        self.reduce_rows(Reduce::Max, x, rows, cols)
+    }
+
+    /// Column index of the first maximum of each row, NaN skipped (0 for an all-NaN row). Exact.
+    pub fn row_argmax(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<usize>> {
+        reductions::check_rows("row_argmax", x.len(), rows, rows, cols)?;
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| {
+                Ok(g.download(&g.argmax_rows(&g.upload(x)?, rows, cols)?)?
+                    .into_iter()
+                    .map(|i| i as usize)
+                    .collect())
+            },
+            || cpu::row_argmax(x, rows, cols),
+        )
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // GEMV and transpose
+
+    fn gemv_any(&self, dims: Gemv, a: &[f32], x: &[f32], y: &[f32], transposed: bool) -> Result<Vec<f32>> {
+        let op = if transposed { "gemv_t" } else { "gemv" };
+        let out_len = if transposed { dims.n } else { dims.m };
+        let y_len = if dims.beta == 0.0 && y.is_empty() { out_len } else { y.len() };
+        dims.check(op, a.len(), x.len(), y_len, transposed)?;
+        let inner = if transposed { dims.m } else { dims.n };
+        let cpu = || {
+            let y = if dims.beta == 0.0 { &[][..] } else { y };
+            let (m, n, lda, alpha, beta) = (dims.m, dims.n, dims.lda, dims.alpha, dims.beta);
+            if transposed {
+                cpu::gemv_t(a, x, y, m, n, lda, alpha, beta)
+            } else {
+                cpu::gemv(a, x, y, m, n, lda, alpha, beta)
+            }
+        };
+        if out_len == 0 || inner == 0 {
+            // Nothing to launch: an empty result, or beta * y.
+            return Ok(cpu());
+        }
+        self.dispatch(
+            |g| {
+                let (ad, xd) = (g.upload(a)?, g.upload(x)?);
+                let mut yd = if dims.beta == 0.0 { g.stream().alloc_zeros(out_len)? } else { g.upload(y)? };
+                if transposed {
+                    g.gemv_t(dims, &ad, &xd, &mut yd)?;
+                } else {
+                    g.gemv(dims, &ad, &xd, &mut yd)?;
+                }
+                g.download(&yd)
+            },
+            cpu,
+        )
+    }
+
+    /// `alpha * A x + beta * y`, `A` row-major `[m, n]` with leading dimension `lda`, `x` of `n`,
+    /// `y` of `m` (may be empty when `beta == 0`; not read then). GPU: f32 dot products; within
+    /// 1e-5 of the f64 reference relative to `sum |alpha a_ij x_j| + |beta y_i|`.
+    pub fn gemv(&self, dims: Gemv, a: &[f32], x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
+        self.gemv_any(dims, a, x, y, false)
+    }
+
+    /// `alpha * Aᵀ x + beta * y`, `x` of `m`, `y` of `n`; deterministic; tolerance as [`gemv`](Self::gemv).
+    pub fn gemv_t(&self, dims: Gemv, a: &[f32], x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
+        self.gemv_any(dims, a, x, y, true)
+    }
+
+    /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`). Exact.
+    pub fn transpose(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
+        shape::matrix("transpose", "x", x.len(), rows, cols)?;
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| g.download(&g.transpose(&g.upload(x)?, rows, cols)?),
+            || cpu::transpose(x, rows, cols),
+        )
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // neuromorphic
+
+    /// `W_in u` (`w_in` `[n_reservoir, n_inputs]`); dot-product tolerance as [`gemv`](Self::gemv).
+    pub fn matvec_input(
+        &self,
+        w_in: &[f32],
+        u: &[f32],
+        n_reservoir: usize,
+        n_inputs: usize,
+    ) -> Result<Vec<f32>> {
+        shape::matrix("matvec_input", "w_in", w_in.len(), n_reservoir, n_inputs)?;
+        args::optional_len("matvec_input", "u", Some(u.len()), n_inputs)?;
+        if n_reservoir == 0 || n_inputs == 0 {
+            return Ok(vec![0.0; n_reservoir]);
+        }
+        self.dispatch(
+            |g| g.download(&g.matvec_input(&g.upload(w_in)?, &g.upload(u)?, n_reservoir, n_inputs)?),
+            || cpu::matvec_input(w_in, u, n_reservoir, n_inputs),
+        )
+    }
+
+    /// `W x` for an `[n, n]` reservoir (`n = x.len()`), dense or CSR (checked: offsets, columns);
+    /// dot-product tolerance as [`gemv`](Self::gemv).
+    pub fn matvec_reservoir(&self, w: Reservoir<'_>, x: &[f32]) -> Result<Vec<f32>> {
+        w.check("matvec_reservoir", x.len())?;
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| {
+                with_device_reservoir(g, w, x.len(), |dw| g.download(&g.matvec_reservoir(dw, &g.upload(x)?)?))
+            },
+            || match w {
+                Reservoir::Dense(d) => cpu::matvec_reservoir(d, x, x.len()),
+                Reservoir::Csr(c) => cpu::matvec_reservoir_csr(c.row_ptr, c.col_idx, c.values, x, x.len()),
+            },
+        )
+    }
+
+    /// `x = (1 - leak) * x + leak * tanh(drive)` in place; within 2e-6.
+    pub fn leaky_integration(&self, x: &mut [f32], drive: &[f32], leak: f32) -> Result<()> {
+        shape::same_len("leaky_integration", &[("x", x.len()), ("drive", drive.len())])?;
+        if x.is_empty() {
+            return Ok(());
+        }
+        match &self.backend {
+            Backend::Gpu(ops) => ops.host(|g| {
+                let mut xd = g.upload(x)?;
+                g.leaky_integration(&mut xd, &g.upload(drive)?, leak)?;
+                Ok(g.stream().memcpy_dtoh(&xd, x)?)
+            }),
+            Backend::Cpu { .. } => {
+                cpu::leaky_integration(x, drive, leak);
+                Ok(())
+            }
+        }
+    }
+
+    /// Rate-based spikes, time-major `[steps, rates.len()]`: 1 where `uniform01(seed, i, t) <
+    /// rates[i]`. GPU and CPU give identical spikes for the same seed.
+    pub fn spike_encode(&self, rates: &[f32], steps: usize, seed: u64) -> Result<Vec<f32>> {
+        if neuromorphic::spike_len("spike_encode", rates.len(), steps)? == 0 {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| g.download(&g.spike_encode(&g.upload(rates)?, steps, seed)?),
+            || cpu::spike_encode(rates, steps, seed),
+        )
+    }
+
+    /// Sliding-window correlation of spike trains (`[t, n]`) with `p` templates (`[w, n]`):
+    /// `[p, t - w + 1]`; dot-product tolerance as [`gemv`](Self::gemv).
+    pub fn pattern_correlation(&self, spikes: &[f32], templates: &[f32], dims: Patterns) -> Result<Vec<f32>> {
+        if dims.check("pattern_correlation", spikes.len(), templates.len())? == 0 {
+            return Ok(Vec::new());
+        }
+        if dims.n == 0 {
+            return Ok(vec![0.0; dims.p * dims.positions()]);
+        }
+        self.dispatch(
+            |g| g.download(&g.pattern_correlation(&g.upload(spikes)?, &g.upload(templates)?, dims)?),
+            || cpu::pattern_correlation(spikes, dims.t, dims.n, templates, dims.p, dims.w),
+        )
+    }
+
+    /// Spectral-radius estimate of an `[n, n]` reservoir by `iters` power-iteration steps from
+    /// the seeded start vector (0 for `n == 0`). GPU and CPU agree to 1e-4 relative once the
+    /// iteration has converged.
+    pub fn spectral_radius(&self, w: Reservoir<'_>, n: usize, iters: usize, seed: u64) -> Result<f32> {
+        w.check("spectral_radius", n)?;
+        if n == 0 {
+            return Ok(0.0);
+        }
+        self.dispatch(
+            |g| with_device_reservoir(g, w, n, |dw| g.spectral_radius(dw, n, iters, seed)),
+            || match w {
+                Reservoir::Dense(d) => cpu::spectral_radius(d, n, iters, seed),
+                Reservoir::Csr(c) => cpu::spectral_radius_csr(c.row_ptr, c.col_idx, c.values, n, iters, seed),
+            },
+        )
+    }
+
+    /// One echo-state step in place: `x = (1 - leak) * x + leak * tanh(W_in u + W x)`, `w_in`
+    /// `[n, u.len()]`, `w` `[n, n]` (`n = x.len()`). Within 1e-5 (dot products, then tanh).
+    pub fn reservoir_step(
+        &self,
+        w_in: &[f32],
+        w: Reservoir<'_>,
+        u: &[f32],
+        x: &mut [f32],
+        leak: f32,
+    ) -> Result<()> {
+        let n = x.len();
+        shape::matrix("reservoir_step", "w_in", w_in.len(), n, u.len())?;
+        w.check("reservoir_step", n)?;
+        if n == 0 {
+            return Ok(());
+        }
+        match &self.backend {
+            Backend::Gpu(ops) => ops.host(|g| {
+                with_device_reservoir(g, w, n, |dw| {
+                    let mut xd = g.upload(x)?;
+                    g.reservoir_step(&g.upload(w_in)?, dw, &g.upload(u)?, &mut xd, leak)?;
+                    Ok(g.stream().memcpy_dtoh(&xd, x)?)
+                })
+            }),
+            Backend::Cpu { .. } => {
+                cpu::reservoir_step(w_in, w, u, x, leak);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A device copy of an optional operand.
+fn upload_opt(g: &GpuOps, v: Option<&[f32]>) -> Result<Option<CudaSlice<f32>>> {
+    v.map(|v| g.upload(v)).transpose()
+}
+
+/// Checks a row norm's `x` (`[rows, cols]`) and per-column operands.
+fn check_norm(
+    op: &'static str,
+    len: usize,
+    rows: usize,
+    cols: usize,
+    params: &[(&str, Option<&[f32]>)],
+) -> Result<()> {
+    shape::matrix(op, "x", len, rows, cols)?;
+    for (name, p) in params {
+        args::optional_len(op, name, p.map(<[f32]>::len), cols)?;
+    }
+    Ok(())
+}
+
+/// Runs `f` with a device copy of the (checked) reservoir `w` of `n` rows.
+fn with_device_reservoir<T>(
+    g: &GpuOps,
+    w: Reservoir<'_>,
+    n: usize,
+    f: impl FnOnce(&DeviceReservoir<'_>) -> Result<T>,
+) -> Result<T> {
+    match w {
+        Reservoir::Dense(d) => {
+            let dense = g.upload(d)?;
+            f(&DeviceReservoir::Dense(dense.as_view()))
+        }
+        Reservoir::Csr(c) => {
+            let csr = g.upload_csr(c, n, n)?;
+            f(&DeviceReservoir::Csr(&csr))
+        }
+    }
+}
+
+/// The process-wide runtime under the seed executor's name (see [`runtime`]).
+pub fn get_global_executor() -> &'static ProductionGpuRuntime {
+    runtime()
+}
+
+/// ReLU in place on the process-wide runtime (the seed executor's entry point).
+pub fn relu_inplace(data: &mut [f32]) -> Result<()> {
+    runtime().activation_inplace(Activation::Relu, data)
 }
 
 /// The process-wide runtime, created on first use by [`ProductionGpuRuntime::initialize`].
