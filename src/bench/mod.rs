@@ -3,6 +3,7 @@
 //! rows that compare ours with the anchor measured in the same run.
 
 pub mod plot;
+pub mod driver;
 pub mod report;
 mod timing;
 

@@ -1,0 +1,419 @@
+//! Driver-level costs: kernel launch submission and round trip, allocation, and 1 GiB host/device
+//! copies. Each is measured three ways in the same run: through our `driver` API, through the raw
+//! bindings ([`crate::sys::driver`]) in a plain loop, and (with the `bench-anchors` feature)
+//! through cudarc 0.19.
+
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+
+use super::{gigabytes_per_second, time_host, Row, Settings};
+use crate::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use crate::error::{check, Error, Result};
+use crate::nvrtc::Ptx;
+use crate::sys::driver::{CUdeviceptr, CUfunction, CUmodule, CUresult};
+use crate::sys::{Driver, LoadError};
+
+/// A kernel that returns at once, with the two parameters of a typical launch (a pointer, a count).
+const NOOP_PTX: &str = "
+.version 7.0
+.target sm_52
+.address_size 64
+.visible .entry noop(.param .u64 noop_param_0, .param .u32 noop_param_1)
+{
+	ret;
+}
+";
+
+/// Launches per timed repeat of the submission benchmark.
+const SUBMITS: usize = 20_000;
+/// Launch + synchronise round trips per timed repeat.
+const ROUND_TRIPS: usize = 2_000;
+/// Allocations per timed repeat.
+const ALLOCS: usize = 2_000;
+/// The allocation size.
+const ALLOC_BYTES: usize = 4 << 20;
+/// The copy size.
+const COPY_BYTES: usize = 1 << 30;
+
+/// One measurement three ways: ours, the raw bindings, cudarc (when built with `bench-anchors`).
+struct Triple {
+    ours: f64,
+    raw: f64,
+    cudarc: Option<f64>,
+}
+
+fn push_rows(rows: &mut Vec<Row>, name: &str, unit: &str, higher_is_better: bool, t: Triple) {
+    let row = |anchor: &str, value: Option<f64>| Row {
+        group: "driver".into(),
+        name: name.into(),
+        series: None,
+        ours: t.ours,
+        anchor: anchor.into(),
+        anchor_value: value,
+        unit: unit.into(),
+        higher_is_better,
+    };
+    if cfg!(feature = "bench-anchors") {
+        rows.push(row("cudarc 0.19", t.cudarc));
+    }
+    rows.push(row("raw driver loop", Some(t.raw)));
+}
+
+/// A cudarc call's error as ours (the anchor's `DriverError` is cudarc's type on either engine).
+#[cfg(feature = "bench-anchors")]
+fn anchor<T>(result: std::result::Result<T, cudarc::driver::DriverError>) -> Result<T> {
+    result.map_err(|e| Error::DriverCall { call: "cudarc 0.19 (anchor)", result: CUresult(e.0 as u32) })
+}
+
+/// A raw driver call's result as ours.
+fn raw(call: &'static str, result: std::result::Result<CUresult, LoadError>) -> Result<()> {
+    check(call, result?)
+}
+
+/// Microseconds per operation from `repeat` (which does `ops` operations).
+fn per_op_us(settings: Settings, ops: usize, repeat: impl FnMut(usize) -> Result<()>) -> Result<f64> {
+    Ok(time_host(settings, repeat)?.median_ms * 1e3 / ops as f64)
+}
+
+/// GB/s of a `COPY_BYTES` copy done by `repeat`.
+fn copy_gbps(settings: Settings, repeat: impl FnMut(usize) -> Result<()>) -> Result<f64> {
+    Ok(gigabytes_per_second(COPY_BYTES as f64, time_host(settings, repeat)?.median_ms))
+}
+
+/// Runs every driver benchmark on device `ordinal`. Launch and allocation figures are
+/// microseconds per operation (lower is better), copies GB/s.
+pub fn run(ordinal: usize, settings: Settings) -> Result<Vec<Row>> {
+    let ctx = CudaContext::new(ordinal)?;
+    let stream = ctx.default_stream();
+    let d = crate::sys::driver()?;
+    let mut rows = Vec::new();
+    launches(&ctx, &stream, d, settings, &mut rows)?;
+    allocations(&stream, d, settings, &mut rows)?;
+    copies(&ctx, &stream, d, Settings { warmup: 1, repeats: settings.repeats.min(5) }, &mut rows)?;
+    Ok(rows)
+}
+
+/// The no-op kernel loaded through the raw bindings; unloaded on drop.
+struct RawKernel<'d> {
+    d: &'d Driver,
+    module: CUmodule,
+    function: CUfunction,
+}
+
+impl<'d> RawKernel<'d> {
+    fn load(d: &'d Driver) -> Result<Self> {
+        let text = CString::new(NOOP_PTX).expect("no NUL in the PTX");
+        let mut module = std::ptr::null_mut();
+        // SAFETY: a NUL-terminated PTX text and a valid out-pointer; a context is current.
+        raw("cuModuleLoadData", unsafe { d.cuModuleLoadData(&mut module, text.as_ptr().cast()) })?;
+        let mut kernel = RawKernel { d, module, function: std::ptr::null_mut() };
+        let mut function = std::ptr::null_mut();
+        // SAFETY: the module is loaded; the name is NUL-terminated.
+        raw("cuModuleGetFunction", unsafe {
+            d.cuModuleGetFunction(&mut function, module, c"noop".as_ptr())
+        })?;
+        kernel.function = function;
+        Ok(kernel)
+    }
+
+    /// Submits one launch on the null stream.
+    fn launch(&self, params: &mut [*mut c_void; 2]) -> Result<()> {
+        // SAFETY: the function is loaded; `params` points at a u64 and a u32 matching its parameters.
+        let result = unsafe {
+            self.d.cuLaunchKernel(
+                self.function,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                0,
+                std::ptr::null_mut(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        raw("cuLaunchKernel", result)
+    }
+
+    fn sync(&self) -> Result<()> {
+        // SAFETY: no arguments; waits for the current context.
+        raw("cuCtxSynchronize", unsafe { self.d.cuCtxSynchronize() })
+    }
+}
+
+impl Drop for RawKernel<'_> {
+    fn drop(&mut self) {
+        // SAFETY: we loaded the module and no launch of it is pending after the benchmarks' syncs.
+        let _ = unsafe { self.d.cuModuleUnload(self.module) };
+    }
+}
+
+fn launches(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    d: &Driver,
+    settings: Settings,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+    let noop = ctx.load_module(Ptx::from_src(NOOP_PTX))?.load_function("noop")?;
+    let buffer: CudaSlice<f32> = stream.alloc_zeros(256)?;
+    let n = 256u32;
+    let ours = |count: usize, sync_each: bool| -> Result<()> {
+        for _ in 0..count {
+            // SAFETY: the no-op kernel takes a pointer and a u32 and touches neither.
+            unsafe { stream.launch_builder(&noop).arg(&buffer).arg(&n).launch(cfg) }?;
+            if sync_each {
+                stream.synchronize()?;
+            }
+        }
+        Ok(stream.synchronize()?)
+    };
+
+    let kernel = RawKernel::load(d)?;
+    let (mut ptr, mut count): (CUdeviceptr, u32) = (0, 256);
+    // SAFETY: a valid out-pointer; freed below.
+    raw("cuMemAlloc_v2", unsafe { d.cuMemAlloc_v2(&mut ptr, 1024) })?;
+    let raw_buffer = ptr;
+    let mut params =
+        [(&mut ptr as *mut CUdeviceptr).cast::<c_void>(), (&mut count as *mut u32).cast::<c_void>()];
+    let mut raw_loop = |count: usize, sync_each: bool| -> Result<()> {
+        for _ in 0..count {
+            kernel.launch(&mut params)?;
+            if sync_each {
+                kernel.sync()?;
+            }
+        }
+        kernel.sync()
+    };
+
+    #[cfg(feature = "bench-anchors")]
+    let anchor = {
+        use cudarc::driver::PushKernelArg as _;
+        let cctx = anchor(cudarc::driver::CudaContext::new(ctx.ordinal()))?;
+        let cstream = cctx.default_stream();
+        let cnoop =
+            anchor(anchor(cctx.load_module(cudarc::nvrtc::Ptx::from_src(NOOP_PTX)))?.load_function("noop"))?;
+        let cbuffer: cudarc::driver::CudaSlice<f32> = anchor(cstream.alloc_zeros(256))?;
+        let ccfg =
+            cudarc::driver::LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        move |count: usize, sync_each: bool| -> Result<()> {
+            for _ in 0..count {
+                // SAFETY: as for ours.
+                anchor(unsafe { cstream.launch_builder(&cnoop).arg(&cbuffer).arg(&n).launch(ccfg) })?;
+                if sync_each {
+                    anchor(cstream.synchronize())?;
+                }
+            }
+            anchor(cstream.synchronize())
+        }
+    };
+
+    for (name, count, sync_each) in [
+        ("launch submit, empty kernel (2 args), per launch", SUBMITS, false),
+        ("launch + sync round trip, empty kernel", ROUND_TRIPS, true),
+    ] {
+        let t = Triple {
+            ours: per_op_us(settings, count, |_| ours(count, sync_each))?,
+            raw: per_op_us(settings, count, |_| raw_loop(count, sync_each))?,
+            #[cfg(feature = "bench-anchors")]
+            cudarc: Some(per_op_us(settings, count, |_| anchor(count, sync_each))?),
+            #[cfg(not(feature = "bench-anchors"))]
+            cudarc: None,
+        };
+        push_rows(rows, name, "us", false, t);
+    }
+    // SAFETY: allocated above; the launches that used it have finished.
+    raw("cuMemFree_v2", unsafe { d.cuMemFree_v2(raw_buffer) })
+}
+
+fn allocations(stream: &Arc<CudaStream>, d: &Driver, settings: Settings, rows: &mut Vec<Row>) -> Result<()> {
+    for zeroed in [true, false] {
+        let ours = per_op_us(settings, ALLOCS, |_| {
+            for _ in 0..ALLOCS {
+                let slice: CudaSlice<u8> =
+                    // SAFETY: the memory is never read.
+                    if zeroed { stream.alloc_zeros(ALLOC_BYTES)? } else { unsafe { stream.alloc(ALLOC_BYTES) }? };
+                drop(slice);
+            }
+            Ok(stream.synchronize()?)
+        })?;
+        let raw_us = per_op_us(settings, ALLOCS, |_| {
+            let null = std::ptr::null_mut();
+            for _ in 0..ALLOCS {
+                let mut ptr: CUdeviceptr = 0;
+                // SAFETY: a valid out-pointer; the memory is freed below in stream order.
+                raw("cuMemAllocAsync", unsafe { d.cuMemAllocAsync(&mut ptr, ALLOC_BYTES, null) })?;
+                if zeroed {
+                    // SAFETY: `ptr` holds ALLOC_BYTES bytes.
+                    raw("cuMemsetD8Async", unsafe { d.cuMemsetD8Async(ptr, 0, ALLOC_BYTES, null) })?;
+                }
+                // SAFETY: allocated above, used only in this stream's order.
+                raw("cuMemFreeAsync", unsafe { d.cuMemFreeAsync(ptr, null) })?;
+            }
+            // SAFETY: no arguments.
+            raw("cuCtxSynchronize", unsafe { d.cuCtxSynchronize() })
+        })?;
+        #[cfg(feature = "bench-anchors")]
+        let cudarc = {
+            let cctx = anchor(cudarc::driver::CudaContext::new(stream.context().ordinal()))?;
+            let cstream = cctx.default_stream();
+            Some(per_op_us(settings, ALLOCS, |_| {
+                for _ in 0..ALLOCS {
+                    let slice: cudarc::driver::CudaSlice<u8> =
+                        // SAFETY: the memory is never read.
+                        anchor(if zeroed { cstream.alloc_zeros(ALLOC_BYTES) } else { unsafe { cstream.alloc(ALLOC_BYTES) } })?;
+                    drop(slice);
+                }
+                anchor(cstream.synchronize())
+            })?)
+        };
+        #[cfg(not(feature = "bench-anchors"))]
+        let cudarc = None;
+        let name = if zeroed { "alloc_zeros + free, 4 MiB" } else { "alloc + free, 4 MiB" };
+        push_rows(rows, name, "us", false, Triple { ours, raw: raw_us, cudarc });
+    }
+    Ok(())
+}
+
+/// Where a copy's host side lives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Host {
+    /// A `Vec` allocated before timing (pages already touched).
+    Pageable,
+    /// A new `Vec` per copy (device to host only; includes its page faults).
+    FreshVec,
+    /// Page-locked memory.
+    Pinned,
+}
+
+fn copies(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    d: &Driver,
+    settings: Settings,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    let mut host: Vec<u8> = (0..COPY_BYTES).map(|i| (i * 7 + 3) as u8).collect();
+    let mut dev: CudaSlice<u8> = stream.alloc_zeros(COPY_BYTES)?;
+    let mut raw_dev: CUdeviceptr = 0;
+    // SAFETY: a valid out-pointer; freed at the end.
+    raw("cuMemAlloc_v2", unsafe { d.cuMemAlloc_v2(&mut raw_dev, COPY_BYTES) })?;
+    #[cfg(feature = "bench-anchors")]
+    let (cctx, cstream) = {
+        let cctx = anchor(cudarc::driver::CudaContext::new(ctx.ordinal()))?;
+        let cstream = cctx.default_stream();
+        (cctx, cstream)
+    };
+    #[cfg(feature = "bench-anchors")]
+    let mut cdev: cudarc::driver::CudaSlice<u8> = anchor(cstream.alloc_zeros(COPY_BYTES))?;
+
+    let cases = [
+        ("pageable host -> device, 1 GiB", Host::Pageable, true),
+        ("pageable device -> host, 1 GiB, into an existing Vec", Host::Pageable, false),
+        ("pageable device -> host, 1 GiB, into a fresh Vec", Host::FreshVec, false),
+        ("pinned host -> device, 1 GiB", Host::Pinned, true),
+        ("pinned device -> host, 1 GiB", Host::Pinned, false),
+    ];
+    for (name, kind, up) in cases {
+        // Fresh Vecs are kept until the measurement ends, so freeing them is not timed.
+        let mut kept: Vec<Vec<u8>> = Vec::new();
+        let ours = if kind == Host::Pinned {
+            // SAFETY: written below before any read.
+            let mut pinned = unsafe { ctx.alloc_pinned::<u8>(COPY_BYTES) }?;
+            pinned.as_mut_slice()?.copy_from_slice(&host);
+            copy_gbps(settings, |_| {
+                if up {
+                    stream.memcpy_htod(&pinned, &mut dev)?;
+                } else {
+                    stream.memcpy_dtoh(&dev, &mut pinned)?;
+                }
+                Ok(stream.synchronize()?)
+            })?
+        } else {
+            copy_gbps(settings, |_| {
+                match (kind, up) {
+                    (_, true) => stream.memcpy_htod(&host, &mut dev)?,
+                    (Host::FreshVec, false) => kept.push(stream.clone_dtoh(&dev)?),
+                    (_, false) => stream.memcpy_dtoh(&dev, &mut host)?,
+                }
+                Ok(stream.synchronize()?)
+            })?
+        };
+        kept.clear();
+
+        let raw_gbps = {
+            let mut pinned: *mut c_void = std::ptr::null_mut();
+            if kind == Host::Pinned {
+                // SAFETY: a valid out-pointer; freed below.
+                raw("cuMemAllocHost_v2", unsafe { d.cuMemAllocHost_v2(&mut pinned, COPY_BYTES) })?;
+                // SAFETY: the allocation holds COPY_BYTES bytes and nothing else uses it.
+                unsafe { std::slice::from_raw_parts_mut(pinned.cast::<u8>(), COPY_BYTES) }
+                    .copy_from_slice(&host);
+            }
+            let gbps = copy_gbps(settings, |_| {
+                let (h, fresh): (*mut c_void, Option<Vec<u8>>) = match kind {
+                    Host::Pinned => (pinned, None),
+                    Host::Pageable => (host.as_mut_ptr().cast(), None),
+                    Host::FreshVec => {
+                        let mut v = Vec::<u8>::with_capacity(COPY_BYTES);
+                        (v.as_mut_ptr().cast::<c_void>(), Some(v))
+                    }
+                };
+                // SAFETY: `h` holds COPY_BYTES bytes (a fresh Vec's capacity is written before its
+                // length is set), `raw_dev` too; the synchronous copies finish before returning.
+                unsafe {
+                    if up {
+                        raw("cuMemcpyHtoD_v2", d.cuMemcpyHtoD_v2(raw_dev, h, COPY_BYTES))?;
+                    } else {
+                        raw("cuMemcpyDtoH_v2", d.cuMemcpyDtoH_v2(h, raw_dev, COPY_BYTES))?;
+                    }
+                    if let Some(mut v) = fresh {
+                        v.set_len(COPY_BYTES);
+                        kept.push(v);
+                    }
+                }
+                Ok(())
+            });
+            if kind == Host::Pinned {
+                // SAFETY: allocated above; the copies have finished.
+                raw("cuMemFreeHost", unsafe { d.cuMemFreeHost(pinned) })?;
+            }
+            gbps?
+        };
+        kept.clear();
+
+        #[cfg(feature = "bench-anchors")]
+        let cudarc = Some(if kind == Host::Pinned {
+            // SAFETY: written below before any read.
+            let mut pinned = anchor(unsafe { cctx.alloc_pinned::<u8>(COPY_BYTES) })?;
+            anchor(pinned.as_mut_slice())?.copy_from_slice(&host);
+            copy_gbps(settings, |_| {
+                if up {
+                    anchor(cstream.memcpy_htod(&pinned, &mut cdev))?;
+                } else {
+                    anchor(cstream.memcpy_dtoh(&cdev, &mut pinned))?;
+                }
+                anchor(cstream.synchronize())
+            })?
+        } else {
+            copy_gbps(settings, |_| {
+                match (kind, up) {
+                    (_, true) => anchor(cstream.memcpy_htod(&host, &mut cdev))?,
+                    (Host::FreshVec, false) => kept.push(anchor(cstream.clone_dtoh(&cdev))?),
+                    (_, false) => anchor(cstream.memcpy_dtoh(&cdev, &mut host))?,
+                }
+                anchor(cstream.synchronize())
+            })?
+        });
+        #[cfg(not(feature = "bench-anchors"))]
+        let cudarc = None;
+        kept.clear();
+        push_rows(rows, name, "GB/s", true, Triple { ours, raw: raw_gbps, cudarc });
+    }
+    // SAFETY: allocated above; every copy has finished.
+    raw("cuMemFree_v2", unsafe { d.cuMemFree_v2(raw_dev) })?;
+    Ok(())
+}
