@@ -31,9 +31,9 @@ pub struct Gemv {
 }
 
 impl Gemv {
-    /// A dense `[m, n]` matrix (`lda = n`), `y = A x` (or `Aᵀ x`).
+    /// A dense `[m, n]` matrix (`lda = max(n, 1)`), `y = A x` (or `Aᵀ x`).
     pub fn dense(m: usize, n: usize) -> Self {
-        Self { m, n, lda: n, alpha: 1.0, beta: 0.0 }
+        Self { m, n, lda: n.max(1), alpha: 1.0, beta: 0.0 }
     }
 
     /// Checks `A`'s length against the dimensions, and `x`, `y` against the lengths they need.
@@ -46,7 +46,7 @@ impl Gemv {
                 got: format!("lda = {lda}"),
             });
         }
-        let need = if m == 0 { Some(0) } else { (m - 1).checked_mul(lda).and_then(|v| v.checked_add(n)) };
+        let need = if m == 0 || n == 0 { Some(0) } else { (m - 1).checked_mul(lda).and_then(|v| v.checked_add(n)) };
         match need {
             Some(need) if a >= need => {}
             _ => {

@@ -661,9 +661,9 @@ pub fn gemv_inplace(
     beta: f32,
 ) {
     debug_assert!(y.len() == m && x.len() >= n && lda >= n);
-    debug_assert!(m == 0 || a.len() >= (m - 1) * lda + n);
+    debug_assert!(m == 0 || n == 0 || a.len() >= (m - 1) * lda + n);
     y.par_iter_mut().enumerate().for_each(|(i, yi)| {
-        let d = dot(&a[i * lda..i * lda + n], &x[..n]);
+        let d = if n == 0 { 0.0 } else { dot(&a[i * lda..i * lda + n], &x[..n]) };
         *yi = if beta == 0.0 { alpha * d } else { alpha.mul_add(d, beta * *yi) };
     });
 }
@@ -683,7 +683,7 @@ pub fn gemv_t(
     beta: f32,
 ) -> Vec<f32> {
     debug_assert!(x.len() >= m && lda >= n);
-    debug_assert!(m == 0 || a.len() >= (m - 1) * lda + n);
+    debug_assert!(m == 0 || n == 0 || a.len() >= (m - 1) * lda + n);
     // column strips in parallel, rows in order inside each strip
     const STRIP: usize = 256;
     let mut acc = vec![0.0f64; n];
