@@ -4,6 +4,7 @@
 
 pub mod plot;
 pub mod driver;
+pub mod gemm;
 pub mod report;
 mod timing;
 

@@ -361,32 +361,38 @@ fn sm90<TIn: Element, TOut: Element>(
     Ok(())
 }
 
-/// What the dispatcher knows about each device of the process (capability, sm_90a failure).
-static DEVICES: Mutex<BTreeMap<usize, ((i32, i32), bool)>> = Mutex::new(BTreeMap::new());
+/// What the dispatcher remembers about one device of the process.
+#[derive(Debug, Clone, Copy)]
+struct DeviceState {
+    capability: (i32, i32),
+    sm90_failed: bool,
+}
+
+/// Per device ordinal: read once, updated when the sm_90a module fails to load.
+static DEVICES: Mutex<BTreeMap<usize, DeviceState>> = Mutex::new(BTreeMap::new());
 
 /// The dispatcher's view of `kernels`' device; the capability is read once per device.
 fn device(kernels: &Kernels) -> Result<Device> {
     let ctx = kernels.context();
     let ordinal = ctx.ordinal();
     let known = DEVICES.lock().unwrap_or_else(|e| e.into_inner()).get(&ordinal).copied();
-    let (capability, failed) = match known {
+    let state = match known {
         Some(state) => state,
         None => {
-            let capability = ctx.compute_capability()?;
-            DEVICES.lock().unwrap_or_else(|e| e.into_inner()).entry(ordinal).or_insert((capability, false));
-            (capability, false)
+            let state = DeviceState { capability: ctx.compute_capability()?, sm90_failed: false };
+            *DEVICES.lock().unwrap_or_else(|e| e.into_inner()).entry(ordinal).or_insert(state)
         }
     };
     Ok(Device {
-        capability,
+        capability: state.capability,
         multiprocessors: kernels.multiprocessors(),
-        sm90: capability == (9, 0) && !failed,
+        sm90: state.capability == (9, 0) && !state.sm90_failed,
     })
 }
 
 /// Records that the sm_90a module does not load on device `ordinal` (so it is not tried again).
 fn sm90_failed(ordinal: usize) {
     if let Some(state) = DEVICES.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&ordinal) {
-        state.1 = true;
+        state.sm90_failed = true;
     }
 }

@@ -1,0 +1,192 @@
+//! GEMM on a GPU through our own kernels (every dispatch path: small, SIMT, mma.sync, sm_90a TMA +
+//! wgmma, TF32 with staged transposes), against an f64 reference on fresh random inputs. Tests
+//! named `small_*` are quick enough for compute-sanitizer; `large_*` are the big shapes.
+
+mod gemm_common;
+
+use gemm_common::*;
+use half::{bf16, f16};
+use prism_gpu::kernels::gemm::Element;
+use prism_gpu::selftest::SplitMix64;
+use prism_gpu::{Error, Gemm, Precision, ProductionGpuRuntime};
+
+fn gpu() -> ProductionGpuRuntime {
+    ProductionGpuRuntime::with_device(0).expect("a usable CUDA GPU")
+}
+
+/// m, n, k that are multiples of 8 but not of the tiles: TMA-ready in every layout.
+const ALIGNED_ODD: (usize, usize, usize) = (136, 200, 264);
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn small_odd_shapes_every_precision_transpose_and_beta() {
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for (m, n, k) in ODD_SHAPES.into_iter().chain([ALIGNED_ODD]) {
+        for (ta, tb) in TRANSPOSES {
+            for precision in PRECISIONS {
+                for (alpha, beta) in [(1.0, 0.0), (0.75, -0.5)] {
+                    let spec = Spec::new(m, n, k).trans(ta, tb).scaled(alpha, beta).precision(precision);
+                    run_f32(&rt, &spec, &mut rng);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn small_unaligned_leading_dims_and_batches() {
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for precision in PRECISIONS {
+        for (ta, tb) in TRANSPOSES {
+            // Unaligned: the mma.sync element-wise path, the SIMT scalar path.
+            let odd = Spec::new(131, 67, 205).trans(ta, tb).padded([3, 5, 1]).precision(precision);
+            run_f32(&rt, &odd.scaled(0.75, -0.5), &mut rng);
+            run_f32(&rt, &odd.batch(3, 7), &mut rng);
+            // Aligned pitches and gaps: the TMA kernels, batched through gridDim.z.
+            let (m, n, k) = ALIGNED_ODD;
+            let aligned =
+                Spec::new(m, n, k).trans(ta, tb).padded([8, 16, 1]).batch(3, 8).precision(precision);
+            run_f32(&rt, &aligned, &mut rng);
+            run_f32(&rt, &aligned.scaled(-1.5, 0.25), &mut rng);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn small_sixteen_bit_inputs_and_outputs() {
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for (m, n, k) in [(127, 129, 131), ALIGNED_ODD] {
+        for (ta, tb) in TRANSPOSES {
+            let spec = Spec::new(m, n, k).trans(ta, tb).batch(2, 8);
+            for (alpha, beta) in [(1.0, 0.0), (0.75, -0.5)] {
+                let bf = spec.scaled(alpha, beta).precision(Precision::Bf16);
+                run_typed::<bf16, bf16>(&rt, &bf, &mut rng);
+                run_typed::<bf16, f32>(&rt, &bf, &mut rng);
+                let hf = spec.scaled(alpha, beta).precision(Precision::F16);
+                run_typed::<f16, f16>(&rt, &hf, &mut rng);
+                run_typed::<f16, f32>(&rt, &hf, &mut rng);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn small_random_shapes() {
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for spec in random_specs(&mut rng, 40, 400) {
+        run_f32(&rt, &spec, &mut rng);
+    }
+}
+
+/// `g` on device buffers with A and B starting `offset` elements into their buffers (an
+/// unaligned base for offset 1: the dispatcher must leave TMA).
+fn device_case<T: Element>(
+    rt: &ProductionGpuRuntime,
+    spec: &Spec,
+    offset: usize,
+    rng: &mut SplitMix64,
+) -> f64 {
+    let ops = rt.gpu().unwrap();
+    let case = spec.build(rng);
+    let widen = |x: &[f32]| -> Vec<T> {
+        std::iter::repeat_n(T::from_f32(7.0), offset).chain(x.iter().map(|&v| T::from_f32(v))).collect()
+    };
+    let (a, b) = (widen(&case.a), widen(&case.b));
+    let want = reference(&case.g, &a[offset..], &b[offset..], &case.c, |x: T| f64::from(x.to_f32()));
+    let (da, db) = (ops.upload(&a).unwrap(), ops.upload(&b).unwrap());
+    let mut dc = ops.upload(&case.c).unwrap();
+    let (va, vb) = (da.slice(offset..), db.slice(offset..));
+    ops.gemm(&case.g, &va, &vb, &mut dc.as_view_mut()).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+    let c = ops.download(&dc).unwrap();
+    compare(&case.g, &c, &case.c, &want).unwrap_or_else(|e| panic!("{spec:?}: {e}"))
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn small_device_buffers_with_unaligned_views() {
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    let (m, n, k) = ALIGNED_ODD;
+    for (ta, tb) in TRANSPOSES {
+        for offset in [0, 1] {
+            let spec = Spec::new(m, n, k).trans(ta, tb).scaled(0.5, 1.0);
+            let err = device_case::<bf16>(&rt, &spec.precision(Precision::Bf16), offset, &mut rng);
+            assert!(err <= 1e-2, "bf16 {spec:?} offset {offset}: {err:.3e}");
+            let err = device_case::<f16>(&rt, &spec.precision(Precision::F16), offset, &mut rng);
+            assert!(err <= 1e-2, "f16 {spec:?} offset {offset}: {err:.3e}");
+            let err = device_case::<f32>(&rt, &spec.precision(Precision::Tf32), offset, &mut rng);
+            assert!(err <= 2e-3, "tf32 {spec:?} offset {offset}: {err:.3e}");
+            let err = device_case::<f32>(&rt, &spec, offset, &mut rng);
+            assert!(err <= 1e-5, "f32 {spec:?} offset {offset}: {err:.3e}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn small_k_zero_empty_dims_and_shape_errors_on_device() {
+    let rt = gpu();
+    let ops = rt.gpu().unwrap();
+    // k = 0: C = beta * C inside the blocks, padding untouched; beta = 0 overwrites NaN.
+    let g = Gemm::new(2, 2, 0).leading_dims(0, 2, 3).scaled(1.0, 2.0);
+    let (a, b) = (ops.upload(&[1.0f32]).unwrap(), ops.upload(&[1.0f32]).unwrap());
+    let mut c = ops.upload(&[1.0f32, 2.0, 9.0, 3.0, 4.0]).unwrap();
+    ops.gemm(&g, &a.as_view(), &b.as_view(), &mut c.as_view_mut()).unwrap();
+    assert_eq!(ops.download(&c).unwrap(), [2.0, 4.0, 9.0, 6.0, 8.0]);
+    let mut c = ops.upload(&[f32::NAN; 5]).unwrap();
+    ops.gemm(&g.scaled(1.0, 0.0), &a.as_view(), &b.as_view(), &mut c.as_view_mut()).unwrap();
+    let c = ops.download(&c).unwrap();
+    assert_eq!((c[0], c[1], c[3], c[4]), (0.0, 0.0, 0.0, 0.0));
+    assert!(c[2].is_nan());
+    // The device matmul and the host matmul on the GPU runtime.
+    let (av, bv) = (vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], vec![1.0f32, 0.5, -1.0, 2.0, 0.0, 1.0]);
+    let want = [-1.0, 7.5, -1.0, 18.0];
+    let (da, db) = (ops.upload(&av).unwrap(), ops.upload(&bv).unwrap());
+    assert_eq!(ops.download(&ops.matmul(&da, &db, 2, 2, 3, Precision::F32).unwrap()).unwrap(), want);
+    assert_eq!(rt.matmul(&av, &bv, 2, 2, 3).unwrap(), want);
+    assert_eq!(rt.matmul(&[], &[], 0, 3, 0).unwrap(), Vec::<f32>::new());
+    // Too short buffers and bad leading dimensions are shape errors, before any launch.
+    let mut c = ops.upload(&[0.0f32; 3]).unwrap();
+    let err = ops.gemm(&Gemm::new(2, 2, 3), &da.as_view(), &db.as_view(), &mut c.as_view_mut()).unwrap_err();
+    assert!(matches!(&err, Error::Shape { .. }) && err.to_string().contains("`C` of at least 4"), "{err}");
+    let err = ops
+        .gemm(&Gemm::new(2, 2, 3).leading_dims(2, 2, 2), &da.as_view(), &db.as_view(), &mut c.as_view_mut())
+        .unwrap_err();
+    assert!(err.to_string().contains("lda >= 3"), "{err}");
+    let err = ops.matmul(&da, &db, 2, 2, 3, Precision::Bf16).unwrap_err();
+    assert!(matches!(err, Error::Shape { .. }), "{err}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_square_every_precision_and_transpose() {
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for precision in PRECISIONS {
+        for (ta, tb) in TRANSPOSES {
+            run_f32(&rt, &Spec::new(1000, 1000, 1000).trans(ta, tb).precision(precision), &mut rng);
+        }
+        run_f32(&rt, &Spec::new(1024, 1024, 1024).scaled(0.5, 2.0).precision(precision), &mut rng);
+    }
+    let c = prism_gpu::matrix_multiply(
+        &rng.vec(1000 * 300, -1.0, 1.0),
+        &rng.vec(300 * 700, -1.0, 1.0),
+        1000,
+        300,
+        700,
+    )
+    .unwrap();
+    assert_eq!(c.len(), 1000 * 700);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_skinny_and_batched() {
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for precision in PRECISIONS {
+        run_f32(&rt, &Spec::new(64, 4096, 4096).precision(precision), &mut rng);
+        run_f32(&rt, &Spec::new(4096, 65, 1000).trans(true, false).precision(precision), &mut rng);
+        run_f32(&rt, &Spec::new(300, 500, 200).batch(16, 8).precision(precision).scaled(1.0, -1.0), &mut rng);
+    }
+}
