@@ -48,7 +48,7 @@ pub fn close_scaled(got: &[f32], want: &[f64], scale: &[f64], tol: f64, what: &s
     }
 }
 
-fn f64s(x: &[f32]) -> Vec<f64> {
+pub fn f64s(x: &[f32]) -> Vec<f64> {
     x.iter().map(|&v| f64::from(v)).collect()
 }
 
@@ -65,7 +65,7 @@ pub fn row_shapes(wide: bool) -> Vec<(usize, usize)> {
 // ---------------------------------------------------------------------------------------------
 // references
 
-fn softmax_ref(x: &[f32], rows: usize, cols: usize, log: bool) -> Vec<f64> {
+pub fn softmax_ref(x: &[f32], rows: usize, cols: usize, log: bool) -> Vec<f64> {
     let mut out = Vec::with_capacity(x.len());
     for r in x.chunks(cols).take(rows) {
         let m = r.iter().map(|&v| f64::from(v)).fold(f64::NEG_INFINITY, f64::max);
@@ -167,7 +167,7 @@ pub fn random_csr(rng: &mut SplitMix64, n: usize, density: f32) -> (Vec<i32>, Ve
     (rp, ci, vals, dense)
 }
 
-fn matvec_ref(w: &[f32], x: &[f32], rows: usize, cols: usize) -> (Vec<f64>, Vec<f64>) {
+pub fn matvec_ref(w: &[f32], x: &[f32], rows: usize, cols: usize) -> (Vec<f64>, Vec<f64>) {
     gemv_ref(Gemv::dense(rows, cols), w, x, &[], false)
 }
 
