@@ -126,7 +126,7 @@ pub fn run(
     };
     let f32_tolerance = 1e-6;
     let label = |op: &str| format!("{op} [{n}]");
-    Ok(vec![
+    let mut checks = vec![
         check(label("add"), gpu, cpu, Box::new(|r| r.add(&a, &b)), &wide(&|x, y| x + y), f32_tolerance)?,
         check(label("sub"), gpu, cpu, Box::new(|r| r.sub(&a, &b)), &wide(&|x, y| x - y), f32_tolerance)?,
         check(label("mul"), gpu, cpu, Box::new(|r| r.mul(&a, &b)), &wide(&|x, y| x * y), f32_tolerance)?,
@@ -148,7 +148,9 @@ pub fn run(
             f32_tolerance,
         )?,
         check(label("fill"), gpu, cpu, Box::new(|r| r.fill(n, alpha)), &vec![f64::from(alpha); n], 0.0)?,
-    ])
+    ];
+    checks.extend(ProductionGpuRuntime::gemm_selftest(gpu, cpu, rng)?);
+    Ok(checks)
 }
 
 /// The checks as a Markdown table.
