@@ -5,6 +5,7 @@
 pub mod plot;
 pub mod driver;
 pub mod gemm;
+pub mod kernels;
 pub mod report;
 mod timing;
 
