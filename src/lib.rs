@@ -63,3 +63,4 @@ pub use kernels::gemm::{Gemm, Precision};
 pub use probe::{probe, probe_driver, DeviceInfo, Probe};
 pub use runtime::{matrix_multiply, sgemm};
 pub use runtime::{runtime, ProductionGpuRuntime};
+pub use runtime::{get_global_executor, relu_inplace};
