@@ -74,7 +74,7 @@ pub fn gemm<TIn: Element, TOut: Element>(
             ..*g
         };
         let small = Family::Small.entry::<TIn, TOut>(precision);
-        return launch_common::<TIn, TOut>(kernels, stream, &small, Family::Small, &scale_only, [pz, 0, pc]);
+        return launch_common::<TIn, TOut>(kernels, stream, &small, Family::Small, &scale_only, [pz, pz, pc]);
     }
 
     let mut device = device(kernels)?;
