@@ -363,8 +363,9 @@ impl ProductionGpuRuntime {
     }
 
     /// Layer norm of each row of `x` (`[rows, cols]`): `(x - mean) * rsqrt(var + eps) * gamma +
-    /// beta` (biased variance; absent gamma/beta: ones/zeros). Within 1e-5 of the f64 reference
-    /// for rows whose mean is not large against their spread.
+    /// beta` (biased variance; absent gamma/beta: ones/zeros). Within 1e-5 of the f64 reference,
+    /// relative to `max(|y|, 0.1 * max|x| * rstd * max|gamma|)`: the GPU's f32 statistics lose
+    /// digits to cancellation in rows whose spread is small against their values.
     pub fn layer_norm(
         &self,
         x: &[f32],

@@ -276,11 +276,23 @@ pub fn norms(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, shapes: &[(usize, 
             let (g, b) = if affine { (Some(&gamma[..]), Some(&beta[..])) } else { (None, None) };
             let what = |op: &str| format!("{op} {rows}x{cols} affine={affine}");
             let (want, mean, rstd) = norm_ref(&x, cols, g, b, eps, false);
+            // f32 statistics lose digits to cancellation in rows whose spread is small against
+            // their values: the error scales with the row's condition max|x| * rstd.
+            let cond: Vec<f64> = x
+                .chunks(cols)
+                .zip(&rstd)
+                .map(|(r, s)| r.iter().map(|v| f64::from(v.abs())).fold(1.0, f64::max) * s)
+                .collect();
+            let gmax = gamma.iter().map(|v| f64::from(v.abs())).fold(1.0, f64::max);
+            let y_scale: Vec<f64> =
+                want.iter().enumerate().map(|(i, w)| w.abs().max(0.1 * cond[i / cols] * gmax)).collect();
+            let r_scale: Vec<f64> = rstd.iter().zip(&cond).map(|(r, c)| r * (0.1 * c).max(1.0)).collect();
             let (y, m, r) = rt.layer_norm_with_stats(&x, rows, cols, g, b, eps).unwrap();
-            close(&y, &want, 1e-5, &what("layer_norm"));
+            close_scaled(&y, &want, &y_scale, 1e-5, &what("layer_norm"));
             close(&m, &mean, 1e-5, &what("layer_norm mean"));
-            close(&r, &rstd, 1e-5, &what("layer_norm rstd"));
-            close(&rt.layer_norm(&x, rows, cols, g, b, eps).unwrap(), &want, 1e-5, &what("layer_norm"));
+            close_scaled(&r, &rstd, &r_scale, 1e-5, &what("layer_norm rstd"));
+            let y = rt.layer_norm(&x, rows, cols, g, b, eps).unwrap();
+            close_scaled(&y, &want, &y_scale, 1e-5, &what("layer_norm"));
             let (want, _, rstd) = norm_ref(&x, cols, g, None, eps, true);
             let (y, r) = rt.rms_norm_with_stats(&x, rows, cols, g, eps).unwrap();
             close(&y, &want, 1e-5, &what("rms_norm"));
