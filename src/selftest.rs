@@ -154,6 +154,7 @@ pub fn run(
         )?,
         check(label("fill"), gpu, cpu, Box::new(|r| r.fill(n, alpha)), &vec![f64::from(alpha); n], 0.0)?,
     ];
+    checks.extend(ProductionGpuRuntime::gemm_selftest(gpu, cpu, rng)?);
     checks.extend(elementwise_checks(gpu, cpu, rng)?);
     checks.extend(row_checks(gpu, cpu, rng)?);
     checks.extend(reduction_checks(gpu, cpu, rng)?);
