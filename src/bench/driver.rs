@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::{gigabytes_per_second, time_host, Row, Settings};
 use crate::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
-use crate::error::{check, Error, Result};
+use crate::error::{check, Result};
 use crate::nvrtc::Ptx;
 use crate::sys::driver::{CUdeviceptr, CUfunction, CUmodule, CUresult};
 use crate::sys::{Driver, LoadError};
@@ -62,7 +62,8 @@ fn push_rows(rows: &mut Vec<Row>, name: &str, unit: &str, higher_is_better: bool
 /// A cudarc call's error as ours (the anchor's `DriverError` is cudarc's type on either engine).
 #[cfg(feature = "bench-anchors")]
 fn anchor<T>(result: std::result::Result<T, cudarc::driver::DriverError>) -> Result<T> {
-    result.map_err(|e| Error::DriverCall { call: "cudarc 0.19 (anchor)", result: CUresult(e.0 as u32) })
+    result
+        .map_err(|e| crate::Error::DriverCall { call: "cudarc 0.19 (anchor)", result: CUresult(e.0 as u32) })
 }
 
 /// A raw driver call's result as ours.
@@ -73,11 +74,6 @@ fn raw(call: &'static str, result: std::result::Result<CUresult, LoadError>) -> 
 /// Microseconds per operation from `repeat` (which does `ops` operations).
 fn per_op_us(settings: Settings, ops: usize, repeat: impl FnMut(usize) -> Result<()>) -> Result<f64> {
     Ok(time_host(settings, repeat)?.median_ms * 1e3 / ops as f64)
-}
-
-/// GB/s of a `COPY_BYTES` copy done by `repeat`.
-fn copy_gbps(settings: Settings, repeat: impl FnMut(usize) -> Result<()>) -> Result<f64> {
-    Ok(gigabytes_per_second(COPY_BYTES as f64, time_host(settings, repeat)?.median_ms))
 }
 
 /// Runs every driver benchmark on device `ordinal`. Launch and allocation figures are
@@ -289,6 +285,30 @@ enum Host {
     Pinned,
 }
 
+/// The engines a copy is timed with: ours, the raw bindings, cudarc.
+const ENGINES: usize = if cfg!(feature = "bench-anchors") { 3 } else { 2 };
+
+/// Medians of GB/s for each engine, timing one copy of each in turn per repeat, so that the
+/// state of the host's memory (which a fresh `Vec`'s page faults depend on) affects all alike.
+fn interleaved_gbps(settings: Settings, mut copy: impl FnMut(usize) -> Result<()>) -> Result<Vec<f64>> {
+    let mut samples = vec![Vec::new(); ENGINES];
+    for round in 0..settings.warmup + settings.repeats.max(1) {
+        for (engine, times) in samples.iter_mut().enumerate() {
+            let ms = time_host(Settings { warmup: 0, repeats: 1 }, |_| copy(engine))?.median_ms;
+            if round >= settings.warmup {
+                times.push(gigabytes_per_second(COPY_BYTES as f64, ms));
+            }
+        }
+    }
+    Ok(samples
+        .into_iter()
+        .map(|mut v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect())
+}
+
 fn copies(
     ctx: &Arc<CudaContext>,
     stream: &Arc<CudaStream>,
@@ -298,17 +318,22 @@ fn copies(
 ) -> Result<()> {
     let mut host: Vec<u8> = (0..COPY_BYTES).map(|i| (i * 7 + 3) as u8).collect();
     let mut dev: CudaSlice<u8> = stream.alloc_zeros(COPY_BYTES)?;
-    let mut raw_dev: CUdeviceptr = 0;
-    // SAFETY: a valid out-pointer; freed at the end.
-    raw("cuMemAlloc_v2", unsafe { d.cuMemAlloc_v2(&mut raw_dev, COPY_BYTES) })?;
+    // SAFETY: written below before any read.
+    let mut pinned = unsafe { ctx.alloc_pinned::<u8>(COPY_BYTES) }?;
+    pinned.as_mut_slice()?.copy_from_slice(&host);
+    let raw_mem = RawCopyMemory::new(d)?;
+    // SAFETY: the allocation holds COPY_BYTES bytes and nothing else uses it.
+    unsafe { std::slice::from_raw_parts_mut(raw_mem.pinned.cast::<u8>(), COPY_BYTES) }.copy_from_slice(&host);
     #[cfg(feature = "bench-anchors")]
-    let (cctx, cstream) = {
+    let (cstream, mut cdev, mut cpinned) = {
         let cctx = anchor(cudarc::driver::CudaContext::new(ctx.ordinal()))?;
         let cstream = cctx.default_stream();
-        (cctx, cstream)
+        let cdev: cudarc::driver::CudaSlice<u8> = anchor(cstream.alloc_zeros(COPY_BYTES))?;
+        // SAFETY: written below before any read.
+        let mut cpinned = anchor(unsafe { cctx.alloc_pinned::<u8>(COPY_BYTES) })?;
+        anchor(cpinned.as_mut_slice())?.copy_from_slice(&host);
+        (cstream, cdev, cpinned)
     };
-    #[cfg(feature = "bench-anchors")]
-    let mut cdev: cudarc::driver::CudaSlice<u8> = anchor(cstream.alloc_zeros(COPY_BYTES))?;
 
     let cases = [
         ("pageable host -> device, 1 GiB", Host::Pageable, true),
@@ -320,100 +345,94 @@ fn copies(
     for (name, kind, up) in cases {
         // Fresh Vecs are kept until the measurement ends, so freeing them is not timed.
         let mut kept: Vec<Vec<u8>> = Vec::new();
-        let ours = if kind == Host::Pinned {
-            // SAFETY: written below before any read.
-            let mut pinned = unsafe { ctx.alloc_pinned::<u8>(COPY_BYTES) }?;
-            pinned.as_mut_slice()?.copy_from_slice(&host);
-            copy_gbps(settings, |_| {
-                if up {
-                    stream.memcpy_htod(&pinned, &mut dev)?;
-                } else {
-                    stream.memcpy_dtoh(&dev, &mut pinned)?;
+        let gbps = interleaved_gbps(settings, |engine| {
+            match (engine, kind, up) {
+                (0, Host::Pinned, true) => stream.memcpy_htod(&pinned, &mut dev)?,
+                (0, Host::Pinned, false) => stream.memcpy_dtoh(&dev, &mut pinned)?,
+                (0, _, true) => stream.memcpy_htod(&host, &mut dev)?,
+                (0, Host::FreshVec, false) => kept.push(stream.clone_dtoh(&dev)?),
+                (0, _, false) => stream.memcpy_dtoh(&dev, &mut host)?,
+                (1, _, _) => {
+                    let mut fresh = Vec::<u8>::new();
+                    let h: *mut c_void = match kind {
+                        Host::Pinned => raw_mem.pinned,
+                        Host::Pageable => host.as_mut_ptr().cast(),
+                        Host::FreshVec => {
+                            fresh.reserve_exact(COPY_BYTES);
+                            fresh.as_mut_ptr().cast()
+                        }
+                    };
+                    // SAFETY: `h` and `raw_mem.dev` hold COPY_BYTES bytes; the synchronous copies
+                    // finish before returning, after which the fresh Vec's bytes are initialised.
+                    unsafe {
+                        if up {
+                            raw("cuMemcpyHtoD_v2", d.cuMemcpyHtoD_v2(raw_mem.dev, h, COPY_BYTES))?;
+                        } else {
+                            raw("cuMemcpyDtoH_v2", d.cuMemcpyDtoH_v2(h, raw_mem.dev, COPY_BYTES))?;
+                        }
+                        if kind == Host::FreshVec {
+                            fresh.set_len(COPY_BYTES);
+                            kept.push(fresh);
+                        }
+                    }
+                    return Ok(());
                 }
-                Ok(stream.synchronize()?)
-            })?
-        } else {
-            copy_gbps(settings, |_| {
-                match (kind, up) {
-                    (_, true) => stream.memcpy_htod(&host, &mut dev)?,
-                    (Host::FreshVec, false) => kept.push(stream.clone_dtoh(&dev)?),
-                    (_, false) => stream.memcpy_dtoh(&dev, &mut host)?,
-                }
-                Ok(stream.synchronize()?)
-            })?
-        };
-        kept.clear();
-
-        let raw_gbps = {
-            let mut pinned: *mut c_void = std::ptr::null_mut();
-            if kind == Host::Pinned {
-                // SAFETY: a valid out-pointer; freed below.
-                raw("cuMemAllocHost_v2", unsafe { d.cuMemAllocHost_v2(&mut pinned, COPY_BYTES) })?;
-                // SAFETY: the allocation holds COPY_BYTES bytes and nothing else uses it.
-                unsafe { std::slice::from_raw_parts_mut(pinned.cast::<u8>(), COPY_BYTES) }
-                    .copy_from_slice(&host);
+                #[cfg(feature = "bench-anchors")]
+                (_, Host::Pinned, true) => anchor(cstream.memcpy_htod(&cpinned, &mut cdev))?,
+                #[cfg(feature = "bench-anchors")]
+                (_, Host::Pinned, false) => anchor(cstream.memcpy_dtoh(&cdev, &mut cpinned))?,
+                #[cfg(feature = "bench-anchors")]
+                (_, _, true) => anchor(cstream.memcpy_htod(&host, &mut cdev))?,
+                #[cfg(feature = "bench-anchors")]
+                (_, Host::FreshVec, false) => kept.push(anchor(cstream.clone_dtoh(&cdev))?),
+                #[cfg(feature = "bench-anchors")]
+                (_, _, false) => anchor(cstream.memcpy_dtoh(&cdev, &mut host))?,
+                #[cfg(not(feature = "bench-anchors"))]
+                _ => unreachable!("two engines without the anchors"),
             }
-            let gbps = copy_gbps(settings, |_| {
-                let (h, fresh): (*mut c_void, Option<Vec<u8>>) = match kind {
-                    Host::Pinned => (pinned, None),
-                    Host::Pageable => (host.as_mut_ptr().cast(), None),
-                    Host::FreshVec => {
-                        let mut v = Vec::<u8>::with_capacity(COPY_BYTES);
-                        (v.as_mut_ptr().cast::<c_void>(), Some(v))
-                    }
-                };
-                // SAFETY: `h` holds COPY_BYTES bytes (a fresh Vec's capacity is written before its
-                // length is set), `raw_dev` too; the synchronous copies finish before returning.
-                unsafe {
-                    if up {
-                        raw("cuMemcpyHtoD_v2", d.cuMemcpyHtoD_v2(raw_dev, h, COPY_BYTES))?;
-                    } else {
-                        raw("cuMemcpyDtoH_v2", d.cuMemcpyDtoH_v2(h, raw_dev, COPY_BYTES))?;
-                    }
-                    if let Some(mut v) = fresh {
-                        v.set_len(COPY_BYTES);
-                        kept.push(v);
-                    }
-                }
-                Ok(())
-            });
-            if kind == Host::Pinned {
-                // SAFETY: allocated above; the copies have finished.
-                raw("cuMemFreeHost", unsafe { d.cuMemFreeHost(pinned) })?;
+            #[cfg(feature = "bench-anchors")]
+            if engine == 2 {
+                return anchor(cstream.synchronize());
             }
-            gbps?
-        };
-        kept.clear();
-
-        #[cfg(feature = "bench-anchors")]
-        let cudarc = Some(if kind == Host::Pinned {
-            // SAFETY: written below before any read.
-            let mut pinned = anchor(unsafe { cctx.alloc_pinned::<u8>(COPY_BYTES) })?;
-            anchor(pinned.as_mut_slice())?.copy_from_slice(&host);
-            copy_gbps(settings, |_| {
-                if up {
-                    anchor(cstream.memcpy_htod(&pinned, &mut cdev))?;
-                } else {
-                    anchor(cstream.memcpy_dtoh(&cdev, &mut pinned))?;
-                }
-                anchor(cstream.synchronize())
-            })?
-        } else {
-            copy_gbps(settings, |_| {
-                match (kind, up) {
-                    (_, true) => anchor(cstream.memcpy_htod(&host, &mut cdev))?,
-                    (Host::FreshVec, false) => kept.push(anchor(cstream.clone_dtoh(&cdev))?),
-                    (_, false) => anchor(cstream.memcpy_dtoh(&cdev, &mut host))?,
-                }
-                anchor(cstream.synchronize())
-            })?
-        });
-        #[cfg(not(feature = "bench-anchors"))]
-        let cudarc = None;
-        kept.clear();
-        push_rows(rows, name, "GB/s", true, Triple { ours, raw: raw_gbps, cudarc });
+            Ok(stream.synchronize()?)
+        })?;
+        drop(kept);
+        push_rows(
+            rows,
+            name,
+            "GB/s",
+            true,
+            Triple { ours: gbps[0], raw: gbps[1], cudarc: gbps.get(2).copied() },
+        );
     }
-    // SAFETY: allocated above; every copy has finished.
-    raw("cuMemFree_v2", unsafe { d.cuMemFree_v2(raw_dev) })?;
     Ok(())
+}
+
+/// The raw loop's device buffer and page-locked host buffer, freed on drop.
+struct RawCopyMemory<'d> {
+    d: &'d Driver,
+    dev: CUdeviceptr,
+    pinned: *mut c_void,
+}
+
+impl<'d> RawCopyMemory<'d> {
+    fn new(d: &'d Driver) -> Result<Self> {
+        let mut mem = RawCopyMemory { d, dev: 0, pinned: std::ptr::null_mut() };
+        // SAFETY: valid out-pointers; both freed on drop.
+        raw("cuMemAlloc_v2", unsafe { d.cuMemAlloc_v2(&mut mem.dev, COPY_BYTES) })?;
+        // SAFETY: as above.
+        raw("cuMemAllocHost_v2", unsafe { d.cuMemAllocHost_v2(&mut mem.pinned, COPY_BYTES) })?;
+        Ok(mem)
+    }
+}
+
+impl Drop for RawCopyMemory<'_> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` (or still null / zero, which the driver ignores); the
+        // synchronous copies using them have finished.
+        unsafe {
+            let _ = self.d.cuMemFreeHost(self.pinned);
+            let _ = self.d.cuMemFree_v2(self.dev);
+        }
+    }
 }

@@ -972,6 +972,29 @@ impl<T> HostSlice<T> for PinnedHostSlice<T> {
     }
 }
 
+/// New host buffers at least this large are faulted in by several threads before a copy into them.
+const PREFAULT_BYTES: usize = 64 << 20;
+
+/// Touches every page of a new buffer from several threads. The driver writes a pageable
+/// destination page by page from one thread, and for a fresh allocation the page faults
+/// (zero-filling each page) dominate: faulting in parallel first makes a large `clone_dtoh`
+/// several times faster.
+fn prefault<T>(buffer: &mut [std::mem::MaybeUninit<T>]) {
+    use rayon::prelude::*;
+    const PAGE: usize = 4096;
+    let bytes = std::mem::size_of_val(buffer);
+    // SAFETY: the same memory viewed as bytes; `MaybeUninit<u8>` has no validity requirement
+    // and the exclusive borrow of `buffer` covers it for the lifetime of `raw`.
+    let raw = unsafe {
+        std::slice::from_raw_parts_mut(buffer.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(), bytes)
+    };
+    raw.par_chunks_mut(256 * PAGE).for_each(|chunk| {
+        for page in chunk.chunks_mut(PAGE) {
+            page[0].write(0);
+        }
+    });
+}
+
 /// `len * size_of::<T>()`, or `CUDA_ERROR_OUT_OF_MEMORY` when that does not fit in `usize`.
 fn byte_len<T>(len: usize) -> Result<usize, DriverError> {
     len.checked_mul(size_of::<T>()).ok_or(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY))
@@ -1104,6 +1127,9 @@ impl CudaStream {
         let len = src.len();
         let bytes = byte_len::<T>(len)?;
         let mut dst: Vec<T> = Vec::with_capacity(len);
+        if bytes >= PREFAULT_BYTES {
+            prefault(&mut dst.spare_capacity_mut()[..len]);
+        }
         {
             let (ptr, _record_src) = src.device_ptr(self);
             if bytes > 0 {
@@ -1206,5 +1232,26 @@ impl CudaStream {
         len: usize,
     ) -> CudaSlice<T> {
         self.wrap_allocation(cu_device_ptr, len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefault_writes_the_first_byte_of_every_page_and_nothing_past_the_end() {
+        let len = 3 * 4096 + 5;
+        let mut buffer: Vec<u8> = Vec::with_capacity(len + 7);
+        buffer.spare_capacity_mut().iter_mut().for_each(|b| {
+            b.write(0xAB);
+        });
+        prefault(&mut buffer.spare_capacity_mut()[..len]);
+        // SAFETY: every byte of the capacity was written above.
+        unsafe { buffer.set_len(len + 7) };
+        for (i, &b) in buffer.iter().enumerate() {
+            let want = if i < len && i % 4096 == 0 { 0 } else { 0xAB };
+            assert_eq!(b, want, "byte {i}");
+        }
     }
 }
