@@ -155,7 +155,10 @@ fn empty_inputs_give_empty_outputs() {
         vec![2.0, 6.0]
     );
     assert!(rt.gemv_t(Gemv::dense(3, 0), &e, &[1.0; 3], &e).unwrap().is_empty());
-    assert_eq!(rt.gemv_t(Gemv { beta: 0.5, ..Gemv::dense(0, 2) }, &e, &e, &[4.0, 2.0]).unwrap(), vec![2.0, 1.0]);
+    assert_eq!(
+        rt.gemv_t(Gemv { beta: 0.5, ..Gemv::dense(0, 2) }, &e, &e, &[4.0, 2.0]).unwrap(),
+        vec![2.0, 1.0]
+    );
     assert!(rt.transpose(&e, 0, 9).unwrap().is_empty());
     assert!(rt.matvec_reservoir(Reservoir::Dense(&e), &e).unwrap().is_empty());
     assert!(rt.spike_encode(&e, 10, 1).unwrap().is_empty());

@@ -139,7 +139,8 @@ impl<'a> Bench<'a> {
 /// reservoir step in microseconds against the CPU.
 pub fn run(stream: &Arc<CudaStream>, settings: Settings, sizes: &Sizes) -> Result<Vec<Row>> {
     let kernels = Kernels::new(stream.context().clone())?;
-    let mut b = Bench { stream, kernels: &kernels, settings, copies: HashMap::new(), rows: Vec::new(), seed: 0 };
+    let mut b =
+        Bench { stream, kernels: &kernels, settings, copies: HashMap::new(), rows: Vec::new(), seed: 0 };
     elementwise_family(&mut b, sizes.elements)?;
     for &(rows, cols) in &sizes.rows {
         row_family(&mut b, rows, cols)?;

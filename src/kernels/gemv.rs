@@ -46,7 +46,8 @@ impl Gemv {
                 got: format!("lda = {lda}"),
             });
         }
-        let need = if m == 0 || n == 0 { Some(0) } else { (m - 1).checked_mul(lda).and_then(|v| v.checked_add(n)) };
+        let need =
+            if m == 0 || n == 0 { Some(0) } else { (m - 1).checked_mul(lda).and_then(|v| v.checked_add(n)) };
         match need {
             Some(need) if a >= need => {}
             _ => {
