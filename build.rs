@@ -35,7 +35,9 @@ struct Family {
 fn main() {
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    for var in ["NVCC", "CUDA_PATH", "CUDA_HOME", "PATH", "NVCC_CCBIN", "PRISM_REGEN_PTX", "PRISM_KERNEL_CACHE"] {
+    for var in
+        ["NVCC", "CUDA_PATH", "CUDA_HOME", "PATH", "NVCC_CCBIN", "PRISM_REGEN_PTX", "PRISM_KERNEL_CACHE"]
+    {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo:rerun-if-changed=cuda");
@@ -54,6 +56,14 @@ fn main() {
              embedding the checked-in ptx/, which the driver compiles at first load"
         );
     }
+
+    // Where the figures of `prism-gpu bench` come from: the commit and the kernel compiler.
+    println!("cargo:rustc-env=PRISM_COMMIT={}", commit(&root));
+    let kernels_from = match nvcc.as_deref() {
+        Some(nvcc) => nvcc_release(nvcc),
+        None => "checked-in PTX (no nvcc)".to_string(),
+    };
+    println!("cargo:rustc-env=PRISM_KERNELS_BUILT_WITH={kernels_from}");
 
     let cache = nvcc.as_deref().map(|nvcc| Cache::new(nvcc, &root, &out));
     // Families compile in parallel: nvcc is single-threaded and the GEMM families are slow.
@@ -153,6 +163,41 @@ fn build_family(
     (image, false)
 }
 
+/// The short hash of the checked-out commit, `+dirty` when the work tree differs; `unknown` outside git.
+fn commit(root: &Path) -> String {
+    for tracked in [".git/HEAD", ".git/index"] {
+        if root.join(tracked).exists() {
+            println!("cargo:rerun-if-changed={tracked}");
+        }
+    }
+    let git = |args: &[&str]| Command::new("git").current_dir(root).args(args).output().ok();
+    match git(&["rev-parse", "--short=12", "HEAD"]) {
+        Some(out) if out.status.success() => {
+            let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|o| o.status.success() && !o.stdout.is_empty());
+            if dirty {
+                format!("{hash}+dirty")
+            } else {
+                hash
+            }
+        }
+        _ => "unknown".to_string(),
+    }
+}
+
+/// `nvcc <release>` from `nvcc --version` (its last line names the build).
+fn nvcc_release(nvcc: &Path) -> String {
+    Command::new(nvcc)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout).lines().rev().find(|l| l.contains("Build")).map(str::to_string)
+        })
+        .map_or_else(|| format!("nvcc at {}", nvcc.display()), |build| format!("nvcc {}", build.trim()))
+}
+
 /// Compiled fatbins keyed by everything that goes into them.
 struct Cache {
     dir: PathBuf,
@@ -175,8 +220,11 @@ impl Cache {
             meta.modified().ok().hash(&mut hasher);
         }
         NVCC_FLAGS.hash(&mut hasher);
-        let mut files: Vec<PathBuf> =
-            std::fs::read_dir(root.join("cuda")).expect("reading cuda/").flatten().map(|e| e.path()).collect();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("cuda"))
+            .expect("reading cuda/")
+            .flatten()
+            .map(|e| e.path())
+            .collect();
         files.sort();
         for file in files {
             file.file_name().hash(&mut hasher);

@@ -2,11 +2,13 @@
 //! host-side costs with the monotonic clock, warm-up first, medians of repeats, and results kept as
 //! rows that compare ours with the anchor measured in the same run.
 
+pub mod cpu;
 pub mod plot;
 pub mod driver;
 pub mod gemm;
 pub mod kernels;
 pub mod report;
+pub mod suite;
 mod timing;
 
 pub use timing::{time_gpu, time_host, Measured, Settings};

@@ -1,0 +1,192 @@
+//! The whole benchmark suite behind `prism-gpu bench` and `cargo bench`: picks the groups and sizes,
+//! runs them with progress lines, and returns the rows with where and when they were measured.
+//! Without a GPU it times the CPU fallback only, labelled as such.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use super::report::Environment;
+use super::{cpu, driver, gemm, kernels, Row, Settings};
+use crate::driver::CudaContext;
+use crate::error::{Error, Result};
+
+/// A group of benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// Launch, allocation and copies beside cudarc 0.19 and the raw driver loop.
+    Driver,
+    /// Memory-bound kernels beside a device-to-device copy.
+    Kernels,
+    /// GEMM, every precision, beside cuBLAS.
+    Gemm,
+    /// The CPU fallback (what runs without a GPU).
+    Cpu,
+}
+
+impl Group {
+    /// Every GPU group, in run order.
+    pub const GPU: [Group; 3] = [Group::Driver, Group::Kernels, Group::Gemm];
+
+    /// The group's name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Driver => "driver",
+            Group::Kernels => "kernels",
+            Group::Gemm => "gemm",
+            Group::Cpu => "cpu",
+        }
+    }
+
+    /// The group called `name`.
+    pub fn parse(name: &str) -> Option<Group> {
+        [Group::Driver, Group::Kernels, Group::Gemm, Group::Cpu].into_iter().find(|g| g.name() == name)
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Groups to run; empty means every GPU group (or the CPU group without a GPU).
+    pub groups: Vec<Group>,
+    /// The full run (target sizes, every GEMM shape, more repeats) instead of the short one.
+    pub full: bool,
+    /// GEMM shapes (m, n, k) instead of the run's default.
+    pub gemm_shapes: Option<Vec<(usize, usize, usize)>>,
+    /// Elements of the elementwise kernels instead of the run's default.
+    pub elements: Option<usize>,
+}
+
+/// The short run's GEMM shapes: the target squares.
+const QUICK_GEMM: &[(usize, usize, usize)] =
+    &[(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192)];
+
+/// Runs the suite; `progress` receives a line as each group starts and ends.
+pub fn run(
+    options: &Options,
+    command: &str,
+    mut progress: impl FnMut(&str),
+) -> Result<(Environment, Vec<Row>)> {
+    let settings = if options.full { Settings::FULL } else { Settings::QUICK };
+    let gpu = CudaContext::new(0);
+    let mut env = environment(command, gpu.as_ref().ok());
+    let groups: Vec<Group> = match (&options.groups[..], &gpu) {
+        ([], Ok(_)) => Group::GPU.to_vec(),
+        ([], Err(_)) => vec![Group::Cpu],
+        (picked, _) => picked.to_vec(),
+    };
+    if let Err(err) = &gpu {
+        if groups.iter().any(|g| *g != Group::Cpu) {
+            return Err(Error::NoGpu { op: "bench (GPU groups)", reason: err.to_string() });
+        }
+        env.device = "no GPU: the CPU fallback is timed, nothing is compared".to_string();
+    }
+    let mut rows = Vec::new();
+    let started = Instant::now();
+    for (i, group) in groups.iter().enumerate() {
+        progress(&format!("[{}/{}] {} ...", i + 1, groups.len(), group.name()));
+        let before = rows.len();
+        let t = Instant::now();
+        match group {
+            Group::Driver => rows.extend(driver::run(0, settings)?),
+            Group::Kernels => {
+                let ctx = gpu.as_ref().map_err(|e| Error::Driver(*e))?;
+                let mut sizes = kernels::Sizes::default();
+                if !options.full {
+                    sizes.elements = 1 << 26;
+                    sizes.rows = vec![(4096, 8192), (256, 65_536)];
+                    sizes.gemv = 8192;
+                    sizes.transpose = 4096;
+                }
+                if let Some(n) = options.elements {
+                    sizes.elements = n;
+                }
+                rows.extend(kernels::run(&ctx.default_stream(), settings, &sizes)?);
+            }
+            Group::Gemm => {
+                let shapes = match (&options.gemm_shapes, options.full) {
+                    (Some(shapes), _) => &shapes[..],
+                    (None, true) => gemm::SHAPES,
+                    (None, false) => QUICK_GEMM,
+                };
+                rows.extend(gemm::run(settings, shapes, gemm::PRECISIONS)?);
+            }
+            Group::Cpu => rows.extend(cpu::run(settings, options.full)?),
+        }
+        progress(&format!(
+            "[{}/{}] {}: {} figures in {:.1} s (total {:.1} s)",
+            i + 1,
+            groups.len(),
+            group.name(),
+            rows.len() - before,
+            t.elapsed().as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    Ok((env, rows))
+}
+
+/// Where the figures come from: device, driver, kernel compiler, date, commit.
+fn environment(command: &str, ctx: Option<&std::sync::Arc<CudaContext>>) -> Environment {
+    let device =
+        ctx.map_or_else(|| "no GPU".to_string(), |c| c.name().unwrap_or_else(|e| format!("unnamed ({e})")));
+    let driver = match crate::probe() {
+        Ok(p) => format!("{}.{}", p.driver_version / 1000, p.driver_version % 1000 / 10),
+        Err(e) => format!("none ({e})"),
+    };
+    Environment {
+        device,
+        driver,
+        toolkit: env!("PRISM_KERNELS_BUILT_WITH").to_string(),
+        date: utc_now(),
+        commit: env!("PRISM_COMMIT").to_string(),
+        command: command.to_string(),
+    }
+}
+
+/// The current UTC time as `YYYY-MM-DD HH:MM UTC`.
+fn utc_now() -> String {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+}
+
+/// Gregorian (year, month, day) of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calendar_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_414), (2025, 11, 22));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn groups_parse_by_name() {
+        assert_eq!(Group::parse("gemm"), Some(Group::Gemm));
+        assert_eq!(Group::parse("cpu"), Some(Group::Cpu));
+        assert_eq!(Group::parse("nope"), None);
+    }
+
+    #[test]
+    fn without_a_gpu_the_cpu_group_runs_and_gpu_groups_are_refused() {
+        if CudaContext::new(0).is_ok() {
+            return; // this machine has a GPU: the fallback path is not what runs here
+        }
+        let options = Options { groups: vec![Group::Gemm], full: false, gemm_shapes: None, elements: None };
+        assert!(matches!(run(&options, "test", |_| {}), Err(Error::NoGpu { .. })));
+    }
+}
