@@ -1,6 +1,6 @@
 //! Driver-level costs: kernel launch submission and round trip, allocation, and 1 GiB host/device
 //! copies. Each is measured three ways in the same run: through our `driver` API, through the raw
-//! bindings ([`crate::sys::driver`]) in a plain loop, and (with the `bench-anchors` feature)
+//! bindings ([`crate::sys::driver()`]) in a plain loop, and (with the `bench-anchors` feature)
 //! through cudarc 0.19.
 
 use std::ffi::{c_void, CString};

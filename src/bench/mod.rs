@@ -3,10 +3,10 @@
 //! rows that compare ours with the anchor measured in the same run.
 
 pub mod cpu;
-pub mod plot;
 pub mod driver;
 pub mod gemm;
 pub mod kernels;
+pub mod plot;
 pub mod report;
 pub mod suite;
 mod timing;

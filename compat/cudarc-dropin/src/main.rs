@@ -12,7 +12,12 @@ extern "C" __global__ void saxpy(float *y, const float *x, float a, unsigned n) 
 }
 "#;
 
-fn modern(ctx: &Arc<CudaContext>, x: &[f32], y: &[f32], a: f32) -> Result<Vec<f32>, Box<dyn std::error::Error>> {
+fn modern(
+    ctx: &Arc<CudaContext>,
+    x: &[f32],
+    y: &[f32],
+    a: f32,
+) -> Result<Vec<f32>, Box<dyn std::error::Error>> {
     let stream = ctx.default_stream();
     let module = ctx.load_module(compile_ptx(SRC)?)?;
     let saxpy = module.load_function("saxpy")?;
