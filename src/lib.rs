@@ -61,6 +61,4 @@ pub mod driver {
 pub use error::{Error, Result};
 pub use kernels::gemm::{Gemm, Precision};
 pub use probe::{probe, probe_driver, DeviceInfo, Probe};
-pub use runtime::{matrix_multiply, sgemm};
-pub use runtime::{runtime, ProductionGpuRuntime};
-pub use runtime::{get_global_executor, relu_inplace};
+pub use runtime::{get_global_executor, matrix_multiply, relu_inplace, runtime, sgemm, ProductionGpuRuntime};
