@@ -2,6 +2,8 @@
 //! runs them with progress lines, and returns the rows with where and when they were measured.
 //! Without a GPU it times the CPU fallback only, labelled as such.
 
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::report::Environment;
@@ -122,6 +124,97 @@ pub fn run(
         ));
     }
     Ok((env, rows))
+}
+
+/// Parses `prism-gpu bench`'s options: `--full`, `--groups a,b`, `--gemm MxNxK,...`,
+/// `--elements N`, `--out DIR`; returns the options and the output folder.
+pub fn parse_args(args: &[&str]) -> std::result::Result<(Options, PathBuf), String> {
+    let mut options = Options { groups: Vec::new(), full: false, gemm_shapes: None, elements: None };
+    let mut out = PathBuf::from("target/bench");
+    let mut args = args.iter();
+    while let Some(&arg) = args.next() {
+        let mut value = || args.next().copied().ok_or_else(|| format!("{arg} needs a value"));
+        match arg {
+            "--full" => options.full = true,
+            "--groups" => {
+                options.groups = value()?
+                    .split(',')
+                    .map(|g| Group::parse(g).ok_or_else(|| format!("unknown group `{g}`")))
+                    .collect::<Result<_, _>>()?
+            }
+            "--gemm" => {
+                let shapes = value()?
+                    .split(',')
+                    .map(|s| match s.split('x').map(str::parse).collect::<Result<Vec<usize>, _>>() {
+                        Ok(d) if d.len() == 3 && d.iter().all(|&x| x > 0) => Ok((d[0], d[1], d[2])),
+                        _ => Err(format!("`{s}` is not a GEMM shape MxNxK")),
+                    })
+                    .collect::<Result<_, _>>()?;
+                options.gemm_shapes = Some(shapes);
+            }
+            "--elements" => {
+                let n = value()?;
+                options.elements = Some(n.parse().map_err(|_| format!("`{n}` is not a count"))?);
+            }
+            "--out" => out = PathBuf::from(value()?),
+            other => return Err(format!("unknown bench option `{other}`")),
+        }
+    }
+    Ok((options, out))
+}
+
+/// Runs the suite with progress on stderr, prints the Markdown table, and writes `bench.md`,
+/// `bench.json` and the SVG plots into `out`.
+pub fn run_and_write(options: &Options, out: &Path, command: &str) -> ExitCode {
+    let (env, rows) = match run(options, command, |line| eprintln!("{line}")) {
+        Ok(result) => result,
+        Err(err) => {
+            eprintln!("bench failed: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let markdown = super::report::markdown(&env, &rows);
+    print!("{markdown}");
+    let written = std::fs::create_dir_all(out)
+        .and_then(|()| std::fs::write(out.join("bench.md"), &markdown))
+        .and_then(|()| std::fs::write(out.join("bench.json"), super::report::json(&env, &rows)))
+        .map_err(|e| e.to_string())
+        .and_then(|()| super::plot::svgs(&rows))
+        .and_then(|plots| {
+            plots.iter().try_for_each(|(stem, svg)| {
+                std::fs::write(out.join(format!("{stem}.svg")), svg).map_err(|e| e.to_string())
+            })
+        });
+    match written {
+        Ok(()) => {
+            eprintln!("wrote {}/bench.md, bench.json and the plots", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("writing the results to {} failed: {err}", out.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The `main` of a `cargo bench` target for `group`: the command line's own options (after
+/// cargo's `--bench`) with the group fixed, results under `target/bench/<group>`.
+pub fn bench_main(group: Group) -> ExitCode {
+    let given: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let out = format!("target/bench/{}", group.name());
+    let mut args: Vec<&str> = vec!["--groups", group.name(), "--out", &out];
+    args.extend(given.iter().map(String::as_str));
+    match parse_args(&args) {
+        Ok((options, out)) => run_and_write(
+            &options,
+            &out,
+            &format!("cargo bench --bench {} -- {}", group.name(), given.join(" ")),
+        ),
+        Err(why) => {
+            eprintln!("{why}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// Where the figures come from: device, driver, kernel compiler, date, commit.

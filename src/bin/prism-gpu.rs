@@ -1,10 +1,8 @@
 //! The `prism-gpu` command line: `info` (the default), `selftest`, `bench`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use prism_gpu::bench::suite::{self, Group, Options};
-use prism_gpu::bench::{plot, report};
+use prism_gpu::bench::suite;
 use prism_gpu::selftest::{self, SplitMix64};
 use prism_gpu::ProductionGpuRuntime;
 
@@ -28,8 +26,10 @@ fn main() -> ExitCode {
             run_selftest()
         }
         ["selftest"] => run_selftest(),
-        ["bench", rest @ ..] => match parse_bench(rest) {
-            Ok((options, out)) => run_bench(&options, &out, &args),
+        ["bench", rest @ ..] => match suite::parse_args(rest) {
+            Ok((options, out)) => {
+                suite::run_and_write(&options, &out, &format!("prism-gpu {}", args.join(" ")))
+            }
             Err(why) => {
                 eprintln!("{why}\n{USAGE}");
                 ExitCode::from(2)
@@ -78,74 +78,6 @@ fn run_selftest() -> ExitCode {
         }
         Err(err) => {
             println!("self-test could not run: {err}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn parse_bench(args: &[&str]) -> Result<(Options, PathBuf), String> {
-    let mut options = Options { groups: Vec::new(), full: false, gemm_shapes: None, elements: None };
-    let mut out = PathBuf::from("target/bench");
-    let mut args = args.iter();
-    while let Some(&arg) = args.next() {
-        let mut value = || args.next().copied().ok_or_else(|| format!("{arg} needs a value"));
-        match arg {
-            "--full" => options.full = true,
-            "--groups" => {
-                options.groups = value()?
-                    .split(',')
-                    .map(|g| Group::parse(g).ok_or_else(|| format!("unknown group `{g}`")))
-                    .collect::<Result<_, _>>()?
-            }
-            "--gemm" => {
-                let shapes = value()?
-                    .split(',')
-                    .map(|s| match s.split('x').map(str::parse).collect::<Result<Vec<usize>, _>>() {
-                        Ok(d) if d.len() == 3 && d.iter().all(|&x| x > 0) => Ok((d[0], d[1], d[2])),
-                        _ => Err(format!("`{s}` is not a GEMM shape MxNxK")),
-                    })
-                    .collect::<Result<_, _>>()?;
-                options.gemm_shapes = Some(shapes);
-            }
-            "--elements" => {
-                let n = value()?;
-                options.elements = Some(n.parse().map_err(|_| format!("`{n}` is not a count"))?);
-            }
-            "--out" => out = PathBuf::from(value()?),
-            other => return Err(format!("unknown bench option `{other}`")),
-        }
-    }
-    Ok((options, out))
-}
-
-fn run_bench(options: &Options, out: &std::path::Path, args: &[String]) -> ExitCode {
-    let command = format!("prism-gpu {}", args.join(" "));
-    let (env, rows) = match suite::run(options, &command, |line| eprintln!("{line}")) {
-        Ok(result) => result,
-        Err(err) => {
-            eprintln!("bench failed: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let markdown = report::markdown(&env, &rows);
-    print!("{markdown}");
-    let written = std::fs::create_dir_all(out)
-        .and_then(|()| std::fs::write(out.join("bench.md"), &markdown))
-        .and_then(|()| std::fs::write(out.join("bench.json"), report::json(&env, &rows)))
-        .map_err(|e| e.to_string())
-        .and_then(|()| plot::svgs(&rows))
-        .and_then(|plots| {
-            plots.iter().try_for_each(|(stem, svg)| {
-                std::fs::write(out.join(format!("{stem}.svg")), svg).map_err(|e| e.to_string())
-            })
-        });
-    match written {
-        Ok(()) => {
-            eprintln!("wrote {}/bench.md, bench.json and the plots", out.display());
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("writing the results to {} failed: {err}", out.display());
             ExitCode::FAILURE
         }
     }
