@@ -29,7 +29,7 @@ pub fn svgs(rows: &[Row]) -> Result<Vec<(String, String)>, String> {
         }
         for unit in units {
             let selected: Vec<&Row> = rows.iter().filter(|r| r.group == group && r.unit == unit).collect();
-            let stem = format!("{group}-{}", unit.replace('/', "-per-").to_lowercase());
+            let stem = file_stem(&format!("{group}-{}", unit.replace('/', "-per-")));
             let title = format!("{group}: {unit}");
             let svg = if selected.iter().all(|r| r.series.is_some()) {
                 lines(&title, unit, &selected)
@@ -41,6 +41,14 @@ pub fn svgs(rows: &[Row]) -> Result<Vec<(String, String)>, String> {
         }
     }
     Ok(out)
+}
+
+/// `name` in lower case with every character but letters, digits, `.` and `_` replaced by `-`, so
+/// it is a portable file name.
+fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' { c.to_ascii_lowercase() } else { '-' })
+        .collect()
 }
 
 type DrawResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -109,7 +117,9 @@ fn lines(title: &str, unit: &str, rows: &[&Row]) -> DrawResult<String> {
 fn bars(title: &str, unit: &str, rows: &[&Row]) -> DrawResult<String> {
     let mut svg = String::new();
     {
-        let slots = 2 * rows.len();
+        // Two slots per row (ours, anchor) when anything has an anchor, else one.
+        let per_row = if rows.iter().any(|r| r.anchor_value.is_some()) { 2 } else { 1 };
+        let slots = per_row * rows.len();
         let root = SVGBackend::with_string(&mut svg, (900, 100 + 26 * slots as u32)).into_drawing_area();
         root.fill(&WHITE)?;
         let top =
@@ -147,14 +157,14 @@ fn bars(title: &str, unit: &str, rows: &[&Row]) -> DrawResult<String> {
             )
         };
         chart
-            .draw_series(rows.iter().enumerate().map(|(i, r)| bar(2 * i, r.ours, OURS)))?
+            .draw_series(rows.iter().enumerate().map(|(i, r)| bar(per_row * i, r.ours, OURS)))?
             .label("ours")
             .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], OURS.filled()));
         chart
             .draw_series(
                 rows.iter()
                     .enumerate()
-                    .filter_map(|(i, r)| r.anchor_value.map(|a| bar(2 * i + 1, a, ANCHOR))),
+                    .filter_map(|(i, r)| r.anchor_value.map(|a| bar(per_row * i + 1, a, ANCHOR))),
             )?
             .label(anchor_label)
             .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], ANCHOR.filled()));
@@ -198,5 +208,6 @@ mod tests {
         }
         assert!(plots[0].1.contains("bf16 (ours)") && plots[0].1.contains("f32 (anchor)"));
         assert!(plots[1].1.contains("submit"));
+        assert_eq!(file_stem("cpu fallback-GB-per-s"), "cpu-fallback-gb-per-s");
     }
 }
