@@ -8,6 +8,7 @@ use crate::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
 use crate::error::Result;
 use crate::kernels::activations::{self, Activation};
 use crate::kernels::elementwise::{self, Binary};
+use crate::kernels::gemm::Workspace;
 use crate::kernels::gemv::{self, Gemv};
 use crate::kernels::neuromorphic::{self, Csr, DeviceCsr, DeviceReservoir, Patterns};
 use crate::kernels::norms::{self, Channels, Nchw, NormElement, Running};
@@ -20,12 +21,17 @@ use crate::kernels::{convert, shape, transpose, Kernels};
 pub struct GpuOps {
     stream: Arc<CudaStream>,
     kernels: Kernels,
+    gemm_workspace: Workspace,
 }
 
 impl GpuOps {
     /// Operations on `ctx`'s default stream.
     pub fn new(ctx: Arc<CudaContext>) -> Result<Self> {
-        Ok(Self { stream: ctx.default_stream(), kernels: Kernels::new(ctx)? })
+        Ok(Self {
+            stream: ctx.default_stream(),
+            kernels: Kernels::new(ctx)?,
+            gemm_workspace: Workspace::default(),
+        })
     }
 
     /// The stream every operation is ordered on.
@@ -36,6 +42,11 @@ impl GpuOps {
     /// The built-in kernels of this context.
     pub fn kernels(&self) -> &Kernels {
         &self.kernels
+    }
+
+    /// The scratch that this runtime's GEMMs reuse (kept between calls).
+    pub(crate) fn gemm_workspace(&self) -> &Workspace {
+        &self.gemm_workspace
     }
 
     /// Runs a host-slice operation's GPU part; its downloads synchronise the stream.

@@ -157,7 +157,7 @@ impl GpuOps {
         b: &CudaView<TIn>,
         c: &mut CudaViewMut<TOut>,
     ) -> Result<()> {
-        gemm::gemm(self.kernels(), self.stream(), g, a, b, c)
+        gemm::gemm(self.kernels(), self.stream(), self.gemm_workspace(), g, a, b, c)
     }
 
     /// `a * b` for packed row-major `a` (m x k) and `b` (k x n) into a new m x n buffer, at

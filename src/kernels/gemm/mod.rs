@@ -36,12 +36,22 @@ const SMALL_TILE: usize = 16;
 /// Workspace rows are padded to this many f32 (128-byte pitch, TMA's fast case).
 const STAGE_PITCH: usize = 32;
 
+/// Device scratch that GEMMs reuse (the TF32 path's transposed operands): it grows to the largest
+/// request and is kept, so a GEMM does not allocate. A fresh allocation per call is costly because
+/// the stream-ordered pool hands freed memory back to the device at every synchronisation (64 MB
+/// per 4096^3 TF32 call). Thread-safe: a GEMM holds the lock while it enqueues its work, and the
+/// buffer's own read/write tracking orders its uses across streams.
+#[derive(Default)]
+pub struct Workspace(Mutex<Option<CudaSlice<u8>>>);
+
 /// `C = alpha * op(A) * op(B) + beta * C` on device buffers, ordered on `stream`, for every batch
 /// entry of `g` (see [`Gemm`] for the layout). Checks the shape first ([`Error::Shape`]); m, n or
-/// batch 0 does nothing, k = 0 scales C by beta. The kernel is picked by [`dispatch::plan`].
+/// batch 0 does nothing, k = 0 scales C by beta. The kernel is picked by [`dispatch::plan`];
+/// scratch comes from `workspace`.
 pub fn gemm<TIn: Element, TOut: Element>(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
+    workspace: &Workspace,
     g: &Gemm,
     a: &CudaView<TIn>,
     b: &CudaView<TIn>,
@@ -95,6 +105,7 @@ pub fn gemm<TIn: Element, TOut: Element>(
                 match sm90::<TIn, TOut>(
                     kernels,
                     stream,
+                    workspace,
                     &device,
                     g,
                     precision,
@@ -243,6 +254,7 @@ struct Sm90Operand {
 fn sm90<TIn: Element, TOut: Element>(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
+    workspace: &Workspace,
     device: &Device,
     g: &Gemm,
     precision: Precision,
@@ -266,52 +278,70 @@ fn sm90<TIn: Element, TOut: Element>(
     let tiles = g.m.div_ceil(TILE_M) * g.n.div_ceil(bn as usize);
     let (m, n, k, ldc, stride_c) = (g.m as i32, g.n as i32, g.k as i32, g.ldc as i32, g.stride_c as i64);
     let staged_ld = g.k.next_multiple_of(STAGE_PITCH);
+    // The staged operands of one launch (at most GRID_YZ_MAX entries), A's then B's, in one
+    // workspace; every matrix starts on a 128-byte boundary (the pitch is 32 f32).
+    let most = g.batch.min(GRID_YZ_MAX);
+    let staged_floats = |stage: bool, rows: usize| if stage { most * rows * staged_ld } else { 0 };
+    let (floats_a, floats_b) = (staged_floats(stage_a, g.m), staged_floats(stage_b, g.n));
+    let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+    let need = (floats_a + floats_b) * size_of::<f32>();
+    if need > 0 && scratch.as_ref().is_none_or(|ws| ws.len() < need) {
+        // Free the old buffer first (ordered after its uses) so both are never held at once.
+        *scratch = None;
+        // SAFETY: each launch's transposes write every element that its GEMM reads (rows x k of
+        // each entry) before the GEMM runs; the pitch padding is never read (TMA stops at k).
+        *scratch = Some(unsafe { stream.alloc::<u8>(need) }?);
+    }
+    // The guard orders the transposes' writes after the buffer's earlier uses and records them.
+    let (scratch_base, _write_scratch) = match scratch.as_mut() {
+        Some(ws) if need > 0 => {
+            let (base, guard) = ws.device_ptr_mut(stream);
+            (base, Some(guard))
+        }
+        _ => (0, None),
+    };
+    let regions = [scratch_base, scratch_base + (floats_a * size_of::<f32>()) as u64];
 
     for z0 in (0..g.batch).step_by(GRID_YZ_MAX) {
         let entries = (g.batch - z0).min(GRID_YZ_MAX);
         let at = |base: u64, stride: usize| base + (z0 * stride) as u64 * es;
-        // Workspaces live until the end of this iteration; their reads are ordered on `stream`.
-        let mut workspaces: Vec<CudaSlice<f32>> = Vec::new();
-        let mut operand = |base: u64, ld: usize, stride: usize, trans: bool, stage: bool, rows: usize| {
-            if !stage {
-                return Ok::<_, Error>(Sm90Operand { base: at(base, stride), ld, stride, trans });
-            }
-            // Stored k x rows: transpose to rows x k with a 128-byte pitch.
-            let transpose = transpose.as_ref().expect("loaded when staging");
-            let staged_stride = rows * staged_ld;
-            // SAFETY: the transpose below writes every element that the GEMM reads (rows x k of
-            // each entry); the pitch padding is never read (TMA stops at k).
-            let mut ws = unsafe { stream.alloc::<f32>(entries * staged_stride) }?;
-            let (cols, depth) = (rows as i32, g.k as i32);
-            let (ld_in, stride_in, ld_out) = (ld as i32, stride as i64, staged_ld as i32);
-            let (input, stride_out) = (at(base, stride), staged_stride as i64);
-            let cfg = LaunchConfig {
-                grid_dim: (rows.div_ceil(32) as u32, g.k.div_ceil(32) as u32, entries as u32),
-                block_dim: (32, 8, 1),
-                shared_mem_bytes: 0,
+        let operand =
+            |base: u64, ld: usize, stride: usize, trans: bool, stage: bool, rows: usize, ws: u64| {
+                if !stage {
+                    return Ok::<_, Error>(Sm90Operand { base: at(base, stride), ld, stride, trans });
+                }
+                // Stored k x rows: transpose to rows x k with a 128-byte pitch into the workspace.
+                let transpose = transpose.as_ref().expect("loaded when staging");
+                let staged_stride = rows * staged_ld;
+                let (cols, depth) = (rows as i32, g.k as i32);
+                let (ld_in, stride_in, ld_out) = (ld as i32, stride as i64, staged_ld as i32);
+                let (input, stride_out) = (at(base, stride), staged_stride as i64);
+                let cfg = LaunchConfig {
+                    grid_dim: (rows.div_ceil(32) as u32, g.k.div_ceil(32) as u32, entries as u32),
+                    block_dim: (32, 8, 1),
+                    shared_mem_bytes: 0,
+                };
+                // SAFETY: `gemm_transpose_f32(rows, cols, in, ld_in, stride_in, out, ld_out,
+                // stride_out)`: reads the validated k x rows operand of each entry, writes rows x k
+                // at `ws`, this operand's workspace region, which holds `entries <= most` such
+                // matrices at pitch `staged_ld >= k` (sized above).
+                unsafe {
+                    stream
+                        .launch_builder(transpose)
+                        .arg(&depth)
+                        .arg(&cols)
+                        .arg(&input)
+                        .arg(&ld_in)
+                        .arg(&stride_in)
+                        .arg(&ws)
+                        .arg(&ld_out)
+                        .arg(&stride_out)
+                        .launch(cfg)?;
+                }
+                Ok(Sm90Operand { base: ws, ld: staged_ld, stride: staged_stride, trans: !trans })
             };
-            // SAFETY: `gemm_transpose_f32(rows, cols, in, ld_in, stride_in, out, ld_out,
-            // stride_out)`: reads the validated k x rows operand of each entry, writes rows x k
-            // into `ws`, which holds `entries` such matrices at pitch `staged_ld >= k`.
-            unsafe {
-                stream
-                    .launch_builder(transpose)
-                    .arg(&depth)
-                    .arg(&cols)
-                    .arg(&input)
-                    .arg(&ld_in)
-                    .arg(&stride_in)
-                    .arg(&mut ws)
-                    .arg(&ld_out)
-                    .arg(&stride_out)
-                    .launch(cfg)?;
-            }
-            let base = ws.device_ptr(stream).0;
-            workspaces.push(ws);
-            Ok(Sm90Operand { base, ld: staged_ld, stride: staged_stride, trans: !trans })
-        };
-        let a = operand(pa, g.lda, g.stride_a, g.trans_a, stage_a, g.m)?;
-        let b = operand(pb, g.ldb, g.stride_b, g.trans_b, stage_b, g.n)?;
+        let a = operand(pa, g.lda, g.stride_a, g.trans_a, stage_a, g.m, regions[0])?;
+        let b = operand(pb, g.ldb, g.stride_b, g.trans_b, stage_b, g.n, regions[1])?;
 
         let map = |o: Sm90Operand, rows: usize, cols: usize, box_cols: u32, box_rows: u32| {
             Operand {
@@ -338,9 +368,9 @@ fn sm90<TIn: Element, TOut: Element>(
             shared_mem_bytes: SM90_SMEM,
         };
         // SAFETY: `(tmA, tmB, m, n, k, alpha, beta, C, ldc, strideC)` as the sm_90a entries take
-        // them. The maps cover exactly the validated operands (or the workspaces, alive until
-        // the end of this iteration) of entries z0..z0+entries; C is advanced to entry z0 and
-        // holds every m x n block of them (validated).
+        // them. The maps cover exactly the validated operands (or the workspace regions, kept
+        // while the lock is held) of entries z0..z0+entries; C is advanced to entry z0 and holds
+        // every m x n block of them (validated).
         unsafe {
             stream
                 .launch_builder(&function)
@@ -356,7 +386,6 @@ fn sm90<TIn: Element, TOut: Element>(
                 .arg(&stride_c)
                 .launch(cfg)?;
         }
-        drop(workspaces);
     }
     Ok(())
 }
