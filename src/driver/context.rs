@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::result::{self, DriverError};
+use super::staging::StagingPool;
 use super::stream::CudaStream;
 use super::sys;
 
@@ -32,6 +33,8 @@ pub struct CudaContext {
     /// Captures begun through [`CudaStream::begin_capture`] and not yet ended.
     pub(crate) active_captures: AtomicUsize,
     pub(crate) error_state: AtomicU32,
+    /// Page-locked buffers for large pageable copies, freed when the context drops.
+    pub(crate) staging: StagingPool,
 }
 
 // SAFETY: the raw handles are owned by this object and the driver API is thread safe; the
@@ -47,6 +50,8 @@ impl Drop for CudaContext {
         if ctx.is_null() {
             return;
         }
+        // SAFETY: `ctx` is still alive here; no copy is in flight (copies hold the context).
+        self.record_err(unsafe { self.staging.free_all(ctx) });
         if self.is_primary {
             // SAFETY: balances the retain in `new`; no child object is alive (they hold Arcs).
             self.record_err(unsafe { result::primary_ctx::release(self.cu_device) });
@@ -88,6 +93,7 @@ impl CudaContext {
             event_tracking: AtomicBool::new(true),
             active_captures: AtomicUsize::new(0),
             error_state: AtomicU32::new(0),
+            staging: StagingPool::default(),
         })
     }
 

@@ -385,6 +385,7 @@ mod tests {
             event_tracking: AtomicBool::new(true),
             active_captures: AtomicUsize::new(0),
             error_state: AtomicU32::new(0),
+            staging: Default::default(),
         });
         let stream = Arc::new(CudaStream {
             cu_stream: std::ptr::null_mut(),

@@ -19,6 +19,7 @@ use std::sync::{Arc, OnceLock};
 use super::context::{CudaContext, SyncMode};
 use super::event::CudaEvent;
 use super::result::{self, DriverError};
+use super::staging;
 use super::stream::CudaStream;
 use super::sys;
 
@@ -972,7 +973,14 @@ impl<T> HostSlice<T> for PinnedHostSlice<T> {
     }
 }
 
-/// New host buffers at least this large are faulted in by several threads before a copy into them.
+/// Whether a [`HostSlice`]'s guard says it is plain (pageable) host memory: the guard of `[T]`,
+/// `[T; N]` and `Vec<T>` does nothing, as copies with pageable memory need no later sync.
+fn is_plain_host(guard: &SyncOnDrop<'_>) -> bool {
+    matches!(guard, SyncOnDrop::Sync(None))
+}
+
+/// New host buffers at least this large are faulted in by several threads before a direct
+/// (unstaged) copy into them.
 const PREFAULT_BYTES: usize = 64 << 20;
 
 /// Touches every page of a new buffer from several threads. The driver writes a pageable
@@ -1098,10 +1106,18 @@ impl CudaStream {
         assert!(dst.len() >= src.len(), "memcpy_htod: destination shorter than source");
         self.ctx.bind_to_thread()?;
         // SAFETY: the host slice is used only for this copy on `self`.
-        let (src, _record_src) = unsafe { src.stream_synced_slice(self) };
+        let (src, record_src) = unsafe { src.stream_synced_slice(self) };
         let (dst, _record_dst) = dst.device_ptr_mut(self);
         if src.is_empty() {
             return Ok(());
+        }
+        // Plain host memory (its guard does nothing) is pageable: large copies are staged.
+        if is_plain_host(&record_src) {
+            // SAFETY: `src` is readable for its length during the call; `dst` holds at least as
+            // many bytes and was ordered for writing on `self` above.
+            if unsafe { staging::htod(self, dst, src.as_ptr().cast(), std::mem::size_of_val(src)) }? {
+                return Ok(());
+            }
         }
         // SAFETY: `dst` holds at least `src.len()` values; pageable sources are staged before the
         // call returns, pinned ones are kept alive by their owner's event until the copy is done.
@@ -1127,12 +1143,14 @@ impl CudaStream {
         let len = src.len();
         let bytes = byte_len::<T>(len)?;
         let mut dst: Vec<T> = Vec::with_capacity(len);
-        if bytes >= PREFAULT_BYTES {
-            prefault(&mut dst.spare_capacity_mut()[..len]);
-        }
         {
             let (ptr, _record_src) = src.device_ptr(self);
-            if bytes > 0 {
+            // SAFETY: the Vec's buffer has room for `len` values and nothing else uses it.
+            let staged = bytes > 0 && unsafe { staging::dtoh(self, dst.as_mut_ptr().cast(), ptr, bytes) }?;
+            if bytes > 0 && !staged {
+                if bytes >= PREFAULT_BYTES {
+                    prefault(&mut dst.spare_capacity_mut()[..len]);
+                }
                 // SAFETY: the Vec's buffer has room for `len` values; it is pageable memory, so
                 // the copy has finished when the call returns.
                 unsafe {
@@ -1158,9 +1176,18 @@ impl CudaStream {
         let n = src.len();
         let (src, _record_src) = src.device_ptr(self);
         // SAFETY: the host slice is used only for this copy on `self`.
-        let (dst, _record_dst) = unsafe { dst.stream_synced_mut_slice(self) };
+        let (dst, record_dst) = unsafe { dst.stream_synced_mut_slice(self) };
         if n == 0 || size_of::<T>() == 0 {
             return Ok(());
+        }
+        // Plain host memory (its guard does nothing) is pageable: large copies are staged.
+        if is_plain_host(&record_dst) {
+            let dst = &mut dst[..n];
+            // SAFETY: `dst` is writable for its length and used by nothing else during the call;
+            // `src` holds as many bytes and was ordered for reading on `self` above.
+            if unsafe { staging::dtoh(self, dst.as_mut_ptr().cast(), src, std::mem::size_of_val(dst)) }? {
+                return Ok(());
+            }
         }
         // SAFETY: `src` holds `n` values and `dst[..n]` has room for them; pageable destinations
         // are written before the call returns, pinned ones are guarded by their event.

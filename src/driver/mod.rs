@@ -36,6 +36,7 @@ mod launch;
 mod memory;
 mod module;
 pub mod result;
+mod staging;
 mod stream;
 
 /// The raw driver bindings (`cuda.h`), as `cudarc::driver::sys`.
