@@ -159,8 +159,36 @@ fn build_family(
         let mut cmd = Command::new(nvcc);
         cmd.current_dir(root).args(NVCC_FLAGS).arg("-ptx").arg(format!("-arch=compute_{}", family.ptx));
         run(cmd.arg("-o").arg(&checked_in).arg(&family.source));
+        let ptx = std::fs::read_to_string(&checked_in).expect("reading generated PTX");
+        std::fs::write(&checked_in, path_independent(&ptx)).expect("writing generated PTX");
     }
     (image, false)
+}
+
+/// nvcc names internal-linkage symbols (`_INTERNAL_<8 hex digits>_...`, anonymous namespaces
+/// `_GLOBAL__N__<8 hex digits>_...`) with a hash of the source's absolute path, so the same source
+/// gives different PTX in different checkouts. The symbols are private to the module: zeroing the
+/// hash keeps every reference consistent and the checked-in file the same everywhere.
+fn path_independent(ptx: &str) -> String {
+    let mut out = ptx.to_string();
+    for mark in ["_INTERNAL_", "_GLOBAL__N__"] {
+        let mut normalised = String::with_capacity(out.len());
+        let mut rest = out.as_str();
+        while let Some(at) = rest.find(mark) {
+            let (before, after) = rest.split_at(at + mark.len());
+            normalised.push_str(before);
+            let hash = after.as_bytes().get(..9);
+            if hash.is_some_and(|h| h[..8].iter().all(u8::is_ascii_hexdigit) && h[8] == b'_') {
+                normalised.push_str("00000000");
+                rest = &after[8..];
+            } else {
+                rest = after;
+            }
+        }
+        normalised.push_str(rest);
+        out = normalised;
+    }
+    out
 }
 
 /// The short hash of the checked-out commit, `+dirty` when the work tree differs; `unknown` outside git.
