@@ -186,6 +186,187 @@ __device__ __forceinline__ void simt_entry(int m, int n, int k, float alpha, con
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Warp-tiled SIMT GEMM: BM x 128 x 16 block tile, 256 threads as 2 x 4 warps, each warp a (BM/2) x 32 tile,
+// each thread (BM/16) x 8 outputs in 4 x 4 quadrants (float4 shared reads, conflict-free). K-major shared tiles
+// [16][BM + 4], double-buffered, with the next tile prefetched into registers. Instantiated with BM = 64 for
+// exact fp32 grids that 128-row tiles leave under one wave (1024^2: 1.4x the 128-row kernel); with BM = 128
+// it measured no faster than the kernel above (notes/gemm.md).
+constexpr int WT_BN = 128, WT_BK = 16, WT_PAD = 4;
+
+// Loads this thread's share (ROWS * 16 / 256 elements, in float4 groups) of the [ROWS along M/N] x [16 along K]
+// operand tile starting at (mn0, k0). KCONT: K is contiguous in global memory (A not transposed / B transposed).
+template <int ROWS, typename T, bool KCONT, bool VEC>
+__device__ __forceinline__ void wt_fetch(float (&v)[ROWS * WT_BK / 256], const T *__restrict__ g, long long ld,
+                                         int mn0, int k0, int mn_lim, int k_lim) {
+    constexpr int GROUPS = ROWS * WT_BK / 1024;  // float4 groups per thread
+#pragma unroll
+    for (int j = 0; j < GROUPS; ++j) {
+        const int idx = threadIdx.x + j * 256;
+        // KCONT: 4 groups per row of 16 k; else ROWS / 4 groups per row of ROWS mn.
+        const int mn = mn0 + (KCONT ? idx / 4 : (idx % (ROWS / 4)) * 4);
+        const int kk = k0 + (KCONT ? (idx % 4) * 4 : idx / (ROWS / 4));
+        float *o = v + 4 * j;
+        if (KCONT) {
+            if (VEC && mn < mn_lim && kk + 3 < k_lim) {
+                const float4 f = *reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(g) +
+                                                                   (long long)mn * ld + kk);
+                o[0] = f.x; o[1] = f.y; o[2] = f.z; o[3] = f.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    o[e] = (mn < mn_lim && kk + e < k_lim) ? to_f32<T>(g[(long long)mn * ld + kk + e]) : 0.f;
+            }
+        } else {
+            if (VEC && kk < k_lim && mn + 3 < mn_lim) {
+                const float4 f = *reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(g) +
+                                                                   (long long)kk * ld + mn);
+                o[0] = f.x; o[1] = f.y; o[2] = f.z; o[3] = f.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    o[e] = (kk < k_lim && mn + e < mn_lim) ? to_f32<T>(g[(long long)kk * ld + mn + e]) : 0.f;
+            }
+        }
+    }
+}
+// Stores the fetched elements into the K-major [16][ROWS + PAD] shared tile.
+template <int ROWS, bool KCONT>
+__device__ __forceinline__ void wt_stash(float *s, const float (&v)[ROWS * WT_BK / 256]) {
+    constexpr int GROUPS = ROWS * WT_BK / 1024;
+#pragma unroll
+    for (int j = 0; j < GROUPS; ++j) {
+        const int idx = threadIdx.x + j * 256;
+        if (KCONT) {
+            const int mn = idx / 4, kk = (idx % 4) * 4;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[(kk + e) * (ROWS + WT_PAD) + mn] = v[4 * j + e];
+        } else {
+            const int mn = (idx % (ROWS / 4)) * 4, kk = idx / (ROWS / 4);
+            *reinterpret_cast<float4 *>(s + kk * (ROWS + WT_PAD) + mn) =
+                make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+        }
+    }
+}
+
+template <int BM, typename TI, typename TO, bool TA, bool TB, bool VEC>
+__device__ __forceinline__ void wt_gemm(int m, int n, int k, float alpha, const TI *__restrict__ A, int lda,
+                                        const TI *__restrict__ B, int ldb, float beta, TO *__restrict__ C, int ldc,
+                                        float (*As)[WT_BK][BM + WT_PAD], float (*Bs)[WT_BK][WT_BN + WT_PAD]) {
+    constexpr int QM = BM / 64;  // 4-row quadrants per thread (2 or 1)
+    constexpr int TM = 4 * QM;   // rows per thread
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * WT_BN;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    // Warp (wm, wn) of 2 x 4 covers rows wm * BM/2 .., columns wn * 32 ..; lane (ly, lx) of 8 x 4.
+    const int row0 = (warp / 4) * (BM / 2) + (lane / 4) * 4;
+    const int col0 = (warp % 4) * 32 + (lane % 4) * 4;
+    const int nk = (k + WT_BK - 1) / WT_BK;
+
+    float acc[TM][8];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
+
+    float va[BM * WT_BK / 256], vb[WT_BN * WT_BK / 256];
+    wt_fetch<BM, TI, !TA, VEC>(va, A, lda, m0, 0, m, k);
+    wt_fetch<WT_BN, TI, TB, VEC>(vb, B, ldb, n0, 0, n, k);
+    wt_stash<BM, !TA>(&As[0][0][0], va);
+    wt_stash<WT_BN, TB>(&Bs[0][0][0], vb);
+    __syncthreads();
+
+    for (int kb = 0; kb < nk; ++kb) {
+        const int cur = kb & 1;
+        if (kb + 1 < nk) {
+            wt_fetch<BM, TI, !TA, VEC>(va, A, lda, m0, (kb + 1) * WT_BK, m, k);
+            wt_fetch<WT_BN, TI, TB, VEC>(vb, B, ldb, n0, (kb + 1) * WT_BK, n, k);
+        }
+#pragma unroll
+        for (int kk = 0; kk < WT_BK; ++kk) {
+            float a[TM], b[8];
+#pragma unroll
+            for (int q = 0; q < QM; ++q) {
+                const float4 f = *reinterpret_cast<const float4 *>(&As[cur][kk][row0 + q * 32]);
+                a[4 * q] = f.x; a[4 * q + 1] = f.y; a[4 * q + 2] = f.z; a[4 * q + 3] = f.w;
+            }
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+                const float4 f = *reinterpret_cast<const float4 *>(&Bs[cur][kk][col0 + q * 16]);
+                b[4 * q] = f.x; b[4 * q + 1] = f.y; b[4 * q + 2] = f.z; b[4 * q + 3] = f.w;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        if (kb + 1 < nk) {
+            wt_stash<BM, !TA>(&As[cur ^ 1][0][0], va);
+            wt_stash<WT_BN, TB>(&Bs[cur ^ 1][0][0], vb);
+        }
+        __syncthreads();
+    }
+
+    const bool vec_out = VEC && sizeof(TO) == 4 && (ldc % 4) == 0 && (((unsigned long long)C & 15ull) == 0);
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = m0 + row0 + (i / 4) * 32 + i % 4;
+        if (row >= m) continue;
+        TO *crow = C + (long long)row * ldc;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int col = n0 + col0 + h * 16;
+            if (vec_out && col + 3 < n) {
+                float4 o;
+                o.x = alpha * acc[i][4 * h + 0];
+                o.y = alpha * acc[i][4 * h + 1];
+                o.z = alpha * acc[i][4 * h + 2];
+                o.w = alpha * acc[i][4 * h + 3];
+                if (beta != 0.f) {
+                    const float4 c = *reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(crow) + col);
+                    o.x = fmaf(beta, c.x, o.x);
+                    o.y = fmaf(beta, c.y, o.y);
+                    o.z = fmaf(beta, c.z, o.z);
+                    o.w = fmaf(beta, c.w, o.w);
+                }
+                *reinterpret_cast<float4 *>(reinterpret_cast<float *>(crow) + col) = o;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    if (col + e < n) {
+                        float v = alpha * acc[i][4 * h + e];
+                        if (beta != 0.f) v = fmaf(beta, to_f32<TO>(crow[col + e]), v);
+                        crow[col + e] = from_f32<TO>(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+template <int BM, typename TI, typename TO>
+__device__ __forceinline__ void wt_entry(int m, int n, int k, float alpha, const TI *A, int lda, long long strideA,
+                                         int transA, const TI *B, int ldb, long long strideB, int transB, float beta,
+                                         TO *C, int ldc, long long strideC) {
+    __shared__ __align__(16) float As[2][WT_BK][BM + WT_PAD];
+    __shared__ __align__(16) float Bs[2][WT_BK][WT_BN + WT_PAD];
+    const long long z = blockIdx.z;
+    A += z * strideA;
+    B += z * strideB;
+    C += z * strideC;
+    bool vec = false;
+    if constexpr (sizeof(TI) == 4)
+        vec = ((((unsigned long long)A | (unsigned long long)B) & 15ull) == 0) && (lda % 4 == 0) && (ldb % 4 == 0);
+#define WT_CALL(TA, TB, V) wt_gemm<BM, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs)
+    if (vec) {
+        if (transA) { if (transB) WT_CALL(true, true, true); else WT_CALL(true, false, true); }
+        else { if (transB) WT_CALL(false, true, true); else WT_CALL(false, false, true); }
+    } else {
+        if (transA) { if (transB) WT_CALL(true, true, false); else WT_CALL(true, false, false); }
+        else { if (transB) WT_CALL(false, true, false); else WT_CALL(false, false, false); }
+    }
+#undef WT_CALL
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Small / skinny kernel: 16 x 16 output tile per 256-thread block, one output per thread, K walked in 16-wide
 // shared-memory tiles. No tile-size waste for tiny shapes, coalesced loads for every transpose combination.
 template <typename TI, typename TO>
@@ -250,6 +431,11 @@ SIMT_ENTRIES(bf16_bf16, __nv_bfloat16, __nv_bfloat16)
 SIMT_ENTRIES(bf16_f32, __nv_bfloat16, float)
 SIMT_ENTRIES(f16_f16, __half, __half)
 SIMT_ENTRIES(f16_f32, __half, float)
+
+// Exact fp32 with 64 x 128 tiles: grid (ceil(n/128), ceil(m/64), batch), block 256, no dynamic smem.
+PRISM_KERNEL void __launch_bounds__(256) gemm_simt64_f32_f32(GEMM_ARGS(float, float)) {
+    wt_entry<64, float, float>(m, n, k, alpha, GEMM_PASS);
+}
 
 // Batched transpose of f32 matrices: out[c][r] = in[r][c] for a rows x cols input (ld_in >= cols,
 // ld_out >= rows). grid (ceil(cols/32), ceil(rows/32), batch), block (32, 8).

@@ -169,6 +169,9 @@ fn large_square_every_precision_and_transpose() {
         }
         run_f32(&rt, &Spec::new(1024, 1024, 1024).scaled(0.5, 2.0).precision(precision), &mut rng);
     }
+    // Exact fp32 on enough 128 x 128 tiles (12 x 14) for the 128-row SIMT kernel; the shapes above
+    // use the 64-row one.
+    run_f32(&rt, &Spec::new(1537, 1700, 301).trans(true, true).scaled(0.75, -0.5), &mut rng);
     let c = prism_gpu::matrix_multiply(
         &rng.vec(1000 * 300, -1.0, 1.0),
         &rng.vec(300 * 700, -1.0, 1.0),

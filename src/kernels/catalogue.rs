@@ -58,6 +58,7 @@ pub static FAMILIES: &[Family] = &[
         name: "gemm_simt",
         entries: &[
             "gemm_simt_f32_f32",
+            "gemm_simt64_f32_f32",
             "gemm_small_f32_f32",
             "gemm_simt_bf16_bf16",
             "gemm_small_bf16_bf16",

@@ -33,6 +33,8 @@ const BLOCK: u32 = 256;
 const SM90_BLOCK: u32 = 384;
 /// Rows (and columns) per block of the small kernel.
 const SMALL_TILE: usize = 16;
+/// Rows per block of `gemm_simt64_f32_f32` (its tiles are 128 columns wide).
+const SIMT64_TILE_M: usize = 64;
 /// Workspace rows are padded to this many f32 (128-byte pitch, TMA's fast case).
 const STAGE_PITCH: usize = 32;
 
@@ -100,6 +102,7 @@ pub fn gemm<TIn: Element, TOut: Element>(
         let family = match plan {
             Plan::Small => Family::Small,
             Plan::Simt => Family::Simt,
+            Plan::Simt64 => Family::Simt64,
             Plan::Mma => Family::Mma,
             Plan::Sm90 { bn, stage_a, stage_b } => {
                 match sm90::<TIn, TOut>(
@@ -134,6 +137,8 @@ pub fn gemm<TIn: Element, TOut: Element>(
 enum Family {
     Small,
     Simt,
+    /// Exact fp32 only (the dispatcher picks it for f32 data at `Precision::F32`).
+    Simt64,
     Mma,
 }
 
@@ -143,16 +148,18 @@ impl Family {
         match self {
             Family::Small => format!("gemm_small_{}_{}", TIn::NAME, TOut::NAME),
             Family::Simt => format!("gemm_simt_{}_{}", TIn::NAME, TOut::NAME),
+            Family::Simt64 => format!("gemm_simt64_{}_{}", TIn::NAME, TOut::NAME),
             Family::Mma => format!("gemm_mma_{}_{}", input_name::<TIn>(precision), TOut::NAME),
         }
     }
 
-    /// (rows and columns per block, dynamic shared memory).
-    fn tile_and_smem(self) -> (usize, u32) {
+    /// (rows per block, columns per block, dynamic shared memory).
+    fn tile_and_smem(self) -> (usize, usize, u32) {
         match self {
-            Family::Small => (SMALL_TILE, 0),
-            Family::Simt => (TILE_M, 0),
-            Family::Mma => (TILE_M, MMA_SMEM),
+            Family::Small => (SMALL_TILE, SMALL_TILE, 0),
+            Family::Simt => (TILE_M, TILE_M, 0),
+            Family::Simt64 => (SIMT64_TILE_M, TILE_M, 0),
+            Family::Mma => (TILE_M, TILE_M, MMA_SMEM),
         }
     }
 }
@@ -187,10 +194,10 @@ fn launch_common<TIn: Element, TOut: Element>(
     g: &Gemm,
     [pa, pb, pc]: [u64; 3],
 ) -> Result<()> {
-    let (tile, smem) = family.tile_and_smem();
+    let (tile_rows, tile_cols, smem) = family.tile_and_smem();
     let function = function_with_smem(kernels, name, smem)?;
     let (es_in, es_out) = (size_of::<TIn>(), size_of::<TOut>());
-    let rows_per_launch = GRID_YZ_MAX * tile;
+    let rows_per_launch = GRID_YZ_MAX * tile_rows;
     let (n, k, lda, ldb, ldc) = (g.n as i32, g.k as i32, g.lda as i32, g.ldb as i32, g.ldc as i32);
     let (stride_a, stride_b, stride_c) = (g.stride_a as i64, g.stride_b as i64, g.stride_c as i64);
     let (trans_a, trans_b) = (i32::from(g.trans_a), i32::from(g.trans_b));
@@ -204,7 +211,7 @@ fn launch_common<TIn: Element, TOut: Element>(
             let c = pc + ((z0 * g.stride_c + r0 * g.ldc) * es_out) as u64;
             let m = rows as i32;
             let cfg = LaunchConfig {
-                grid_dim: (g.n.div_ceil(tile) as u32, rows.div_ceil(tile) as u32, entries as u32),
+                grid_dim: (g.n.div_ceil(tile_cols) as u32, rows.div_ceil(tile_rows) as u32, entries as u32),
                 block_dim: (BLOCK, 1, 1),
                 shared_mem_bytes: smem,
             };
