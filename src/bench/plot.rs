@@ -31,12 +31,12 @@ pub fn svgs(rows: &[Row]) -> Result<Vec<(String, String)>, String> {
             let selected: Vec<&Row> = rows.iter().filter(|r| r.group == group && r.unit == unit).collect();
             let stem = file_stem(&format!("{group}-{}", unit.replace('/', "-per-")));
             let title = format!("{group}: {unit}");
-            let svg = if selected.iter().all(|r| r.series.is_some()) {
-                lines(&title, unit, &selected)
-            } else {
-                bars(&title, unit, &selected)
-            }
-            .map_err(|e| format!("plotting {stem}: {e}"))?;
+            // Series (sizes of one kind) draw best as lines; rows outside a series stay in the
+            // tables. A group with no series gets bars.
+            let series: Vec<&Row> = selected.iter().copied().filter(|r| r.series.is_some()).collect();
+            let svg =
+                if series.is_empty() { bars(&title, unit, &selected) } else { lines(&title, unit, &series) }
+                    .map_err(|e| format!("plotting {stem}: {e}"))?;
             out.push((stem, svg));
         }
     }
@@ -120,7 +120,7 @@ fn bars(title: &str, unit: &str, rows: &[&Row]) -> DrawResult<String> {
         // Two slots per row (ours, anchor) when anything has an anchor, else one.
         let per_row = if rows.iter().any(|r| r.anchor_value.is_some()) { 2 } else { 1 };
         let slots = per_row * rows.len();
-        let root = SVGBackend::with_string(&mut svg, (900, 100 + 26 * slots as u32)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (1000, 100 + 26 * slots as u32)).into_drawing_area();
         root.fill(&WHITE)?;
         let top =
             rows.iter().flat_map(|r| [Some(r.ours), r.anchor_value]).flatten().fold(0.0, f64::max) * 1.15;
@@ -138,7 +138,7 @@ fn bars(title: &str, unit: &str, rows: &[&Row]) -> DrawResult<String> {
             .caption(title, ("sans-serif", 22))
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(300)
+            .y_label_area_size(420)
             .build_cartesian_2d(0.0..top.max(1e-9), (0..slots).into_segmented())?;
         chart
             .configure_mesh()

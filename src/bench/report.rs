@@ -85,6 +85,44 @@ pub fn json(env: &Environment, rows: &[Row]) -> String {
     serde_json::to_string_pretty(&doc).expect("JSON values serialise")
 }
 
+/// The environment and rows of a document written by [`json`] (to redraw its plots).
+pub fn from_json(text: &str) -> Result<(Environment, Vec<Row>), String> {
+    let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let field = |v: &serde_json::Value, key: &str| -> Result<String, String> {
+        v[key].as_str().map(str::to_string).ok_or_else(|| format!("`{key}` missing or not text"))
+    };
+    let number = |v: &serde_json::Value, key: &str| v[key].as_f64();
+    let env = Environment {
+        device: field(&doc, "device")?,
+        driver: field(&doc, "driver")?,
+        toolkit: field(&doc, "toolkit")?,
+        date: field(&doc, "date")?,
+        commit: field(&doc, "commit")?,
+        command: field(&doc, "command")?,
+    };
+    let rows = doc["rows"]
+        .as_array()
+        .ok_or("`rows` missing")?
+        .iter()
+        .map(|r| {
+            Ok(Row {
+                group: field(r, "group")?,
+                name: field(r, "name")?,
+                series: match (r["series"].as_str(), number(r, "size")) {
+                    (Some(s), Some(x)) => Some((s.to_string(), x)),
+                    _ => None,
+                },
+                ours: number(r, "ours").ok_or("`ours` missing")?,
+                anchor: field(r, "anchor")?,
+                anchor_value: number(r, "anchor_value"),
+                unit: field(r, "unit")?,
+                higher_is_better: r["higher_is_better"].as_bool().ok_or("`higher_is_better` missing")?,
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok((env, rows))
+}
+
 /// The groups in order of first appearance.
 pub(crate) fn groups(rows: &[Row]) -> Vec<&str> {
     let mut seen: Vec<&str> = Vec::new();
@@ -153,5 +191,14 @@ mod tests {
         assert_eq!(doc["rows"][0]["ours"], 600.0);
         assert_eq!(doc["rows"][0]["ratio"], 1.2);
         assert_eq!(doc["rows"][0]["size"], 1024.0);
+    }
+
+    #[test]
+    fn json_reads_back_what_it_wrote() {
+        let rows = vec![row("gemm", "bf16 1024", 600.0, Some(500.0)), row("kernels", "relu", 2.5, None)];
+        let (env_back, rows_back) = from_json(&json(&env(), &rows)).unwrap();
+        assert_eq!(env_back, env());
+        assert_eq!(rows_back, rows);
+        assert!(from_json("{}").is_err());
     }
 }

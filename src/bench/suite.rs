@@ -173,25 +173,52 @@ pub fn run_and_write(options: &Options, out: &Path, command: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let markdown = super::report::markdown(&env, &rows);
-    print!("{markdown}");
-    let written = std::fs::create_dir_all(out)
-        .and_then(|()| std::fs::write(out.join("bench.md"), &markdown))
-        .and_then(|()| std::fs::write(out.join("bench.json"), super::report::json(&env, &rows)))
-        .map_err(|e| e.to_string())
-        .and_then(|()| super::plot::svgs(&rows))
-        .and_then(|plots| {
-            plots.iter().try_for_each(|(stem, svg)| {
-                std::fs::write(out.join(format!("{stem}.svg")), svg).map_err(|e| e.to_string())
-            })
-        });
-    match written {
-        Ok(()) => {
-            eprintln!("wrote {}/bench.md, bench.json and the plots", out.display());
-            ExitCode::SUCCESS
-        }
+    print!("{}", super::report::markdown(&env, &rows));
+    match write_outputs(&env, &rows, out, true) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("writing the results to {} failed: {err}", out.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Writes `bench.md`, the SVG plots and (with `with_json`) `bench.json` into `out`.
+fn write_outputs(
+    env: &Environment,
+    rows: &[Row],
+    out: &Path,
+    with_json: bool,
+) -> std::result::Result<(), String> {
+    let write =
+        |name: &str, text: &str| std::fs::write(out.join(name), text).map_err(|e| format!("{name}: {e}"));
+    std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
+    write("bench.md", &super::report::markdown(env, rows))?;
+    if with_json {
+        write("bench.json", &super::report::json(env, rows))?;
+    }
+    for (stem, svg) in super::plot::svgs(rows)? {
+        write(&format!("{stem}.svg"), &svg)?;
+    }
+    eprintln!(
+        "wrote bench.md{} and the plots in {}",
+        if with_json { ", bench.json" } else { "" },
+        out.display()
+    );
+    Ok(())
+}
+
+/// Redraws `bench.md` and the plots from a `bench.json` (into `out`, default: the JSON's folder).
+pub fn replot(json: &Path, out: Option<&Path>) -> ExitCode {
+    let out = out.map_or_else(|| json.parent().unwrap_or(Path::new(".")).to_path_buf(), Path::to_path_buf);
+    let result = std::fs::read_to_string(json)
+        .map_err(|e| format!("reading {}: {e}", json.display()))
+        .and_then(|text| super::report::from_json(&text))
+        .and_then(|(env, rows)| write_outputs(&env, &rows, &out, false));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("replot failed: {err}");
             ExitCode::FAILURE
         }
     }

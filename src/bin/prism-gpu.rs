@@ -15,6 +15,7 @@ const USAGE: &str = "usage: prism-gpu [info | selftest | bench [OPTIONS] | help]
               --gemm MxNxK,...     GEMM shapes
               --elements N         elements of the elementwise kernels
               --out DIR            where to write bench.md, bench.json and the plots (default target/bench)
+  replot FILE [DIR]  redraw the Markdown table and plots of a bench.json (default DIR: its folder)
             cudarc and cuBLAS anchors need the build feature bench-anchors:
               cargo run --release --features bench-anchors -- bench";
 
@@ -35,6 +36,9 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        ["replot", json, rest @ ..] if rest.len() <= 1 => {
+            suite::replot(json.as_ref(), rest.first().map(|d| d.as_ref()))
+        }
         ["help" | "-h" | "--help"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
