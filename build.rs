@@ -192,10 +192,13 @@ fn path_independent(ptx: &str) -> String {
 }
 
 /// The short hash of the checked-out commit, `+dirty` when the work tree differs; `unknown` outside git.
+///
+/// Reruns when a commit moves HEAD or a branch, and when the sources built into the library change
+/// (so `+dirty` follows edits); not on index refreshes, which `git status` makes all the time.
 fn commit(root: &Path) -> String {
-    for tracked in [".git/HEAD", ".git/index"] {
-        if root.join(tracked).exists() {
-            println!("cargo:rerun-if-changed={tracked}");
+    for watched in [".git/HEAD", ".git/refs/heads", ".git/packed-refs", "src", "Cargo.toml"] {
+        if root.join(watched).exists() {
+            println!("cargo:rerun-if-changed={watched}");
         }
     }
     let git = |args: &[&str]| Command::new("git").current_dir(root).args(args).output().ok();
