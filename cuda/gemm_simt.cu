@@ -19,307 +19,147 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
 template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
 
 // ---------------------------------------------------------------------------------------------------------
-// Tiled SIMT GEMM: 128 x 128 x 8 block tile, 256 threads, 8 x 8 outputs per thread (two 4 x 4 quadrants so
-// that shared-memory reads are float4 and conflict-free), register-prefetched double buffer.
-constexpr int ST_BM = 128, ST_BN = 128, ST_BK = 8, ST_PAD = 4;
+// Tiled SIMT GEMM: a BM x BN x BK block tile on 256 threads = WARPS_M x (8 / WARPS_M) warps, each warp's lanes
+// LANES_M x (32 / LANES_M), each thread a TM x TN block of outputs made of 4 x 4 quadrants (so every shared
+// read is a conflict-free float4). Operand tiles are stored K-major ([BK][rows + 4]) in two shared buffers:
+// the next tile is fetched into registers while the current one is multiplied and stashed at its last step
+// (one barrier per tile), and the next step's fragments are read from shared memory one step ahead.
+// Instantiations (notes/gemm.md has the measurements): 128 x 256 x 8 (1 block per SM, the shape of cuBLAS's
+// own H100 SGEMM) for grids of at least ~a wave; 64 x 128 x 16 (2 blocks per SM) for smaller ones.
+constexpr int TILE_PAD = 4;
 
-// Loads this thread's 4 elements of the [ROWS=128 along M/N] x [8 along K] operand tile into registers.
-// KCONT: K is the contiguous dimension in global memory (A not transposed / B transposed).
-template <typename T, bool KCONT, bool VEC>
-__device__ __forceinline__ void simt_fetch(float (&v)[4], const T *__restrict__ g, long long ld, int mn0, int k0,
-                                           int mn_lim, int k_lim) {
-    const int tid = threadIdx.x;
-    if (KCONT) {
-        // thread -> row mn = tid / 2, k = (tid % 2) * 4 .. +3
-        const int mn = mn0 + tid / 2, kk = k0 + (tid % 2) * 4;
-        if (VEC && mn < mn_lim && kk + 3 < k_lim) {
-            float4 f = *reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(g) + (long long)mn * ld + kk);
-            v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-                v[e] = (mn < mn_lim && kk + e < k_lim) ? to_f32<T>(g[(long long)mn * ld + kk + e]) : 0.f;
-        }
-    } else {
-        // thread -> k = tid / 32, mn = (tid % 32) * 4 .. +3
-        const int kk = k0 + tid / 32, mn = mn0 + (tid % 32) * 4;
-        if (VEC && kk < k_lim && mn + 3 < mn_lim) {
-            float4 f = *reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(g) + (long long)kk * ld + mn);
-            v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-                v[e] = (kk < k_lim && mn + e < mn_lim) ? to_f32<T>(g[(long long)kk * ld + mn + e]) : 0.f;
-        }
-    }
-}
-// Stores the fetched elements into the [8][128 + PAD] (k-major) shared tile.
-template <bool KCONT>
-__device__ __forceinline__ void simt_stash(float *s, const float (&v)[4]) {
-    const int tid = threadIdx.x;
-    if (KCONT) {
-        const int mn = tid / 2, kk = (tid % 2) * 4;
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[(kk + e) * (ST_BM + ST_PAD) + mn] = v[e];
-    } else {
-        const int kk = tid / 32, mn = (tid % 32) * 4;
-        *reinterpret_cast<float4 *>(s + kk * (ST_BM + ST_PAD) + mn) = make_float4(v[0], v[1], v[2], v[3]);
-    }
-}
+// The thread's share of the [ROWS along M/N] x [BK along K] operand tile: G groups of 4 elements.
+// KCONT: K is the contiguous dimension in global memory (A not transposed, B transposed).
+template <int ROWS, int BK, bool KCONT> struct OperandTile {
+    static constexpr int GROUPS = ROWS * BK / 4;
+    static constexpr int G = (GROUPS + 255) / 256;
+    static constexpr int PITCH = ROWS + TILE_PAD;
 
-template <typename TI, typename TO, bool TA, bool TB, bool VEC>
-__device__ __forceinline__ void simt_gemm(int m, int n, int k, float alpha, const TI *__restrict__ A, int lda,
-                                          const TI *__restrict__ B, int ldb, float beta, TO *__restrict__ C,
-                                          int ldc, float (*As)[ST_BK][ST_BM + ST_PAD],
-                                          float (*Bs)[ST_BK][ST_BN + ST_PAD]) {
-    const int m0 = blockIdx.y * ST_BM, n0 = blockIdx.x * ST_BN;
-    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-    const int nk = (k + ST_BK - 1) / ST_BK;
+    // Group idx covers 4 consecutive elements along the contiguous dimension: (mn, kk) is the first.
+    __device__ __forceinline__ static int mn_of(int idx) { return KCONT ? idx / (BK / 4) : (idx % (ROWS / 4)) * 4; }
+    __device__ __forceinline__ static int k_of(int idx) { return KCONT ? (idx % (BK / 4)) * 4 : idx / (ROWS / 4); }
 
-    float acc[8][8];
+    // VEC: one float4 load per group when the group lies inside the matrix (f32 data, 16-byte aligned rows).
+    template <typename T, bool VEC>
+    __device__ __forceinline__ static void fetch(float (&v)[4 * G], const T *__restrict__ g, long long ld, int mn0,
+                                                 int k0, int mn_lim, int k_lim) {
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
-
-    float va[4], vb[4];
-    simt_fetch<TI, !TA, VEC>(va, A, lda, m0, 0, m, k);
-    simt_fetch<TI, TB, VEC>(vb, B, ldb, n0, 0, n, k);
-    simt_stash<!TA>(&As[0][0][0], va);
-    simt_stash<TB>(&Bs[0][0][0], vb);
-    __syncthreads();
-
-    for (int kb = 0; kb < nk; ++kb) {
-        const int cur = kb & 1;
-        if (kb + 1 < nk) {
-            simt_fetch<TI, !TA, VEC>(va, A, lda, m0, (kb + 1) * ST_BK, m, k);
-            simt_fetch<TI, TB, VEC>(vb, B, ldb, n0, (kb + 1) * ST_BK, n, k);
-        }
-#pragma unroll
-        for (int kk = 0; kk < ST_BK; ++kk) {
-            float a[8], b[8];
-            const float4 a0 = *reinterpret_cast<const float4 *>(&As[cur][kk][ty * 4]);
-            const float4 a1 = *reinterpret_cast<const float4 *>(&As[cur][kk][64 + ty * 4]);
-            const float4 b0 = *reinterpret_cast<const float4 *>(&Bs[cur][kk][tx * 4]);
-            const float4 b1 = *reinterpret_cast<const float4 *>(&Bs[cur][kk][64 + tx * 4]);
-            a[0] = a0.x; a[1] = a0.y; a[2] = a0.z; a[3] = a0.w; a[4] = a1.x; a[5] = a1.y; a[6] = a1.z; a[7] = a1.w;
-            b[0] = b0.x; b[1] = b0.y; b[2] = b0.z; b[3] = b0.w; b[4] = b1.x; b[5] = b1.y; b[6] = b1.z; b[7] = b1.w;
-#pragma unroll
-            for (int i = 0; i < 8; ++i)
-#pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
-        if (kb + 1 < nk) {
-            simt_stash<!TA>(&As[cur ^ 1][0][0], va);
-            simt_stash<TB>(&Bs[cur ^ 1][0][0], vb);
-        }
-        __syncthreads();
-    }
-
-    const bool vec_out = VEC && sizeof(TO) == 4 && (ldc % 4) == 0 && (((unsigned long long)C & 15ull) == 0);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const int row = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
-        if (row >= m) continue;
-        TO *crow = C + (long long)row * ldc;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int col = n0 + h * 64 + tx * 4;
-            if (vec_out && col + 3 < n) {
-                float4 o;
-                o.x = alpha * acc[i][4 * h + 0];
-                o.y = alpha * acc[i][4 * h + 1];
-                o.z = alpha * acc[i][4 * h + 2];
-                o.w = alpha * acc[i][4 * h + 3];
-                if (beta != 0.f) {
-                    const float4 c = *reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(crow) + col);
-                    o.x = fmaf(beta, c.x, o.x);
-                    o.y = fmaf(beta, c.y, o.y);
-                    o.z = fmaf(beta, c.z, o.z);
-                    o.w = fmaf(beta, c.w, o.w);
-                }
-                *reinterpret_cast<float4 *>(reinterpret_cast<float *>(crow) + col) = o;
+        for (int j = 0; j < G; ++j) {
+            const int idx = threadIdx.x + j * 256;
+            if (GROUPS % 256 != 0 && idx >= GROUPS) break;
+            const int mn = mn0 + mn_of(idx), kk = k0 + k_of(idx);
+            float *o = v + 4 * j;
+            const bool inside = KCONT ? (mn < mn_lim && kk + 3 < k_lim) : (kk < k_lim && mn + 3 < mn_lim);
+            const long long at = KCONT ? (long long)mn * ld + kk : (long long)kk * ld + mn;
+            if (VEC && inside) {
+                const float4 f = *reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(g) + at);
+                o[0] = f.x; o[1] = f.y; o[2] = f.z; o[3] = f.w;
             } else {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    if (col + e < n) {
-                        float v = alpha * acc[i][4 * h + e];
-                        if (beta != 0.f) v = fmaf(beta, to_f32<TO>(crow[col + e]), v);
-                        crow[col + e] = from_f32<TO>(v);
-                    }
+                    const bool ok = KCONT ? (mn < mn_lim && kk + e < k_lim) : (kk < k_lim && mn + e < mn_lim);
+                    o[e] = ok ? to_f32<T>(g[at + e]) : 0.f;
                 }
             }
         }
     }
-}
-
-template <typename TI, typename TO>
-__device__ __forceinline__ void simt_entry(int m, int n, int k, float alpha, const TI *A, int lda,
-                                           long long strideA, int transA, const TI *B, int ldb, long long strideB,
-                                           int transB, float beta, TO *C, int ldc, long long strideC) {
-    __shared__ __align__(16) float As[2][ST_BK][ST_BM + ST_PAD];
-    __shared__ __align__(16) float Bs[2][ST_BK][ST_BN + ST_PAD];
-    const long long z = blockIdx.z;
-    A += z * strideA;
-    B += z * strideB;
-    C += z * strideC;
-    bool vec = false;
-    if constexpr (sizeof(TI) == 4)
-        vec = ((((unsigned long long)A | (unsigned long long)B) & 15ull) == 0) && (lda % 4 == 0) && (ldb % 4 == 0);
-    if (vec) {
-        if (transA) {
-            if (transB) simt_gemm<TI, TO, true, true, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs);
-            else simt_gemm<TI, TO, true, false, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs);
-        } else {
-            if (transB) simt_gemm<TI, TO, false, true, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs);
-            else simt_gemm<TI, TO, false, false, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs);
-        }
-    } else {
-        if (transA) {
-            if (transB) simt_gemm<TI, TO, true, true, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs);
-            else simt_gemm<TI, TO, true, false, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs);
-        } else {
-            if (transB) simt_gemm<TI, TO, false, true, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs);
-            else simt_gemm<TI, TO, false, false, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs);
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Warp-tiled SIMT GEMM: BM x 128 x 16 block tile, 256 threads as 2 x 4 warps, each warp a (BM/2) x 32 tile,
-// each thread (BM/16) x 8 outputs in 4 x 4 quadrants (float4 shared reads, conflict-free). K-major shared tiles
-// [16][BM + 4], double-buffered, with the next tile prefetched into registers. Instantiated with BM = 64 for
-// exact fp32 grids that 128-row tiles leave under one wave (1024^2: 1.4x the 128-row kernel); with BM = 128
-// it measured no faster than the kernel above (notes/gemm.md).
-constexpr int WT_BN = 128, WT_BK = 16, WT_PAD = 4;
-
-// Loads this thread's share (ROWS * 16 / 256 elements, in float4 groups) of the [ROWS along M/N] x [16 along K]
-// operand tile starting at (mn0, k0). KCONT: K is contiguous in global memory (A not transposed / B transposed).
-template <int ROWS, typename T, bool KCONT, bool VEC>
-__device__ __forceinline__ void wt_fetch(float (&v)[ROWS * WT_BK / 256], const T *__restrict__ g, long long ld,
-                                         int mn0, int k0, int mn_lim, int k_lim) {
-    constexpr int GROUPS = ROWS * WT_BK / 1024;  // float4 groups per thread
+    // Stores the fetched elements into the K-major shared tile s[BK][PITCH].
+    __device__ __forceinline__ static void stash(float *s, const float (&v)[4 * G]) {
 #pragma unroll
-    for (int j = 0; j < GROUPS; ++j) {
-        const int idx = threadIdx.x + j * 256;
-        // KCONT: 4 groups per row of 16 k; else ROWS / 4 groups per row of ROWS mn.
-        const int mn = mn0 + (KCONT ? idx / 4 : (idx % (ROWS / 4)) * 4);
-        const int kk = k0 + (KCONT ? (idx % 4) * 4 : idx / (ROWS / 4));
-        float *o = v + 4 * j;
-        if (KCONT) {
-            if (VEC && mn < mn_lim && kk + 3 < k_lim) {
-                const float4 f = *reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(g) +
-                                                                   (long long)mn * ld + kk);
-                o[0] = f.x; o[1] = f.y; o[2] = f.z; o[3] = f.w;
+        for (int j = 0; j < G; ++j) {
+            const int idx = threadIdx.x + j * 256;
+            if (GROUPS % 256 != 0 && idx >= GROUPS) break;
+            const int mn = mn_of(idx), kk = k_of(idx);
+            if (KCONT) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[(kk + e) * PITCH + mn] = v[4 * j + e];
             } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    o[e] = (mn < mn_lim && kk + e < k_lim) ? to_f32<T>(g[(long long)mn * ld + kk + e]) : 0.f;
-            }
-        } else {
-            if (VEC && kk < k_lim && mn + 3 < mn_lim) {
-                const float4 f = *reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(g) +
-                                                                   (long long)kk * ld + mn);
-                o[0] = f.x; o[1] = f.y; o[2] = f.z; o[3] = f.w;
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    o[e] = (kk < k_lim && mn + e < mn_lim) ? to_f32<T>(g[(long long)kk * ld + mn + e]) : 0.f;
+                *reinterpret_cast<float4 *>(s + kk * PITCH + mn) = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
             }
         }
     }
-}
-// Stores the fetched elements into the K-major [16][ROWS + PAD] shared tile.
-template <int ROWS, bool KCONT>
-__device__ __forceinline__ void wt_stash(float *s, const float (&v)[ROWS * WT_BK / 256]) {
-    constexpr int GROUPS = ROWS * WT_BK / 1024;
-#pragma unroll
-    for (int j = 0; j < GROUPS; ++j) {
-        const int idx = threadIdx.x + j * 256;
-        if (KCONT) {
-            const int mn = idx / 4, kk = (idx % 4) * 4;
-#pragma unroll
-            for (int e = 0; e < 4; ++e) s[(kk + e) * (ROWS + WT_PAD) + mn] = v[4 * j + e];
-        } else {
-            const int mn = (idx % (ROWS / 4)) * 4, kk = idx / (ROWS / 4);
-            *reinterpret_cast<float4 *>(s + kk * (ROWS + WT_PAD) + mn) =
-                make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
-        }
-    }
-}
+};
 
-template <int BM, typename TI, typename TO, bool TA, bool TB, bool VEC>
-__device__ __forceinline__ void wt_gemm(int m, int n, int k, float alpha, const TI *__restrict__ A, int lda,
-                                        const TI *__restrict__ B, int ldb, float beta, TO *__restrict__ C, int ldc,
-                                        float (*As)[WT_BK][BM + WT_PAD], float (*Bs)[WT_BK][WT_BN + WT_PAD]) {
-    constexpr int QM = BM / 64;  // 4-row quadrants per thread (2 or 1)
-    constexpr int TM = 4 * QM;   // rows per thread
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * WT_BN;
+template <int BM, int BN, int BK, int WARPS_M, int LANES_M, typename TI, typename TO, bool TA, bool TB, bool VEC>
+__device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, const TI *__restrict__ A, int lda,
+                                           const TI *__restrict__ B, int ldb, float beta, TO *__restrict__ C, int ldc,
+                                           float (*As)[BK][BM + TILE_PAD], float (*Bs)[BK][BN + TILE_PAD]) {
+    constexpr int WARPS_N = 8 / WARPS_M, LANES_N = 32 / LANES_M;
+    constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
+    constexpr int TM = WM / LANES_M, TN = WN / LANES_N;  // thread tile
+    constexpr int QM = TM / 4, QN = TN / 4;              // 4 x 4 quadrants, LANES * 4 apart
+    static_assert(WARPS_M * WARPS_N == 8 && TM % 4 == 0 && TN % 4 == 0, "tile does not fit 256 threads");
+    using TileA = OperandTile<BM, BK, !TA>;
+    using TileB = OperandTile<BN, BK, TB>;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    // Warp (wm, wn) of 2 x 4 covers rows wm * BM/2 .., columns wn * 32 ..; lane (ly, lx) of 8 x 4.
-    const int row0 = (warp / 4) * (BM / 2) + (lane / 4) * 4;
-    const int col0 = (warp % 4) * 32 + (lane % 4) * 4;
-    const int nk = (k + WT_BK - 1) / WT_BK;
+    const int row0 = (warp / WARPS_N) * WM + (lane / LANES_N) * 4;
+    const int col0 = (warp % WARPS_N) * WN + (lane % LANES_N) * 4;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int nk = (k + BK - 1) / BK;
 
-    float acc[TM][8];
+    float acc[TM][TN];
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-    float va[BM * WT_BK / 256], vb[WT_BN * WT_BK / 256];
-    wt_fetch<BM, TI, !TA, VEC>(va, A, lda, m0, 0, m, k);
-    wt_fetch<WT_BN, TI, TB, VEC>(vb, B, ldb, n0, 0, n, k);
-    wt_stash<BM, !TA>(&As[0][0][0], va);
-    wt_stash<WT_BN, TB>(&Bs[0][0][0], vb);
+    float va[4 * TileA::G], vb[4 * TileB::G];
+    TileA::template fetch<TI, VEC>(va, A, lda, m0, 0, m, k);
+    TileB::template fetch<TI, VEC>(vb, B, ldb, n0, 0, n, k);
+    TileA::stash(&As[0][0][0], va);
+    TileB::stash(&Bs[0][0][0], vb);
     __syncthreads();
 
-    for (int kb = 0; kb < nk; ++kb) {
-        const int cur = kb & 1;
-        if (kb + 1 < nk) {
-            wt_fetch<BM, TI, !TA, VEC>(va, A, lda, m0, (kb + 1) * WT_BK, m, k);
-            wt_fetch<WT_BN, TI, TB, VEC>(vb, B, ldb, n0, (kb + 1) * WT_BK, n, k);
+    float fa[2][TM], fb[2][TN];  // fragments of steps kk (slot kk & 1) and kk + 1
+    auto load_fragments = [&](int buf, int kk, int slot) {
+#pragma unroll
+        for (int q = 0; q < QM; ++q) {
+            const float4 f = *reinterpret_cast<const float4 *>(&As[buf][kk][row0 + q * LANES_M * 4]);
+            fa[slot][4 * q] = f.x; fa[slot][4 * q + 1] = f.y; fa[slot][4 * q + 2] = f.z; fa[slot][4 * q + 3] = f.w;
         }
 #pragma unroll
-        for (int kk = 0; kk < WT_BK; ++kk) {
-            float a[TM], b[8];
+        for (int q = 0; q < QN; ++q) {
+            const float4 f = *reinterpret_cast<const float4 *>(&Bs[buf][kk][col0 + q * LANES_N * 4]);
+            fb[slot][4 * q] = f.x; fb[slot][4 * q + 1] = f.y; fb[slot][4 * q + 2] = f.z; fb[slot][4 * q + 3] = f.w;
+        }
+    };
+    load_fragments(0, 0, 0);
+    for (int kb = 0; kb < nk; ++kb) {
+        const int cur = kb & 1;
+        const bool more = kb + 1 < nk;
+        if (more) {
+            TileA::template fetch<TI, VEC>(va, A, lda, m0, (kb + 1) * BK, m, k);
+            TileB::template fetch<TI, VEC>(vb, B, ldb, n0, (kb + 1) * BK, n, k);
+        }
 #pragma unroll
-            for (int q = 0; q < QM; ++q) {
-                const float4 f = *reinterpret_cast<const float4 *>(&As[cur][kk][row0 + q * 32]);
-                a[4 * q] = f.x; a[4 * q + 1] = f.y; a[4 * q + 2] = f.z; a[4 * q + 3] = f.w;
+        for (int kk = 0; kk < BK; ++kk) {
+            if (kk == BK - 1 && more) {
+                // Buffer cur ^ 1 was last read before the previous tile's barrier.
+                TileA::stash(&As[cur ^ 1][0][0], va);
+                TileB::stash(&Bs[cur ^ 1][0][0], vb);
+                __syncthreads();
             }
-#pragma unroll
-            for (int q = 0; q < 2; ++q) {
-                const float4 f = *reinterpret_cast<const float4 *>(&Bs[cur][kk][col0 + q * 16]);
-                b[4 * q] = f.x; b[4 * q + 1] = f.y; b[4 * q + 2] = f.z; b[4 * q + 3] = f.w;
-            }
+            if (kk + 1 < BK) load_fragments(cur, kk + 1, (kk + 1) & 1);
+            else if (more) load_fragments(cur ^ 1, 0, (kk + 1) & 1);
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(fa[kk & 1][i], fb[kk & 1][j], acc[i][j]);
         }
-        if (kb + 1 < nk) {
-            wt_stash<BM, !TA>(&As[cur ^ 1][0][0], va);
-            wt_stash<WT_BN, TB>(&Bs[cur ^ 1][0][0], vb);
-        }
-        __syncthreads();
     }
 
-    const bool vec_out = VEC && sizeof(TO) == 4 && (ldc % 4) == 0 && (((unsigned long long)C & 15ull) == 0);
+    const bool vec_out = sizeof(TO) == 4 && (ldc % 4) == 0 && (((unsigned long long)C & 15ull) == 0);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-        const int row = m0 + row0 + (i / 4) * 32 + i % 4;
+        const int row = m0 + row0 + (i / 4) * LANES_M * 4 + i % 4;
         if (row >= m) continue;
         TO *crow = C + (long long)row * ldc;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int col = n0 + col0 + h * 16;
+        for (int q = 0; q < QN; ++q) {
+            const int col = n0 + col0 + q * LANES_N * 4;
+            const float *a = &acc[i][4 * q];
             if (vec_out && col + 3 < n) {
-                float4 o;
-                o.x = alpha * acc[i][4 * h + 0];
-                o.y = alpha * acc[i][4 * h + 1];
-                o.z = alpha * acc[i][4 * h + 2];
-                o.w = alpha * acc[i][4 * h + 3];
+                float4 o = make_float4(alpha * a[0], alpha * a[1], alpha * a[2], alpha * a[3]);
                 if (beta != 0.f) {
                     const float4 c = *reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(crow) + col);
                     o.x = fmaf(beta, c.x, o.x);
@@ -332,7 +172,7 @@ __device__ __forceinline__ void wt_gemm(int m, int n, int k, float alpha, const 
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     if (col + e < n) {
-                        float v = alpha * acc[i][4 * h + e];
+                        float v = alpha * a[e];
                         if (beta != 0.f) v = fmaf(beta, to_f32<TO>(crow[col + e]), v);
                         crow[col + e] = from_f32<TO>(v);
                     }
@@ -342,12 +182,13 @@ __device__ __forceinline__ void wt_gemm(int m, int n, int k, float alpha, const 
     }
 }
 
-template <int BM, typename TI, typename TO>
-__device__ __forceinline__ void wt_entry(int m, int n, int k, float alpha, const TI *A, int lda, long long strideA,
-                                         int transA, const TI *B, int ldb, long long strideB, int transB, float beta,
-                                         TO *C, int ldc, long long strideC) {
-    __shared__ __align__(16) float As[2][WT_BK][BM + WT_PAD];
-    __shared__ __align__(16) float Bs[2][WT_BK][WT_BN + WT_PAD];
+// Batch offsets, then the body for this call's layout and alignment (uniform branches).
+template <int BM, int BN, int BK, int WARPS_M, int LANES_M, typename TI, typename TO>
+__device__ __forceinline__ void tiled_entry(int m, int n, int k, float alpha, const TI *A, int lda, long long strideA,
+                                            int transA, const TI *B, int ldb, long long strideB, int transB,
+                                            float beta, TO *C, int ldc, long long strideC) {
+    __shared__ __align__(16) float As[2][BK][BM + TILE_PAD];
+    __shared__ __align__(16) float Bs[2][BK][BN + TILE_PAD];
     const long long z = blockIdx.z;
     A += z * strideA;
     B += z * strideB;
@@ -355,17 +196,17 @@ __device__ __forceinline__ void wt_entry(int m, int n, int k, float alpha, const
     bool vec = false;
     if constexpr (sizeof(TI) == 4)
         vec = ((((unsigned long long)A | (unsigned long long)B) & 15ull) == 0) && (lda % 4 == 0) && (ldb % 4 == 0);
-#define WT_CALL(TA, TB, V) wt_gemm<BM, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs)
+#define TILED_CALL(TA, TB, V)                                                                                   \
+    tiled_gemm<BM, BN, BK, WARPS_M, LANES_M, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs)
     if (vec) {
-        if (transA) { if (transB) WT_CALL(true, true, true); else WT_CALL(true, false, true); }
-        else { if (transB) WT_CALL(false, true, true); else WT_CALL(false, false, true); }
+        if (transA) { if (transB) TILED_CALL(true, true, true); else TILED_CALL(true, false, true); }
+        else { if (transB) TILED_CALL(false, true, true); else TILED_CALL(false, false, true); }
     } else {
-        if (transA) { if (transB) WT_CALL(true, true, false); else WT_CALL(true, false, false); }
-        else { if (transB) WT_CALL(false, true, false); else WT_CALL(false, false, false); }
+        if (transA) { if (transB) TILED_CALL(true, true, false); else TILED_CALL(true, false, false); }
+        else { if (transB) TILED_CALL(false, true, false); else TILED_CALL(false, false, false); }
     }
-#undef WT_CALL
+#undef TILED_CALL
 }
-
 // ---------------------------------------------------------------------------------------------------------
 // Small / skinny kernel: 16 x 16 output tile per 256-thread block, one output per thread, K walked in 16-wide
 // shared-memory tiles. No tile-size waste for tiny shapes, coalesced loads for every transpose combination.
@@ -418,9 +259,11 @@ __device__ __forceinline__ void small_gemm(int m, int n, int k, float alpha, con
         int ldb, long long strideB, int transB, float beta, TO *C, int ldc, long long strideC
 #define GEMM_PASS A, lda, strideA, transA, B, ldb, strideB, transB, beta, C, ldc, strideC
 
+// gemm_simt_*: 128 x 256 tiles, grid (ceil(n/256), ceil(m/128), batch); gemm_small_*: 16 x 16 tiles, grid
+// (ceil(n/16), ceil(m/16), batch). Block 256, no dynamic smem.
 #define SIMT_ENTRIES(SFX, TIN, TO)                                                                              \
-    PRISM_KERNEL void __launch_bounds__(256) gemm_simt_##SFX(GEMM_ARGS(TIN, TO)) {                             \
-        simt_entry<TIN, TO>(m, n, k, alpha, GEMM_PASS);                                                         \
+    PRISM_KERNEL void __launch_bounds__(256, 1) gemm_simt_##SFX(GEMM_ARGS(TIN, TO)) {                          \
+        tiled_entry<128, 256, 8, 2, 4, TIN, TO>(m, n, k, alpha, GEMM_PASS);                                     \
     }                                                                                                           \
     PRISM_KERNEL void __launch_bounds__(256) gemm_small_##SFX(GEMM_ARGS(TIN, TO)) {                            \
         small_gemm<TIN, TO>(m, n, k, alpha, GEMM_PASS);                                                         \
@@ -433,8 +276,8 @@ SIMT_ENTRIES(f16_f16, __half, __half)
 SIMT_ENTRIES(f16_f32, __half, float)
 
 // Exact fp32 with 64 x 128 tiles: grid (ceil(n/128), ceil(m/64), batch), block 256, no dynamic smem.
-PRISM_KERNEL void __launch_bounds__(256) gemm_simt64_f32_f32(GEMM_ARGS(float, float)) {
-    wt_entry<64, float, float>(m, n, k, alpha, GEMM_PASS);
+PRISM_KERNEL void __launch_bounds__(256, 2) gemm_simt64_f32_f32(GEMM_ARGS(float, float)) {
+    tiled_entry<64, 128, 16, 2, 4, float, float>(m, n, k, alpha, GEMM_PASS);
 }
 
 // Batched transpose of f32 matrices: out[c][r] = in[r][c] for a rows x cols input (ld_in >= cols,

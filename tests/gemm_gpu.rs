@@ -55,6 +55,19 @@ fn small_unaligned_leading_dims_and_batches() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn small_k_exact_fp32_on_the_large_tiles() {
+    // 13 x 12 tiles of 128 x 256: the large-tile SIMT kernel, with edges in m, n and k, in every
+    // layout, aligned (float4 loads) and not; a short k keeps it quick under compute-sanitizer.
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for (ta, tb) in TRANSPOSES {
+        let spec = Spec::new(1537, 2900, 13).trans(ta, tb);
+        run_f32(&rt, &spec.scaled(0.75, -0.5), &mut rng);
+        run_f32(&rt, &spec.padded([3, 5, 1]), &mut rng);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn small_sixteen_bit_inputs_and_outputs() {
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     for (m, n, k) in [(127, 129, 131), ALIGNED_ODD] {
@@ -169,9 +182,9 @@ fn large_square_every_precision_and_transpose() {
         }
         run_f32(&rt, &Spec::new(1024, 1024, 1024).scaled(0.5, 2.0).precision(precision), &mut rng);
     }
-    // Exact fp32 on enough 128 x 128 tiles (12 x 14) for the 128-row SIMT kernel; the shapes above
-    // use the 64-row one.
-    run_f32(&rt, &Spec::new(1537, 1700, 301).trans(true, true).scaled(0.75, -0.5), &mut rng);
+    // Exact fp32 on enough 128 x 256 tiles (13 x 12) for the large-tile SIMT kernel; the shapes
+    // above use the 64-row one.
+    run_f32(&rt, &Spec::new(1537, 2900, 301).trans(true, true).scaled(0.75, -0.5), &mut rng);
     let c = prism_gpu::matrix_multiply(
         &rng.vec(1000 * 300, -1.0, 1.0),
         &rng.vec(300 * 700, -1.0, 1.0),

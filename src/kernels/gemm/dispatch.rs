@@ -32,10 +32,11 @@ pub struct TmaReady {
 pub enum Plan {
     /// `gemm_small_*`: one output per thread, for tiny problems.
     Small,
-    /// `gemm_simt_*`: CUDA cores (exact fp32, or the 16-bit fallback without tensor cores).
+    /// `gemm_simt_*`: CUDA cores on 128 x 256 tiles (exact fp32, or the 16-bit fallback without
+    /// tensor cores).
     Simt,
-    /// `gemm_simt64_f32_f32`: exact fp32 on 64 x 128 tiles, for grids that 128 x 128 tiles leave
-    /// under one wave.
+    /// `gemm_simt64_f32_f32`: exact fp32 on 64 x 128 tiles, for grids that 128 x 256 tiles leave
+    /// under about a wave.
     Simt64,
     /// `gemm_mma_*`: mma.sync tensor cores (sm_80+).
     Mma,
@@ -57,6 +58,8 @@ const SMALL_VOLUME: u128 = 1 << 18;
 const SMALL_OUTPUTS: u128 = 4096;
 /// Rows of the 128-row tiles of every tiled kernel.
 pub const TILE_M: usize = 128;
+/// Columns of the `gemm_simt_*` tiles.
+pub const SIMT_TILE_N: usize = 256;
 /// Largest grid.y / grid.z of a launch.
 pub const GRID_YZ_MAX: usize = 65_535;
 /// The transpose kernel's tile edge (its grid.y covers rows / 32).
@@ -71,13 +74,14 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
     let tensor_cores = device.capability.0 >= 8;
     match precision {
         Precision::F32 => {
-            // Fewer 128 x 128 tiles than multiprocessors: halve the tile height (measured 1.4x at
-            // 1024^2, 1.3x at 512^2; at 2048^2, 256 tiles, the 128-row kernel is faster).
-            let tiles = g.m.div_ceil(TILE_M) as u128 * g.n.div_ceil(TILE_M) as u128 * g.batch as u128;
-            if tiles < u128::from(device.multiprocessors) {
-                Plan::Simt64
-            } else {
+            // The 128 x 256 tiles (one block per multiprocessor) need about a wave of them: 2048^2
+            // (128 tiles on 132 SMs) runs 1.1x faster on them than on 64 x 128 tiles, 1024^2 (32
+            // tiles) 3x slower (notes/gemm.md).
+            let tiles = g.m.div_ceil(TILE_M) as u128 * g.n.div_ceil(SIMT_TILE_N) as u128 * g.batch as u128;
+            if tiles * 10 >= u128::from(device.multiprocessors) * 9 {
                 Plan::Simt
+            } else {
+                Plan::Simt64
             }
         }
         _ if !tensor_cores => Plan::Simt,
@@ -137,13 +141,13 @@ mod tests {
     }
 
     #[test]
-    fn exact_f32_grids_under_one_wave_use_64_row_tiles() {
+    fn exact_f32_grids_under_about_a_wave_use_64_row_tiles() {
         let f32 = |g: Gemm| plan(&g, Precision::F32, &H100, ALIGNED);
-        assert_eq!(f32(Gemm::new(1024, 1024, 1024)), Plan::Simt64); // 64 tiles
+        assert_eq!(f32(Gemm::new(1024, 1024, 1024)), Plan::Simt64); // 8 x 4 = 32 tiles
         assert_eq!(f32(Gemm::new(64, 8192, 8192)), Plan::Simt64);
-        assert_eq!(f32(Gemm::new(1408, 1408, 64)), Plan::Simt64); // 11 x 11 = 121 < 132
-        assert_eq!(f32(Gemm::new(1536, 1536, 64)), Plan::Simt); // 144
-        assert_eq!(f32(Gemm::new(2048, 2048, 2048)), Plan::Simt); // 256 tiles
+        assert_eq!(f32(Gemm::new(1920, 1792, 64)), Plan::Simt64); // 15 x 7 = 105 < 0.9 x 132
+        assert_eq!(f32(Gemm::new(1920, 2048, 64)), Plan::Simt); // 15 x 8 = 120
+        assert_eq!(f32(Gemm::new(2048, 2048, 2048)), Plan::Simt); // 16 x 8 = 128 tiles
         assert_eq!(f32(Gemm::new(1024, 1024, 1024).batched(4, 0, 0, 1 << 20)), Plan::Simt);
     }
 

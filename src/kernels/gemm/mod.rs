@@ -20,7 +20,7 @@ use crate::driver::{
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 
-use dispatch::{Device, Plan, TmaReady, GRID_YZ_MAX, TILE_M};
+use dispatch::{Device, Plan, TmaReady, GRID_YZ_MAX, SIMT_TILE_N, TILE_M};
 pub use spec::{effective_precision, Element, Gemm, Precision};
 use tensor_map::{Dtype, Operand};
 
@@ -157,7 +157,7 @@ impl Family {
     fn tile_and_smem(self) -> (usize, usize, u32) {
         match self {
             Family::Small => (SMALL_TILE, SMALL_TILE, 0),
-            Family::Simt => (TILE_M, TILE_M, 0),
+            Family::Simt => (TILE_M, SIMT_TILE_N, 0),
             Family::Simt64 => (SIMT64_TILE_M, TILE_M, 0),
             Family::Mma => (TILE_M, TILE_M, MMA_SMEM),
         }
