@@ -299,3 +299,17 @@ PRISM_KERNEL void __launch_bounds__(256)
         if (r < rows && c < cols) out[(long long)c * ld_out + r] = tile[threadIdx.x][i];
     }
 }
+
+// Split-K finish: C[i][j] = alpha * sum_s part[s][i][j] + beta * C[i][j] over `splits` packed m x n partial
+// products (f32, one after another), summed in split order. beta == 0 never reads C. Grid-stride, any grid.
+PRISM_KERNEL void __launch_bounds__(256)
+    gemm_splitk_reduce_f32(int m, int n, int splits, const float *part, float alpha, float beta, float *C, int ldc) {
+    const long long outputs = (long long)m * n;
+    for (long long at = blockIdx.x * 256ll + threadIdx.x; at < outputs; at += (long long)gridDim.x * 256) {
+        float sum = 0.f;
+        for (int s = 0; s < splits; ++s) sum += part[s * outputs + at];
+        float *c = C + (at / n) * ldc + at % n;
+        const float v = alpha * sum;
+        *c = beta != 0.f ? fmaf(beta, *c, v) : v;
+    }
+}

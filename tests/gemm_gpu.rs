@@ -68,6 +68,22 @@ fn small_k_exact_fp32_on_the_large_tiles() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn small_skinny_deep_split_k() {
+    // 3 tiles and k = 3001: five slices of k (the last one shorter), exact fp32 and TF32, every
+    // layout, with and without scaling and padding; and two slices (576 + 524) of k = 1100.
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for precision in [Precision::F32, Precision::Tf32] {
+        for (ta, tb) in TRANSPOSES {
+            let spec = Spec::new(40, 300, 3001).trans(ta, tb).precision(precision);
+            run_f32(&rt, &spec, &mut rng);
+            run_f32(&rt, &spec.scaled(0.75, -0.5).padded([3, 5, 2]), &mut rng);
+        }
+        run_f32(&rt, &Spec::new(70, 200, 1100).precision(precision).scaled(-2.0, 0.5), &mut rng);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn small_sixteen_bit_inputs_and_outputs() {
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     for (m, n, k) in [(127, 129, 131), ALIGNED_ODD] {

@@ -40,6 +40,15 @@ pub enum Plan {
     Simt64,
     /// `gemm_mma_*`: mma.sync tensor cores (sm_80+).
     Mma,
+    /// One f32 GEMM whose tiles would leave most multiprocessors idle, split along k: `splits`
+    /// partial products (`gemm_mma_tf32_f32` when `mma`, else `gemm_simt64_f32_f32`) into an f32
+    /// workspace, summed into C by `gemm_splitk_reduce_f32`.
+    SplitK {
+        /// Slices of k (the last one may be shorter).
+        splits: u32,
+        /// TF32 on mma.sync (otherwise exact fp32 on the CUDA cores).
+        mma: bool,
+    },
     /// `gemm_sm90_*`: TMA + wgmma (sm_90a), tile width `bn`. For TF32, `stage_a` / `stage_b`
     /// transpose that operand into a K-major workspace first (the TF32 kernel is `nt` only).
     Sm90 {
@@ -60,6 +69,18 @@ const SMALL_OUTPUTS: u128 = 4096;
 pub const TILE_M: usize = 128;
 /// Columns of the `gemm_simt_*` tiles.
 pub const SIMT_TILE_N: usize = 256;
+/// Rows of the `gemm_simt64_f32_f32` tiles (128 columns wide).
+pub const SIMT64_TILE_M: usize = 64;
+/// Split-K: blocks of the split kernels resident per multiprocessor (both run two).
+const SPLIT_BLOCKS_PER_SM: usize = 2;
+/// ... at least this much of k per slice ...
+const SPLIT_MIN_DEPTH: usize = 512;
+/// ... and at most this many slices.
+const SPLIT_MAX: usize = 16;
+/// TF32 on sm_90 splits (on mma.sync) only when the side opposite a transposed operand is at
+/// most this long (the copy moves 8/side bytes per flop; it costs as much as the sm_90 product at
+/// about 450, by the measured rates).
+const SPLIT_TF32_MAX_SIDE: usize = 256;
 /// Largest grid.y / grid.z of a launch.
 pub const GRID_YZ_MAX: usize = 65_535;
 /// The transpose kernel's tile edge (its grid.y covers rows / 32).
@@ -72,6 +93,9 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
         return Plan::Small;
     }
     let tensor_cores = device.capability.0 >= 8;
+    if let Some(plan) = split_k(g, precision, device, tensor_cores) {
+        return plan;
+    }
     match precision {
         Precision::F32 => {
             // The 128 x 256 tiles (one block per multiprocessor) need about a wave of them: 2048^2
@@ -102,6 +126,39 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
         }
         _ => Plan::Mma,
     }
+}
+
+/// Split-K for one f32 GEMM (exact, or TF32 on tensor cores) whose output tiles fill at most half
+/// of the multiprocessors: enough slices of k to fill them twice over, each at least
+/// `SPLIT_MIN_DEPTH` deep (64x8192x8192: 64 tiles, 4 slices).
+fn split_k(g: &Gemm, precision: Precision, device: &Device, tensor_cores: bool) -> Option<Plan> {
+    let mma = match precision {
+        Precision::F32 => false,
+        // sm_90's TF32 kernel transposes MN-major operands first; that copy outweighs the
+        // product when the other side is small (64x8192x8192 NN: 0.34x cuBLAS with the copy,
+        // 0.72x split on mma.sync; 1024^3: 1.40x vs 0.56x).
+        Precision::Tf32 if device.sm90 => {
+            let copy_dominates =
+                (!g.trans_b && g.m <= SPLIT_TF32_MAX_SIDE) || (g.trans_a && g.n <= SPLIT_TF32_MAX_SIDE);
+            if !copy_dominates {
+                return None;
+            }
+            true
+        }
+        Precision::Tf32 if tensor_cores => true,
+        _ => return None,
+    };
+    if g.batch != 1 {
+        return None;
+    }
+    let tile_rows = if mma { TILE_M } else { SIMT64_TILE_M };
+    let tiles = g.m.div_ceil(tile_rows) * g.n.div_ceil(TILE_M);
+    let sms = device.multiprocessors as usize;
+    if tiles * 2 > sms {
+        return None;
+    }
+    let splits = (SPLIT_BLOCKS_PER_SM * sms / tiles).min(g.k / SPLIT_MIN_DEPTH).min(SPLIT_MAX);
+    (splits >= 2).then_some(Plan::SplitK { splits: splits as u32, mma })
 }
 
 /// The sm90 tile width: the widest of 256 and 128 that still gives at least 0.9 tiles per
@@ -144,11 +201,35 @@ mod tests {
     fn exact_f32_grids_under_about_a_wave_use_64_row_tiles() {
         let f32 = |g: Gemm| plan(&g, Precision::F32, &H100, ALIGNED);
         assert_eq!(f32(Gemm::new(1024, 1024, 1024)), Plan::Simt64); // 8 x 4 = 32 tiles
-        assert_eq!(f32(Gemm::new(64, 8192, 8192)), Plan::Simt64);
         assert_eq!(f32(Gemm::new(1920, 1792, 64)), Plan::Simt64); // 15 x 7 = 105 < 0.9 x 132
         assert_eq!(f32(Gemm::new(1920, 2048, 64)), Plan::Simt); // 15 x 8 = 120
         assert_eq!(f32(Gemm::new(2048, 2048, 2048)), Plan::Simt); // 16 x 8 = 128 tiles
         assert_eq!(f32(Gemm::new(1024, 1024, 1024).batched(4, 0, 0, 1 << 20)), Plan::Simt);
+    }
+
+    #[test]
+    fn skinny_deep_f32_gemms_split_k() {
+        let split = |splits, mma| Plan::SplitK { splits, mma };
+        let g = Gemm::new(64, 8192, 8192); // 64 tiles of 64x128 (or 128x128): 4 slices fill 2 x 132
+        assert_eq!(plan(&g, Precision::F32, &H100, ALIGNED), split(4, false));
+        assert_eq!(plan(&g, Precision::Tf32, &H100, ALIGNED), split(4, true));
+        assert_eq!(plan(&Gemm::new(40, 300, 3001), Precision::F32, &H100, ALIGNED), split(5, false));
+        assert_eq!(plan(&Gemm::new(16, 300, 100_000), Precision::F32, &H100, ALIGNED), split(16, false));
+        assert_eq!(plan(&Gemm::new(70, 200, 1100), Precision::Tf32, &H100, ALIGNED), split(2, true));
+        // Too shallow, too many tiles, batched, 16-bit, or TF32 without tensor cores: no split.
+        assert_eq!(plan(&Gemm::new(64, 8192, 1000), Precision::F32, &H100, ALIGNED), Plan::Simt64);
+        assert_eq!(plan(&Gemm::new(1024, 1024, 8192), Precision::F32, &H100, ALIGNED), Plan::Simt64);
+        let batched = Gemm::new(64, 8192, 8192).batched(2, 0, 0, 64 * 8192);
+        assert_eq!(plan(&batched, Precision::F32, &H100, ALIGNED), Plan::Simt64);
+        assert_eq!(plan(&g, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
+        let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false };
+        assert_eq!(plan(&g, Precision::Tf32, &volta, ALIGNED), Plan::Simt);
+        // TF32 on sm_90: split only where the sm_90 kernel would first transpose a large operand.
+        let tf32 = |g: Gemm, device: &Device| plan(&g, Precision::Tf32, device, ALIGNED);
+        assert_eq!(tf32(Gemm::new(1024, 1024, 1024), &H100), sm90(64, false, true));
+        assert_eq!(tf32(Gemm::new(512, 512, 4096), &A100), split(8, true));
+        assert_eq!(tf32(g.transposed(false, true), &H100), sm90(64, false, false));
+        assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, true), &H100), split(4, true));
     }
 
     #[test]
@@ -190,7 +271,7 @@ mod tests {
         assert_eq!(plan(&tt, Precision::Tf32, &H100, TmaReady { a: false, b: true }), sm90(256, true, false));
         assert_eq!(plan(&tt, Precision::Tf32, &H100, TmaReady { a: true, b: false }), Plan::Mma);
         assert_eq!(plan(&g, Precision::Tf32, &A100, ALIGNED), Plan::Mma);
-        let deep = Gemm::new(128, 128, 3_000_000);
+        let deep = Gemm::new(2048, 2048, 3_000_000);
         assert_eq!(plan(&deep, Precision::Tf32, &H100, ALIGNED), Plan::Mma);
     }
 }

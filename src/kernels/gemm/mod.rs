@@ -20,7 +20,7 @@ use crate::driver::{
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 
-use dispatch::{Device, Plan, TmaReady, GRID_YZ_MAX, SIMT_TILE_N, TILE_M};
+use dispatch::{Device, Plan, TmaReady, GRID_YZ_MAX, SIMT64_TILE_M, SIMT_TILE_N, TILE_M};
 pub use spec::{effective_precision, Element, Gemm, Precision};
 use tensor_map::{Dtype, Operand};
 
@@ -33,8 +33,6 @@ const BLOCK: u32 = 256;
 const SM90_BLOCK: u32 = 384;
 /// Rows (and columns) per block of the small kernel.
 const SMALL_TILE: usize = 16;
-/// Rows per block of `gemm_simt64_f32_f32` (its tiles are 128 columns wide).
-const SIMT64_TILE_M: usize = 64;
 /// Workspace rows are padded to this many f32 (128-byte pitch, TMA's fast case).
 const STAGE_PITCH: usize = 32;
 
@@ -104,6 +102,11 @@ pub fn gemm<TIn: Element, TOut: Element>(
             Plan::Simt => Family::Simt,
             Plan::Simt64 => Family::Simt64,
             Plan::Mma => Family::Mma,
+            Plan::SplitK { splits, mma } => {
+                let family = if mma { Family::Mma } else { Family::Simt64 };
+                let parts = SplitK { g, precision, family, splits: splits as usize };
+                return parts.run::<TIn>(kernels, stream, workspace, [pa, pb, pc]);
+            }
             Plan::Sm90 { bn, stage_a, stage_b } => {
                 match sm90::<TIn, TOut>(
                     kernels,
@@ -245,6 +248,108 @@ fn launch_common<TIn: Element, TOut: Element>(
     Ok(())
 }
 
+/// Makes the locked workspace hold at least `bytes` (none when 0), freeing a smaller buffer first
+/// (ordered after its uses) so both are never held at once.
+///
+/// # Safety
+/// A new buffer is uninitialised: the caller must write every byte it reads.
+unsafe fn grow(scratch: &mut Option<CudaSlice<u8>>, stream: &Arc<CudaStream>, bytes: usize) -> Result<()> {
+    if bytes > 0 && scratch.as_ref().is_none_or(|ws| ws.len() < bytes) {
+        *scratch = None;
+        // SAFETY: the caller's obligation (above).
+        *scratch = Some(unsafe { stream.alloc::<u8>(bytes) }?);
+    }
+    Ok(())
+}
+
+/// One f32 GEMM (batch 1) run as partial products over slices of k, then summed.
+struct SplitK<'a> {
+    g: &'a Gemm,
+    precision: Precision,
+    /// The kernels of the partial products (f32 out).
+    family: Family,
+    /// Slices asked for.
+    splits: usize,
+}
+
+impl SplitK<'_> {
+    /// Slices start a multiple of this many elements apart along k (keeps 16-byte alignment).
+    const SLICE_ALIGN: usize = 32;
+
+    /// The partial products go to packed m x n f32 matrices in `workspace`, one per slice
+    /// (through the family's batch dimension; the last, shorter slice by its own launch), then
+    /// `gemm_splitk_reduce_f32` writes `C = alpha * sum + beta * C` summing in slice order.
+    fn run<TIn: Element>(
+        &self,
+        kernels: &Kernels,
+        stream: &Arc<CudaStream>,
+        workspace: &Workspace,
+        [pa, pb, pc]: [u64; 3],
+    ) -> Result<()> {
+        let g = self.g;
+        let depth = g.k.div_ceil(self.splits).next_multiple_of(Self::SLICE_ALIGN);
+        let (full, rest) = (g.k / depth, g.k % depth);
+        let parts = full + usize::from(rest > 0);
+        let outputs = g.m * g.n;
+        let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the partial launches write every element of the `parts` m x n matrices before
+        // the reduction reads them.
+        unsafe { grow(&mut scratch, stream, parts * outputs * size_of::<f32>()) }?;
+        let (partials, _write_partials) = scratch.as_mut().expect("grown above").device_ptr_mut(stream);
+
+        // The next slice of k is `depth` columns further along A stored m x k, rows along k x m.
+        let step_a = if g.trans_a { depth * g.lda } else { depth };
+        let step_b = if g.trans_b { depth } else { depth * g.ldb };
+        let slices = Gemm {
+            k: depth,
+            batch: full,
+            alpha: 1.0,
+            beta: 0.0,
+            ldc: g.n,
+            stride_a: step_a,
+            stride_b: step_b,
+            stride_c: outputs,
+            ..*g
+        };
+        let name = self.family.entry::<TIn, f32>(self.precision);
+        let es = size_of::<TIn>() as u64;
+        if full > 0 {
+            launch_common::<TIn, f32>(kernels, stream, &name, self.family, &slices, [pa, pb, partials])?;
+        }
+        if rest > 0 {
+            let last = Gemm { k: rest, batch: 1, ..slices };
+            let at = [
+                pa + (full * step_a) as u64 * es,
+                pb + (full * step_b) as u64 * es,
+                partials + (full * outputs * size_of::<f32>()) as u64,
+            ];
+            launch_common::<TIn, f32>(kernels, stream, &name, self.family, &last, at)?;
+        }
+
+        let reduce = kernels.function("gemm_splitk_reduce_f32")?;
+        let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
+        let blocks = outputs.div_ceil(BLOCK as usize).min(kernels.multiprocessors() as usize * 8);
+        let cfg =
+            LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: `(m, n, splits, part, alpha, beta, C, ldc)`: reads the `parts` packed m x n
+        // partial products written above, writes C's validated m x n block (batch 1).
+        unsafe {
+            stream
+                .launch_builder(&reduce)
+                .arg(&m)
+                .arg(&n)
+                .arg(&parts)
+                .arg(&partials)
+                .arg(&g.alpha)
+                .arg(&g.beta)
+                .arg(&pc)
+                .arg(&ldc)
+                .launch(cfg)?;
+        }
+        Ok(())
+    }
+}
+
 /// One operand as an sm_90a kernel reads it: device address, leading dimension, batch stride,
 /// stored transposed.
 #[derive(Debug, Clone, Copy)]
@@ -292,13 +397,9 @@ fn sm90<TIn: Element, TOut: Element>(
     let (floats_a, floats_b) = (staged_floats(stage_a, g.m), staged_floats(stage_b, g.n));
     let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
     let need = (floats_a + floats_b) * size_of::<f32>();
-    if need > 0 && scratch.as_ref().is_none_or(|ws| ws.len() < need) {
-        // Free the old buffer first (ordered after its uses) so both are never held at once.
-        *scratch = None;
-        // SAFETY: each launch's transposes write every element that its GEMM reads (rows x k of
-        // each entry) before the GEMM runs; the pitch padding is never read (TMA stops at k).
-        *scratch = Some(unsafe { stream.alloc::<u8>(need) }?);
-    }
+    // SAFETY: each launch's transposes write every element that its GEMM reads (rows x k of each
+    // entry) before the GEMM runs; the pitch padding is never read (TMA stops at k).
+    unsafe { grow(&mut scratch, stream, need) }?;
     // The guard orders the transposes' writes after the buffer's earlier uses and records them.
     let (scratch_base, _write_scratch) = match scratch.as_mut() {
         Some(ws) if need > 0 => {
