@@ -56,11 +56,12 @@ fn small_unaligned_leading_dims_and_batches() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn small_k_exact_fp32_on_the_large_tiles() {
-    // 13 x 12 tiles of 128 x 256: the large-tile SIMT kernel, with edges in m, n and k, in every
-    // layout, aligned (float4 loads) and not; a short k keeps it quick under compute-sanitizer.
+    // 16 x 8 tiles of 128 x 256 (one wave on an H100): the large-tile SIMT kernel, with edges in m,
+    // n and k, in every layout, aligned (float4 loads) and not; a short k keeps it quick under
+    // compute-sanitizer.
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     for (ta, tb) in TRANSPOSES {
-        let spec = Spec::new(1537, 2900, 13).trans(ta, tb);
+        let spec = Spec::new(1921, 2000, 13).trans(ta, tb);
         run_f32(&rt, &spec.scaled(0.75, -0.5), &mut rng);
         run_f32(&rt, &spec.padded([3, 5, 1]), &mut rng);
     }
@@ -198,9 +199,9 @@ fn large_square_every_precision_and_transpose() {
         }
         run_f32(&rt, &Spec::new(1024, 1024, 1024).scaled(0.5, 2.0).precision(precision), &mut rng);
     }
-    // Exact fp32 on enough 128 x 256 tiles (13 x 12) for the large-tile SIMT kernel; the shapes
+    // Exact fp32 on a wave of 128 x 256 tiles (16 x 8), the large-tile SIMT kernel; the shapes
     // above use the 64-row one.
-    run_f32(&rt, &Spec::new(1537, 2900, 301).trans(true, true).scaled(0.75, -0.5), &mut rng);
+    run_f32(&rt, &Spec::new(1921, 2000, 301).trans(true, true).scaled(0.75, -0.5), &mut rng);
     let c = prism_gpu::matrix_multiply(
         &rng.vec(1000 * 300, -1.0, 1.0),
         &rng.vec(300 * 700, -1.0, 1.0),
@@ -220,5 +221,20 @@ fn large_skinny_and_batched() {
         run_f32(&rt, &Spec::new(64, 4096, 4096).precision(precision), &mut rng);
         run_f32(&rt, &Spec::new(4096, 65, 1000).trans(true, false).precision(precision), &mut rng);
         run_f32(&rt, &Spec::new(300, 500, 200).batch(16, 8).precision(precision).scaled(1.0, -1.0), &mut rng);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_sixteen_bit_slow_pitches_are_copied() {
+    // Pitches of 500 and 4200 bytes (TMA's slow case) and, padded, 502 and 4206 (not readable
+    // by TMA): large enough that the operands are copied to a 128-byte pitch first.
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for precision in [Precision::Bf16, Precision::F16] {
+        for (ta, tb) in TRANSPOSES {
+            let spec = Spec::new(2100, 2100, 250).trans(ta, tb).precision(precision);
+            run_f32(&rt, &spec, &mut rng);
+            run_f32(&rt, &spec.padded([1, 3, 0]).scaled(0.5, -1.0), &mut rng);
+        }
     }
 }

@@ -49,17 +49,38 @@ pub enum Plan {
         /// TF32 on mma.sync (otherwise exact fp32 on the CUDA cores).
         mma: bool,
     },
-    /// `gemm_sm90_*`: TMA + wgmma (sm_90a), tile width `bn`. For TF32, `stage_a` / `stage_b`
-    /// transpose that operand into a K-major workspace first (the TF32 kernel is `nt` only).
+    /// `gemm_sm90_*`: TMA + wgmma (sm_90a), tile width `bn`, each operand read as `a` / `b` say.
     Sm90 {
         /// Output tile width: 256, 128 or 64.
         bn: u32,
-        /// Transpose A (stored k x m) into an m x k workspace first.
-        stage_a: bool,
-        /// Transpose B (stored k x n) into an n x k workspace first.
-        stage_b: bool,
+        /// How A reaches the kernel.
+        a: Feed,
+        /// How B reaches the kernel.
+        b: Feed,
     },
 }
+
+/// How the sm_90a kernels read one operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    /// Through a tensor map over the caller's buffer.
+    InPlace,
+    /// TF32, MN-major operand: transposed into a K-major workspace first (A stored k x m becomes
+    /// m x k, B stored k x n becomes n x k; the TF32 kernel is `nt` only).
+    Transpose,
+    /// 16-bit, one matrix whose pitch TMA reads slowly (not a multiple of 128 bytes) or cannot
+    /// read (misaligned): copied into a workspace with a 128-byte pitch first.
+    Repitch,
+}
+
+/// 16-bit single GEMMs at least this large (m·n·k) copy operands with a slow pitch for TMA ...
+const REPITCH_MIN_VOLUME: u128 = 1 << 30;
+/// ... when the product's other side is at least this long: copying B (k x n) moves 4·k·n bytes
+/// (~1.5 TB/s) and saves ~27% of the product's 2·m·n·k flops (~400 TFLOP/s at the slow pitch):
+/// even from m = 2000 on, 10% gained at m = 3000 (likewise A and n).
+const REPITCH_MIN_OTHER_SIDE: usize = 2048;
+/// Leading dimensions whose byte pitch is a multiple of this are TMA's fast case.
+pub const TMA_FAST_PITCH: usize = 128;
 
 /// Problems at most this large (m·n·k) go to the small kernel.
 const SMALL_VOLUME: u128 = 1 << 18;
@@ -98,19 +119,32 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
     }
     match precision {
         Precision::F32 => {
-            // The 128 x 256 tiles (one block per multiprocessor) need about a wave of them: 2048^2
-            // (128 tiles on 132 SMs) runs 1.1x faster on them than on 64 x 128 tiles, 1024^2 (32
-            // tiles) 3x slower (notes/gemm.md).
-            let tiles = g.m.div_ceil(TILE_M) as u128 * g.n.div_ceil(SIMT_TILE_N) as u128 * g.batch as u128;
-            if tiles * 10 >= u128::from(device.multiprocessors) * 9 {
+            if large_tiles_finish_first(g, device.multiprocessors) {
                 Plan::Simt
             } else {
                 Plan::Simt64
             }
         }
         _ if !tensor_cores => Plan::Simt,
-        Precision::Bf16 | Precision::F16 if device.sm90 && tma.a && tma.b => {
-            Plan::Sm90 { bn: tile_width(g, device.multiprocessors), stage_a: false, stage_b: false }
+        Precision::Bf16 | Precision::F16 if device.sm90 => {
+            // A large single product copies an operand TMA cannot read to a 128-byte pitch (else
+            // mma.sync), and an MN-major one whose pitch TMA reads slowly (3000x5000x2000 bf16 NN,
+            // B's pitch 10000 bytes: 0.156 ms in the kernel, 0.114 with B padded, 0.027 for the
+            // copy; A's 4000-byte pitch costs 0.010 ms, less than its copy, 0.017).
+            let large = g.batch == 1 && m * n * k >= REPITCH_MIN_VOLUME;
+            let feed = |ready: bool, ld: usize, mn_major: bool, other_side: usize| {
+                let worth = large && other_side >= REPITCH_MIN_OTHER_SIDE;
+                let slow = mn_major && (ld * 2) % TMA_FAST_PITCH != 0;
+                if worth && (!ready || slow) {
+                    Some(Feed::Repitch)
+                } else {
+                    ready.then_some(Feed::InPlace)
+                }
+            };
+            match (feed(tma.a, g.lda, g.trans_a, g.n), feed(tma.b, g.ldb, !g.trans_b, g.m)) {
+                (Some(a), Some(b)) => Plan::Sm90 { bn: tile_width(g, device.multiprocessors), a, b },
+                _ => Plan::Mma,
+            }
         }
         Precision::Tf32 if device.sm90 => {
             // K-major operands are read in place (and must qualify for TMA); MN-major ones are
@@ -119,13 +153,27 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
             let in_place_ok = (stage_a || tma.a) && (stage_b || tma.b);
             let transposable = g.k <= GRID_YZ_MAX * TRANSPOSE_TILE;
             if in_place_ok && (transposable || !(stage_a || stage_b)) {
-                Plan::Sm90 { bn: tile_width(g, device.multiprocessors), stage_a, stage_b }
+                let feed = |stage| if stage { Feed::Transpose } else { Feed::InPlace };
+                Plan::Sm90 { bn: tile_width(g, device.multiprocessors), a: feed(stage_a), b: feed(stage_b) }
             } else {
                 Plan::Mma
             }
         }
         _ => Plan::Mma,
     }
+}
+
+/// Exact fp32: whether the 128 x 256 tiles (one block per multiprocessor) finish before the 64 x
+/// 128 tiles (two per multiprocessor), counting whole waves of blocks: each multiprocessor does
+/// 32768 outputs per wave of the former, 16384 of the latter, and the former computes 1.1x faster
+/// (0.91x vs 0.82x cuBLAS on full waves). 2048^2: 1 wave against 2, large tiles; 1024^2: 1
+/// against 1, small tiles; 1000x5000: 2 (160 tiles) against 3 (640 tiles), small tiles.
+fn large_tiles_finish_first(g: &Gemm, multiprocessors: u32) -> bool {
+    let tiles = |rows: usize, cols: usize| (g.m.div_ceil(rows) * g.n.div_ceil(cols) * g.batch) as u128;
+    let sms = u128::from(multiprocessors);
+    let large = tiles(TILE_M, SIMT_TILE_N).div_ceil(sms) * 32768 * 10;
+    let small = tiles(SIMT64_TILE_M, TILE_M).div_ceil(2 * sms) * 16384 * 11;
+    large <= small
 }
 
 /// Split-K for one f32 GEMM (exact, or TF32 on tensor cores) whose output tiles fill at most half
@@ -178,7 +226,8 @@ mod tests {
     const ALIGNED: TmaReady = TmaReady { a: true, b: true };
 
     fn sm90(bn: u32, stage_a: bool, stage_b: bool) -> Plan {
-        Plan::Sm90 { bn, stage_a, stage_b }
+        let feed = |stage| if stage { Feed::Transpose } else { Feed::InPlace };
+        Plan::Sm90 { bn, a: feed(stage_a), b: feed(stage_b) }
     }
 
     #[test]
@@ -198,13 +247,17 @@ mod tests {
     }
 
     #[test]
-    fn exact_f32_grids_under_about_a_wave_use_64_row_tiles() {
-        let f32 = |g: Gemm| plan(&g, Precision::F32, &H100, ALIGNED);
-        assert_eq!(f32(Gemm::new(1024, 1024, 1024)), Plan::Simt64); // 8 x 4 = 32 tiles
-        assert_eq!(f32(Gemm::new(1920, 1792, 64)), Plan::Simt64); // 15 x 7 = 105 < 0.9 x 132
-        assert_eq!(f32(Gemm::new(1920, 2048, 64)), Plan::Simt); // 15 x 8 = 120
-        assert_eq!(f32(Gemm::new(2048, 2048, 2048)), Plan::Simt); // 16 x 8 = 128 tiles
-        assert_eq!(f32(Gemm::new(1024, 1024, 1024).batched(4, 0, 0, 1 << 20)), Plan::Simt);
+    fn exact_f32_tiles_follow_whole_waves() {
+        let f32 = |m, n| plan(&Gemm::new(m, n, 512), Precision::F32, &H100, ALIGNED);
+        assert_eq!(f32(1024, 1024), Plan::Simt64); // 32 large tiles (1 wave) vs 128 small (1)
+        assert_eq!(f32(2048, 2048), Plan::Simt); // 128 (1) vs 512 (2)
+        assert_eq!(f32(1921, 2000), Plan::Simt); // 128 (1) vs 496 (2): tests/gemm_gpu.rs's shape
+        assert_eq!(f32(1000, 5000), Plan::Simt64); // 160 (2) vs 640 (3)
+        assert_eq!(f32(2100, 2100), Plan::Simt64); // 153 (2) vs 561 (3)
+        assert_eq!(f32(3000, 5000), Plan::Simt); // 480 (4) vs 1880 (8)
+        assert_eq!(f32(8192, 8192), Plan::Simt); // 2048 (16) vs 8192 (32)
+        let batched = Gemm::new(1024, 1024, 512).batched(4, 0, 0, 1 << 20);
+        assert_eq!(plan(&batched, Precision::F32, &H100, ALIGNED), Plan::Simt); // 128 (1) vs 512 (2)
     }
 
     #[test]
@@ -235,13 +288,40 @@ mod tests {
     #[test]
     fn sixteen_bit_on_hopper_uses_tma_when_aligned_else_mma() {
         let g = Gemm::new(4096, 4096, 4096);
+        let repitch_b = Plan::Sm90 { bn: 256, a: Feed::InPlace, b: Feed::Repitch };
         assert_eq!(plan(&g, Precision::Bf16, &H100, ALIGNED), sm90(256, false, false));
-        assert_eq!(plan(&g, Precision::F16, &H100, TmaReady { a: true, b: false }), Plan::Mma);
+        assert_eq!(plan(&g, Precision::F16, &H100, TmaReady { a: true, b: false }), repitch_b);
+        let small = Gemm::new(1000, 1000, 1000);
+        assert_eq!(plan(&small, Precision::F16, &H100, TmaReady { a: true, b: false }), Plan::Mma);
         assert_eq!(plan(&g, Precision::F16, &A100, ALIGNED), Plan::Mma);
         let failed = Device { sm90: false, ..H100 };
         assert_eq!(plan(&g, Precision::Bf16, &failed, ALIGNED), Plan::Mma);
         let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false };
         assert_eq!(plan(&g, Precision::Bf16, &volta, ALIGNED), Plan::Simt);
+    }
+
+    #[test]
+    fn large_sixteen_bit_gemms_copy_slow_pitches() {
+        let bf = |g: &Gemm, tma| plan(g, Precision::Bf16, &H100, tma);
+        let repitch = |bn, a, b| Plan::Sm90 { bn, a, b };
+        // NN: B (k x n, MN-major) has a 10000-byte pitch: copied; A (K-major, 4000 bytes) is not.
+        let g = Gemm::new(3000, 5000, 2000);
+        assert_eq!(bf(&g, ALIGNED), repitch(256, Feed::InPlace, Feed::Repitch));
+        let padded = Gemm { lda: 2048, ldb: 5056, ..g };
+        assert_eq!(bf(&padded, ALIGNED), sm90(256, false, false));
+        // TN / NT: A stored k x m (pitch 6000 bytes) is MN-major, B stored n x k is not.
+        let tn = Gemm { lda: 3000, ..g.transposed(true, true) };
+        assert_eq!(bf(&tn, ALIGNED), repitch(256, Feed::Repitch, Feed::InPlace));
+        // Misaligned for TMA: copied when large, whatever the layout; mma.sync otherwise.
+        let unaligned = TmaReady { a: false, b: true };
+        assert_eq!(bf(&padded, unaligned), repitch(256, Feed::Repitch, Feed::InPlace));
+        assert_eq!(bf(&Gemm::new(300, 500, 200), unaligned), Plan::Mma);
+        // A short other side: the copy would cost more than it saves.
+        let short_m = Gemm::new(1000, 5000, 3000);
+        assert_eq!(bf(&short_m, ALIGNED), sm90(256, false, false));
+        // Small or batched: read in place.
+        assert_eq!(bf(&Gemm::new(1000, 1000, 1000), ALIGNED), sm90(64, false, false));
+        assert_eq!(bf(&g.batched(2, 3000 * 2000, 0, 3000 * 5000), ALIGNED), sm90(256, false, false));
     }
 
     #[test]
@@ -251,7 +331,7 @@ mod tests {
         assert_eq!(bf(2048, 2048, 2048), sm90(256, false, false)); // 128 tiles of 128x256
         assert_eq!(bf(64, 8192, 8192), sm90(64, false, false));
         assert_eq!(bf(1000, 1000, 1000), sm90(64, false, false));
-        assert_eq!(bf(16384, 100, 1000), sm90(128, false, false)); // n too narrow for 256
+        assert_eq!(bf(16384, 128, 1024), sm90(128, false, false)); // n too narrow for 256
         assert_eq!(bf(100_000, 64, 64), sm90(64, false, false));
         let batched = Gemm::new(1024, 1024, 1024).batched(4, 0, 0, 1 << 20);
         assert_eq!(plan(&batched, Precision::Bf16, &H100, ALIGNED), sm90(256, false, false));

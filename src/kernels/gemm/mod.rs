@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::mem::size_of;
 use std::sync::{Arc, Mutex};
 
-use crate::driver::sys::CUfunction_attribute;
+use crate::driver::sys::{self, CUfunction_attribute, CUmemorytype, CUDA_MEMCPY2D};
 use crate::driver::{
     CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, LaunchConfig,
     PushKernelArg,
@@ -20,7 +20,9 @@ use crate::driver::{
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 
-use dispatch::{Device, Plan, TmaReady, GRID_YZ_MAX, SIMT64_TILE_M, SIMT_TILE_N, TILE_M};
+use dispatch::{
+    Device, Feed, Plan, TmaReady, GRID_YZ_MAX, SIMT64_TILE_M, SIMT_TILE_N, TILE_M, TMA_FAST_PITCH,
+};
 pub use spec::{effective_precision, Element, Gemm, Precision};
 use tensor_map::{Dtype, Operand};
 
@@ -36,11 +38,12 @@ const SMALL_TILE: usize = 16;
 /// Workspace rows are padded to this many f32 (128-byte pitch, TMA's fast case).
 const STAGE_PITCH: usize = 32;
 
-/// Device scratch that GEMMs reuse (the TF32 path's transposed operands): it grows to the largest
-/// request and is kept, so a GEMM does not allocate. A fresh allocation per call is costly because
-/// the stream-ordered pool hands freed memory back to the device at every synchronisation (64 MB
-/// per 4096^3 TF32 call). Thread-safe: a GEMM holds the lock while it enqueues its work, and the
-/// buffer's own read/write tracking orders its uses across streams.
+/// Device scratch that GEMMs reuse (the TF32 path's transposed operands, split-K partial
+/// products): it grows to the largest request and is kept, so a GEMM does not allocate. A fresh
+/// allocation per call is costly because the stream-ordered pool hands freed memory back to the
+/// device at every synchronisation (64 MB per 4096^3 TF32 call). Thread-safe: a GEMM holds the
+/// lock while it enqueues its work, and the buffer's own read/write tracking orders its uses
+/// across streams.
 #[derive(Default)]
 pub struct Workspace(Mutex<Option<CudaSlice<u8>>>);
 
@@ -107,7 +110,7 @@ pub fn gemm<TIn: Element, TOut: Element>(
                 let parts = SplitK { g, precision, family, splits: splits as usize };
                 return parts.run::<TIn>(kernels, stream, workspace, [pa, pb, pc]);
             }
-            Plan::Sm90 { bn, stage_a, stage_b } => {
+            Plan::Sm90 { bn, a: feed_a, b: feed_b } => {
                 match sm90::<TIn, TOut>(
                     kernels,
                     stream,
@@ -117,8 +120,8 @@ pub fn gemm<TIn: Element, TOut: Element>(
                     precision,
                     [pa, pb, pc],
                     bn,
-                    stage_a,
-                    stage_b,
+                    feed_a,
+                    feed_b,
                 ) {
                     Err(Error::ModuleLoad { family: "gemm_sm90", .. }) => {
                         // Not loadable here (driver or image): remember, and use mma.sync.
@@ -262,6 +265,37 @@ unsafe fn grow(scratch: &mut Option<CudaSlice<u8>>, stream: &Arc<CudaStream>, by
     Ok(())
 }
 
+/// Copies `rows` rows of `width` bytes from device address `src` (rows `src_pitch` bytes apart)
+/// to `dst` (rows `dst_pitch` bytes apart), ordered on `stream`.
+///
+/// # Safety
+/// Both blocks must lie in live device allocations, and nothing else may use the destination
+/// until the copy is done.
+unsafe fn copy_2d(
+    stream: &Arc<CudaStream>,
+    (dst, dst_pitch): (u64, usize),
+    (src, src_pitch): (u64, usize),
+    width: usize,
+    rows: usize,
+) -> Result<()> {
+    let copy = CUDA_MEMCPY2D {
+        srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcDevice: src,
+        srcPitch: src_pitch,
+        dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstDevice: dst,
+        dstPitch: dst_pitch,
+        WidthInBytes: width,
+        Height: rows,
+        ..Default::default()
+    };
+    stream.context().bind_to_thread()?;
+    // SAFETY: the descriptor names two device blocks that the caller guarantees; the call only
+    // enqueues the copy on `stream`.
+    unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) }.result()?;
+    Ok(())
+}
+
 /// One f32 GEMM (batch 1) run as partial products over slices of k, then summed.
 struct SplitK<'a> {
     g: &'a Gemm,
@@ -360,8 +394,9 @@ struct Sm90Operand {
     trans: bool,
 }
 
-/// Runs `g` on the sm_90a kernels with tile width `bn`; for TF32, `stage_a` / `stage_b` first
-/// transpose that operand into a K-major workspace (the TF32 kernel reads `nt` only).
+/// Runs `g` on the sm_90a kernels with tile width `bn`, each operand fed as `feed_a` / `feed_b`
+/// say: read in place, transposed into a K-major workspace first (TF32: the kernel reads `nt`
+/// only), or copied into a workspace with a 128-byte pitch first.
 #[allow(clippy::too_many_arguments)] // one call site; the arguments are the plan's fields
 fn sm90<TIn: Element, TOut: Element>(
     kernels: &Kernels,
@@ -372,8 +407,8 @@ fn sm90<TIn: Element, TOut: Element>(
     precision: Precision,
     [pa, pb, pc]: [u64; 3],
     bn: u32,
-    stage_a: bool,
-    stage_b: bool,
+    feed_a: Feed,
+    feed_b: Feed,
 ) -> Result<()> {
     let (dtype, bk) = match precision {
         Precision::Bf16 => (Dtype::Bf16, 64),
@@ -383,24 +418,31 @@ fn sm90<TIn: Element, TOut: Element>(
     let es = dtype.size();
     let io = format!("{}_{}", input_name::<TIn>(precision), TOut::NAME);
     let layout = |ta: bool, tb: bool| format!("{}{}", if ta { 't' } else { 'n' }, if tb { 't' } else { 'n' });
-    // Staging turns A (stored k x m) into m x k and B (stored k x n) into n x k.
+    // Transposing turns A (stored k x m) into m x k and B (stored k x n) into n x k.
+    let (stage_a, stage_b) = (feed_a == Feed::Transpose, feed_b == Feed::Transpose);
     let name = format!("gemm_sm90_{io}_{}_n{bn}", layout(g.trans_a && !stage_a, g.trans_b || stage_b));
     let function = function_with_smem(kernels, &name, SM90_SMEM)?;
     let transpose = if stage_a || stage_b { Some(kernels.function("gemm_transpose_f32")?) } else { None };
     let tiles = g.m.div_ceil(TILE_M) * g.n.div_ceil(bn as usize);
     let (m, n, k, ldc, stride_c) = (g.m as i32, g.n as i32, g.k as i32, g.ldc as i32, g.stride_c as i64);
     let staged_ld = g.k.next_multiple_of(STAGE_PITCH);
-    // The staged operands of one launch (at most GRID_YZ_MAX entries), A's then B's, in one
-    // workspace; every matrix starts on a 128-byte boundary (the pitch is 32 f32).
+    let repitched_ld = |cols: usize| cols.next_multiple_of(TMA_FAST_PITCH / es as usize);
+    // The fed operands of one launch (at most GRID_YZ_MAX entries; one when copied to a new
+    // pitch), A's then B's, in one workspace; every matrix starts on a 128-byte boundary.
     let most = g.batch.min(GRID_YZ_MAX);
-    let staged_floats = |stage: bool, rows: usize| if stage { most * rows * staged_ld } else { 0 };
-    let (floats_a, floats_b) = (staged_floats(stage_a, g.m), staged_floats(stage_b, g.n));
+    let region = |feed: Feed, (rows, cols): (usize, usize), k_major_rows: usize| match feed {
+        Feed::InPlace => 0,
+        Feed::Transpose => most * k_major_rows * staged_ld * size_of::<f32>(),
+        Feed::Repitch => rows * repitched_ld(cols) * es as usize,
+    };
+    let bytes_a = region(feed_a, g.a_dims(), g.m).next_multiple_of(TMA_FAST_PITCH);
+    let need = bytes_a + region(feed_b, g.b_dims(), g.n);
     let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
-    let need = (floats_a + floats_b) * size_of::<f32>();
-    // SAFETY: each launch's transposes write every element that its GEMM reads (rows x k of each
-    // entry) before the GEMM runs; the pitch padding is never read (TMA stops at k).
+    // SAFETY: each launch's transposes and copies write every element that its GEMM reads (rows x
+    // k of each entry, or the stored matrix) before the GEMM runs; the pitch padding is never read
+    // (TMA stops at the matrix edge).
     unsafe { grow(&mut scratch, stream, need) }?;
-    // The guard orders the transposes' writes after the buffer's earlier uses and records them.
+    // The guard orders the workspace writes after the buffer's earlier uses and records them.
     let (scratch_base, _write_scratch) = match scratch.as_mut() {
         Some(ws) if need > 0 => {
             let (base, guard) = ws.device_ptr_mut(stream);
@@ -408,48 +450,65 @@ fn sm90<TIn: Element, TOut: Element>(
         }
         _ => (0, None),
     };
-    let regions = [scratch_base, scratch_base + (floats_a * size_of::<f32>()) as u64];
+    let regions = [scratch_base, scratch_base + bytes_a as u64];
 
     for z0 in (0..g.batch).step_by(GRID_YZ_MAX) {
         let entries = (g.batch - z0).min(GRID_YZ_MAX);
         let at = |base: u64, stride: usize| base + (z0 * stride) as u64 * es;
-        let operand =
-            |base: u64, ld: usize, stride: usize, trans: bool, stage: bool, rows: usize, ws: u64| {
-                if !stage {
-                    return Ok::<_, Error>(Sm90Operand { base: at(base, stride), ld, stride, trans });
+        let operand = |base: u64,
+                       ld: usize,
+                       stride: usize,
+                       trans: bool,
+                       feed: Feed,
+                       stored: (usize, usize),
+                       ws: u64| {
+            match feed {
+                Feed::InPlace => Ok::<_, Error>(Sm90Operand { base: at(base, stride), ld, stride, trans }),
+                Feed::Repitch => {
+                    let pitch = repitched_ld(stored.1);
+                    let (es, src) = (es as usize, at(base, stride));
+                    // SAFETY: copies the validated stored matrix (batch 1: the dispatcher repitches
+                    // single GEMMs only) into this operand's workspace region, sized for
+                    // `stored.0` rows at `pitch >= stored.1`.
+                    unsafe { copy_2d(stream, (ws, pitch * es), (src, ld * es), stored.1 * es, stored.0) }?;
+                    Ok(Sm90Operand { base: ws, ld: pitch, stride: stored.0 * pitch, trans })
                 }
-                // Stored k x rows: transpose to rows x k with a 128-byte pitch into the workspace.
-                let transpose = transpose.as_ref().expect("loaded when staging");
-                let staged_stride = rows * staged_ld;
-                let (cols, depth) = (rows as i32, g.k as i32);
-                let (ld_in, stride_in, ld_out) = (ld as i32, stride as i64, staged_ld as i32);
-                let (input, stride_out) = (at(base, stride), staged_stride as i64);
-                let cfg = LaunchConfig {
-                    grid_dim: (rows.div_ceil(32) as u32, g.k.div_ceil(32) as u32, entries as u32),
-                    block_dim: (32, 8, 1),
-                    shared_mem_bytes: 0,
-                };
-                // SAFETY: `gemm_transpose_f32(rows, cols, in, ld_in, stride_in, out, ld_out,
-                // stride_out)`: reads the validated k x rows operand of each entry, writes rows x k
-                // at `ws`, this operand's workspace region, which holds `entries <= most` such
-                // matrices at pitch `staged_ld >= k` (sized above).
-                unsafe {
-                    stream
-                        .launch_builder(transpose)
-                        .arg(&depth)
-                        .arg(&cols)
-                        .arg(&input)
-                        .arg(&ld_in)
-                        .arg(&stride_in)
-                        .arg(&ws)
-                        .arg(&ld_out)
-                        .arg(&stride_out)
-                        .launch(cfg)?;
+                Feed::Transpose => {
+                    // Stored k x rows: transpose to rows x k with a 128-byte pitch into the workspace.
+                    let rows = stored.1;
+                    let transpose = transpose.as_ref().expect("loaded when transposing");
+                    let staged_stride = rows * staged_ld;
+                    let (cols, depth) = (rows as i32, g.k as i32);
+                    let (ld_in, stride_in, ld_out) = (ld as i32, stride as i64, staged_ld as i32);
+                    let (input, stride_out) = (at(base, stride), staged_stride as i64);
+                    let cfg = LaunchConfig {
+                        grid_dim: (rows.div_ceil(32) as u32, g.k.div_ceil(32) as u32, entries as u32),
+                        block_dim: (32, 8, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    // SAFETY: `gemm_transpose_f32(rows, cols, in, ld_in, stride_in, out, ld_out,
+                    // stride_out)`: reads the validated k x rows operand of each entry, writes
+                    // rows x k at `ws`, this operand's workspace region, which holds
+                    // `entries <= most` such matrices at pitch `staged_ld >= k` (sized above).
+                    unsafe {
+                        stream
+                            .launch_builder(transpose)
+                            .arg(&depth)
+                            .arg(&cols)
+                            .arg(&input)
+                            .arg(&ld_in)
+                            .arg(&stride_in)
+                            .arg(&ws)
+                            .arg(&ld_out)
+                            .arg(&stride_out)
+                            .launch(cfg)?;
+                    }
+                    Ok(Sm90Operand { base: ws, ld: staged_ld, stride: staged_stride, trans: !trans })
                 }
-                Ok(Sm90Operand { base: ws, ld: staged_ld, stride: staged_stride, trans: !trans })
-            };
-        let a = operand(pa, g.lda, g.stride_a, g.trans_a, stage_a, g.m, regions[0])?;
-        let b = operand(pb, g.ldb, g.stride_b, g.trans_b, stage_b, g.n, regions[1])?;
+            }
+        };
+        let a = operand(pa, g.lda, g.stride_a, g.trans_a, feed_a, g.a_dims(), regions[0])?;
+        let b = operand(pb, g.ldb, g.stride_b, g.trans_b, feed_b, g.b_dims(), regions[1])?;
 
         let map = |o: Sm90Operand, rows: usize, cols: usize, box_cols: u32, box_rows: u32| {
             Operand {
