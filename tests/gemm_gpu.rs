@@ -55,7 +55,7 @@ fn small_unaligned_leading_dims_and_batches() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn small_k_exact_fp32_on_the_large_tiles() {
+fn small_k_exact_fp32_on_wide_tiles() {
     // 16 x 8 tiles of 128 x 256 (one wave on an H100): the large-tile SIMT kernel, with edges in m,
     // n and k, in every layout, aligned (float4 loads) and not; a short k keeps it quick under
     // compute-sanitizer.
