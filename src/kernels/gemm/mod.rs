@@ -278,16 +278,24 @@ unsafe fn copy_2d(
     width: usize,
     rows: usize,
 ) -> Result<()> {
+    // Every field spelled out: cudarc's bindings (the legacy engine) have no Default for it.
     let copy = CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
         srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
         srcDevice: src,
+        srcArray: std::ptr::null_mut(),
         srcPitch: src_pitch,
+        dstXInBytes: 0,
+        dstY: 0,
         dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
         dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
         dstPitch: dst_pitch,
         WidthInBytes: width,
         Height: rows,
-        ..Default::default()
     };
     stream.context().bind_to_thread()?;
     // SAFETY: the descriptor names two device blocks that the caller guarantees; the call only
