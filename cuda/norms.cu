@@ -212,37 +212,72 @@ PRISM_KERNEL void prism_batch_norm_apply_f32(const float *x, float *out, const f
     }
 }
 
-// Training statistics, NCHW: mean[c] and biased var[c] over (n, hw) (two passes, f64 block combine); when
-// running_mean/running_var are non-null: r = (1 - momentum) * r + momentum * stat, with the unbiased
-// variance (count/(count-1)) for running_var. Launch: grid = c, block multiple of 32 <= 1024 (256).
-PRISM_KERNEL void prism_batch_norm_stats_f32(const float *x, float *mean, float *var, float *running_mean,
-                                             float *running_var, int n, int c, int hw, float momentum) {
-    const int ch = blockIdx.x;
-    if (ch >= c) return;
-    const unsigned long long count = (unsigned long long)n * hw;
-    const unsigned long long plane = (unsigned long long)c * hw;
-    auto at = [&](unsigned long long k) {
-        const unsigned long long b = k / (unsigned long long)hw, j = k - b * hw;
-        return x[b * plane + (unsigned long long)ch * hw + j];
-    };
-    float s = 0.0f;
-    for (unsigned long long k = threadIdx.x; k < count; k += blockDim.x) s += at(k);
-    const double mu = block_allreduce_f64((double)s) / (double)count;
-    const float muf = (float)mu;
-    float q = 0.0f;
-    for (unsigned long long k = threadIdx.x; k < count; k += blockDim.x) {
-        const float d = at(k) - muf;
-        q = fmaf(d, d, q);
-    }
-    const double m2 = block_allreduce_f64((double)q);
-    if (threadIdx.x == 0) {
-        const float v = (float)(m2 / (double)count);
-        mean[ch] = muf;
-        var[ch] = v;
-        if (running_mean) running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * muf;
-        if (running_var) {
-            const float unb = count > 1 ? (float)(m2 / (double)(count - 1)) : v;
-            running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unb;
+// Training statistics, NCHW, in two kernels: a channel's n x hw values are cut into units (one row segment
+// of at most BN_UNIT values each); block (ch, s) of prism_batch_norm_partials_f32 folds units s, s + slices,
+// ... of channel ch into (count, mean, M2) (per-thread Welford in f32, combined across the block in f64) at
+// part[(ch * slices + s) * 3]; prism_batch_norm_finish_f32 merges a channel's slices in order (Chan et al.,
+// f64) into mean[c] and the biased var[c], and when running_mean/running_var are non-null updates
+// r = (1 - momentum) * r + momentum * stat with the unbiased variance (count / (count - 1)) for running_var.
+constexpr int BN_UNIT = 4096;
+
+// Launch: grid (c, slices), block 256 (a multiple of 32, at most 1024).
+PRISM_KERNEL void __launch_bounds__(1024)
+    prism_batch_norm_partials_f32(const float *x, double *part, int n, int c, int hw, int slices) {
+    const int ch = blockIdx.x, s = blockIdx.y;
+    const int per_row = (hw + BN_UNIT - 1) / BN_UNIT;
+    const long long units = (long long)n * per_row;
+    const bool vec = hw % 4 == 0 && prism_aligned16(x);
+    Welford w;
+    for (long long u = s; u < units; u += slices) {
+        const long long b = u / per_row;
+        const int j0 = (int)(u - b * per_row) * BN_UNIT, len = min(BN_UNIT, hw - j0);
+        const float *row = x + (b * c + ch) * (long long)hw + j0;
+        if (vec) {
+            for (int j = threadIdx.x * 4; j < len; j += blockDim.x * 4) {
+                const float4 v4 = __ldg(reinterpret_cast<const float4 *>(row + j));
+                const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+                w.operator()<4>(v);
+            }
+        } else {
+            for (int j = threadIdx.x; j < len; j += blockDim.x) {
+                const float v = __ldg(row + j);
+                w.operator()<1>(&v);
+            }
         }
+    }
+    const double count = block_allreduce_f64(w.n);
+    const double mean = count > 0.0 ? block_allreduce_f64((double)w.n * w.mean) / count : 0.0;
+    const double dm = (double)w.mean - mean;
+    const double m2 = block_allreduce_f64((double)w.m2 + (double)w.n * dm * dm);
+    if (threadIdx.x == 0) {
+        double *p = part + ((long long)ch * slices + s) * 3;
+        p[0] = count;
+        p[1] = mean;
+        p[2] = m2;
+    }
+}
+
+// Launch: 1-D, one thread per channel (block 256, grid ceil(c / 256)).
+PRISM_KERNEL void __launch_bounds__(256)
+    prism_batch_norm_finish_f32(const double *part, int slices, int c, float *mean, float *var,
+                                float *running_mean, float *running_var, float momentum) {
+    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= c) return;
+    double count = 0.0, mu = 0.0, m2 = 0.0;
+    for (int s = 0; s < slices; ++s) {
+        const double *p = part + ((long long)ch * slices + s) * 3;
+        if (p[0] == 0.0) continue;
+        const double total = count + p[0], delta = p[1] - mu;
+        mu += delta * (p[0] / total);
+        m2 += p[2] + delta * delta * (count * p[0] / total);
+        count = total;
+    }
+    const float muf = (float)mu, v = (float)(m2 / count);
+    mean[ch] = muf;
+    var[ch] = v;
+    if (running_mean) running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * muf;
+    if (running_var) {
+        const float unb = count > 1.0 ? (float)(m2 / (count - 1.0)) : v;
+        running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unb;
     }
 }

@@ -341,7 +341,8 @@ fn batch_norm_and_transpose_poisoned() {
     let (k, s) = (g.kernels(), g.stream());
     let mut rng = checks::fresh_rng("batch norm, transpose");
     let cpu_rt = ProductionGpuRuntime::cpu();
-    for (n, c, hw) in [(1, 1, 1), (3, 5, 49), (2, 3, 1024), (4, 64, 3136)] {
+    // (1, 3, 9001): three units of a row per channel, the last one short, scalar loads.
+    for (n, c, hw) in [(1, 1, 1), (3, 5, 49), (2, 3, 1024), (4, 64, 3136), (1, 3, 9001), (2, 300, 52)] {
         let x = rng.vec(n * c * hw, -2.0, 3.0);
         let (gamma, beta) = (rng.vec(c, 0.5, 1.5), rng.vec(c, -1.0, 1.0));
         let xd = up(g, &x);

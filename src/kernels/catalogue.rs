@@ -153,7 +153,8 @@ pub static FAMILIES: &[Family] = &[
             "prism_rms_norm_f32",
             "prism_rms_norm_bf16",
             "prism_batch_norm_apply_f32",
-            "prism_batch_norm_stats_f32",
+            "prism_batch_norm_partials_f32",
+            "prism_batch_norm_finish_f32",
         ],
     },
     Family {

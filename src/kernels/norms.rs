@@ -13,6 +13,13 @@ use crate::error::{Error, Result};
 use crate::kernels::rows::{self, RowContract};
 use crate::kernels::{args, grid, shape, Kernels};
 
+/// Values per unit of work of the batch-norm statistics (`BN_UNIT` in cuda/norms.cu).
+const BN_UNIT: usize = 4096;
+/// Threads per block of the batch-norm statistics kernels.
+const BLOCK: u32 = 256;
+/// Largest grid.y of a launch.
+const MAX_GRID_Y: usize = 65_535;
+
 /// The element types the row norms take for `x` and `out` (gamma, beta and statistics are f32).
 pub trait NormElement: DeviceRepr + Copy {
     /// The layer-norm entry point for this type.
@@ -317,31 +324,54 @@ pub fn batch_norm_stats(
         });
     }
     let (ni, ci, hwi) = (args::int(OP, "n", n)?, args::int(OP, "c", c)?, args::int(OP, "hw", hw)?);
-    let function = kernels.function(OP)?;
+    let partials = kernels.function("prism_batch_norm_partials_f32")?;
+    let finish = kernels.function("prism_batch_norm_finish_f32")?;
     let momentum = running.as_ref().map_or(0.0, |r| r.momentum);
     let (rm, rv) = match running {
         Some(r) => (Some(r.mean), Some(r.var)),
         None => (None, None),
     };
+    // About four blocks per multiprocessor over all channels, each with at least one unit (a row
+    // segment of at most BN_UNIT values) of its channel.
+    let units = n * hw.div_ceil(BN_UNIT);
+    let slices = (4 * kernels.multiprocessors() as usize).div_ceil(c).clamp(1, units.min(MAX_GRID_Y));
+    let si = slices as i32;
+    // SAFETY: the partials kernel writes all c * slices (count, mean, M2) triples before the finish
+    // kernel, ordered after it on the stream, reads them.
+    let mut part = unsafe { stream.alloc::<f64>(3 * c * slices) }?;
     let (xp, _x) = x.device_ptr(stream);
+    let (pp, _p) = part.device_ptr_mut(stream);
     let (mp, _m) = mean.device_ptr_mut(stream);
     let (vp, _v) = var.device_ptr_mut(stream);
     let (rmp, _rm) = args::output(rm, stream);
     let (rvp, _rv) = args::output(rv, stream);
-    let cfg = LaunchConfig { grid_dim: (c as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-    // SAFETY: x holds n * c * hw elements, mean/var and the running statistics c each (checked
-    // above) or null; one block per channel.
+    let cfg = LaunchConfig {
+        grid_dim: (c as u32, slices as u32, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: x holds n * c * hw elements (checked above); block (ch, s) writes part's triple
+    // ch * slices + s, inside its 3 * c * slices values.
+    unsafe {
+        stream.launch_builder(&partials).arg(&xp).arg(&pp).arg(&ni).arg(&ci).arg(&hwi).arg(&si).launch(cfg)
+    }?;
+    let cfg = LaunchConfig {
+        grid_dim: (c.div_ceil(BLOCK as usize) as u32, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: reads the c * slices triples written above; writes mean/var and the running
+    // statistics, c each (checked above) or null; one thread per channel.
     unsafe {
         stream
-            .launch_builder(&function)
-            .arg(&xp)
+            .launch_builder(&finish)
+            .arg(&pp)
+            .arg(&si)
+            .arg(&ci)
             .arg(&mp)
             .arg(&vp)
             .arg(&rmp)
             .arg(&rvp)
-            .arg(&ni)
-            .arg(&ci)
-            .arg(&hwi)
             .arg(&momentum)
             .launch(cfg)
     }?;
