@@ -70,8 +70,9 @@ fn small_k_exact_fp32_on_wide_tiles() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn small_skinny_deep_split_k() {
-    // 3 tiles and k = 3001: five slices of k (the last one shorter), exact fp32 and TF32, every
-    // layout, with and without scaling and padding; and two slices (576 + 524) of k = 1100.
+    // 3 tiles and k = 3001: eleven slices of k (ten of 288, the last 121), exact fp32 and TF32,
+    // every layout, with and without scaling and padding; and four slices (3 x 288 + 236) of
+    // k = 1100.
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     for precision in [Precision::F32, Precision::Tf32] {
         for (ta, tb) in TRANSPOSES {
