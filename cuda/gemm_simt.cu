@@ -313,3 +313,24 @@ PRISM_KERNEL void __launch_bounds__(256)
         *c = beta != 0.f ? fmaf(beta, *c, v) : v;
     }
 }
+
+// Copies `rows` rows of `width` bytes from src (rows src_pitch bytes apart) to dst (dst_pitch apart): the
+// 128-byte-pitch copies of the sm_90 path. 16-byte moves when width, both pitches and both addresses are
+// multiples of 16, else 2-byte moves (the callers' elements are 2 or 4 bytes). Grid-stride over rows
+// (blockIdx.x + k * gridDim.x), threads along the row; block 256.
+PRISM_KERNEL void __launch_bounds__(256)
+    gemm_copy_rows(long long rows, long long width, const unsigned char *src, long long src_pitch, unsigned char *dst,
+                   long long dst_pitch) {
+    const bool vec = ((width | src_pitch | dst_pitch | (long long)src | (long long)dst) & 15) == 0;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const unsigned char *s = src + r * src_pitch;
+        unsigned char *d = dst + r * dst_pitch;
+        if (vec) {
+            for (long long i = threadIdx.x * 16ll; i < width; i += 256 * 16ll)
+                *reinterpret_cast<uint4 *>(d + i) = *reinterpret_cast<const uint4 *>(s + i);
+        } else {
+            for (long long i = threadIdx.x * 2ll; i < width; i += 256 * 2ll)
+                *reinterpret_cast<unsigned short *>(d + i) = *reinterpret_cast<const unsigned short *>(s + i);
+        }
+    }
+}

@@ -70,6 +70,7 @@ pub static FAMILIES: &[Family] = &[
             "gemm_small_f16_f32",
             "gemm_transpose_f32",
             "gemm_splitk_reduce_f32",
+            "gemm_copy_rows",
         ],
     },
     Family {

@@ -76,8 +76,8 @@ pub enum Feed {
 /// 16-bit single GEMMs at least this large (m·n·k) copy operands with a slow pitch for TMA ...
 const REPITCH_MIN_VOLUME: u128 = 1 << 30;
 /// ... when the product's other side is at least this long: copying B (k x n) moves 4·k·n bytes
-/// (~1.5 TB/s) and saves ~27% of the product's 2·m·n·k flops (~400 TFLOP/s at the slow pitch):
-/// even from m = 2000 on, 10% gained at m = 3000 (likewise A and n).
+/// (~2.8 TB/s) and saves ~27% of the product's 2·m·n·k flops (~400 TFLOP/s at the slow pitch),
+/// even from m = 1100 on; 2048 keeps a margin (likewise A and n).
 const REPITCH_MIN_OTHER_SIDE: usize = 2048;
 /// Leading dimensions whose byte pitch is a multiple of this are TMA's fast case.
 pub const TMA_FAST_PITCH: usize = 128;
@@ -129,8 +129,8 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
         Precision::Bf16 | Precision::F16 if device.sm90 => {
             // A large single product copies an operand TMA cannot read to a 128-byte pitch (else
             // mma.sync), and an MN-major one whose pitch TMA reads slowly (3000x5000x2000 bf16 NN,
-            // B's pitch 10000 bytes: 0.156 ms in the kernel, 0.114 with B padded, 0.027 for the
-            // copy; A's 4000-byte pitch costs 0.010 ms, less than its copy, 0.017).
+            // B's pitch 10000 bytes: 0.156 ms in the kernel, 0.114 with B padded, 0.014 for the
+            // copy; A's 4000-byte pitch costs 0.010 ms, about what its copy would, 0.009).
             let large = g.batch == 1 && m * n * k >= REPITCH_MIN_VOLUME;
             let feed = |ready: bool, ld: usize, mn_major: bool, other_side: usize| {
                 let worth = large && other_side >= REPITCH_MIN_OTHER_SIDE;
