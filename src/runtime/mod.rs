@@ -375,17 +375,9 @@ impl ProductionGpuRuntime {
         beta: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<f32>> {
-        check_norm("layer_norm", x.len(), rows, cols, &[("gamma", gamma), ("beta", beta)])?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| {
-                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
-                g.download(&g.layer_norm(&g.upload(x)?, gm.as_ref(), bt.as_ref(), rows, cols, eps)?)
-            },
-            || cpu::layer_norm(x, rows, cols, gamma, beta, eps),
-        )
+        self.layer_norm_rows("layer_norm", x, rows, cols, gamma, beta, eps, || {
+            cpu::layer_norm(x, rows, cols, gamma, beta, eps)
+        })
     }
 
     /// RMS norm of each row with each row's rstd: `(out, rstd)`; see [`rms_norm`](Self::rms_norm).
@@ -421,17 +413,7 @@ impl ProductionGpuRuntime {
         gamma: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<f32>> {
-        check_norm("rms_norm", x.len(), rows, cols, &[("gamma", gamma)])?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| {
-                let gm = upload_opt(g, gamma)?;
-                g.download(&g.rms_norm(&g.upload(x)?, gm.as_ref(), rows, cols, eps)?)
-            },
-            || cpu::rms_norm(x, rows, cols, gamma, eps),
-        )
+        self.rms_norm_rows("rms_norm", x, rows, cols, gamma, eps, || cpu::rms_norm(x, rows, cols, gamma, eps))
     }
 
     /// Layer norm of bf16 rows, f32 accumulation and f32 gamma/beta, output rounded to bf16: within
@@ -445,17 +427,9 @@ impl ProductionGpuRuntime {
         beta: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<bf16>> {
-        check_norm("layer_norm_bf16", x.len(), rows, cols, &[("gamma", gamma), ("beta", beta)])?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| {
-                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
-                g.download(&g.layer_norm(&g.upload(x)?, gm.as_ref(), bt.as_ref(), rows, cols, eps)?)
-            },
-            || cpu::layer_norm_bf16(x, rows, cols, gamma, beta, eps),
-        )
+        self.layer_norm_rows("layer_norm_bf16", x, rows, cols, gamma, beta, eps, || {
+            cpu::layer_norm_bf16(x, rows, cols, gamma, beta, eps)
+        })
     }
 
     /// RMS norm of bf16 rows, f32 accumulation and f32 gamma, output rounded to bf16: within 8e-3.
@@ -467,7 +441,51 @@ impl ProductionGpuRuntime {
         gamma: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<bf16>> {
-        check_norm("rms_norm_bf16", x.len(), rows, cols, &[("gamma", gamma)])?;
+        self.rms_norm_rows("rms_norm_bf16", x, rows, cols, gamma, eps, || {
+            cpu::rms_norm_bf16(x, rows, cols, gamma, eps)
+        })
+    }
+
+    /// Layer norm of `[rows, cols]` rows of `T` on the GPU, else `cpu`: the f32 and bf16 entry
+    /// points differ only in their name and CPU fallback.
+    #[allow(clippy::too_many_arguments)] // the operation's operands, its name and its fallback
+    fn layer_norm_rows<T: norms::NormElement>(
+        &self,
+        op: &'static str,
+        x: &[T],
+        rows: usize,
+        cols: usize,
+        gamma: Option<&[f32]>,
+        beta: Option<&[f32]>,
+        eps: f32,
+        cpu: impl FnOnce() -> Vec<T>,
+    ) -> Result<Vec<T>> {
+        check_norm(op, x.len(), rows, cols, &[("gamma", gamma), ("beta", beta)])?;
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| {
+                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
+                g.download(&g.layer_norm(&g.upload(x)?, gm.as_ref(), bt.as_ref(), rows, cols, eps)?)
+            },
+            cpu,
+        )
+    }
+
+    /// RMS norm of `[rows, cols]` rows of `T` on the GPU, else `cpu` (as `layer_norm_rows`).
+    #[allow(clippy::too_many_arguments)] // the operation's operands, its name and its fallback
+    fn rms_norm_rows<T: norms::NormElement>(
+        &self,
+        op: &'static str,
+        x: &[T],
+        rows: usize,
+        cols: usize,
+        gamma: Option<&[f32]>,
+        eps: f32,
+        cpu: impl FnOnce() -> Vec<T>,
+    ) -> Result<Vec<T>> {
+        check_norm(op, x.len(), rows, cols, &[("gamma", gamma)])?;
         if x.is_empty() {
             return Ok(Vec::new());
         }
@@ -476,7 +494,7 @@ impl ProductionGpuRuntime {
                 let gm = upload_opt(g, gamma)?;
                 g.download(&g.rms_norm(&g.upload(x)?, gm.as_ref(), rows, cols, eps)?)
             },
-            || cpu::rms_norm_bf16(x, rows, cols, gamma, eps),
+            cpu,
         )
     }
 
