@@ -301,7 +301,8 @@ PRISM_KERNEL void __launch_bounds__(256)
 }
 
 // Split-K finish: C[i][j] = alpha * sum_s part[s][i][j] + beta * C[i][j] over `splits` packed m x n partial
-// products (f32, one after another), summed in split order. beta == 0 never reads C. Grid-stride, any grid.
+// products (f32, one after another), summed in split order. beta == 0 never reads C. Grid-stride over the
+// outputs: block 256, any grid.
 PRISM_KERNEL void __launch_bounds__(256)
     gemm_splitk_reduce_f32(int m, int n, int splits, const float *part, float alpha, float beta, float *C, int ldc) {
     const long long outputs = (long long)m * n;

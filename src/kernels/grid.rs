@@ -8,6 +8,8 @@ pub const ELEMENTWISE_BLOCK: u32 = 256;
 const ELEMENTS_PER_THREAD: u64 = 4;
 /// Resident blocks per multiprocessor worth launching for a grid-stride loop.
 const BLOCKS_PER_SM: u32 = 16;
+/// Largest grid.y or grid.z of a launch.
+pub const GRID_YZ_MAX: usize = 65_535;
 
 /// A 1-D grid-stride launch over `n` elements: enough blocks to fill the device, never more than
 /// the elements need.

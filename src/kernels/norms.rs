@@ -17,8 +17,6 @@ use crate::kernels::{args, grid, shape, Kernels};
 const BN_UNIT: usize = 4096;
 /// Threads per block of the batch-norm statistics kernels.
 const BLOCK: u32 = 256;
-/// Largest grid.y of a launch.
-const MAX_GRID_Y: usize = 65_535;
 
 /// The element types the row norms take for `x` and `out` (gamma, beta and statistics are f32).
 pub trait NormElement: DeviceRepr + Copy {
@@ -334,7 +332,7 @@ pub fn batch_norm_stats(
     // About four blocks per multiprocessor over all channels, each with at least one unit (a row
     // segment of at most BN_UNIT values) of its channel.
     let units = n * hw.div_ceil(BN_UNIT);
-    let slices = (4 * kernels.multiprocessors() as usize).div_ceil(c).clamp(1, units.min(MAX_GRID_Y));
+    let slices = (4 * kernels.multiprocessors() as usize).div_ceil(c).clamp(1, units.min(grid::GRID_YZ_MAX));
     let si = slices as i32;
     // SAFETY: the partials kernel writes all c * slices (count, mean, M2) triples before the finish
     // kernel, ordered after it on the stream, reads them.

@@ -4,17 +4,16 @@ use std::sync::Arc;
 
 use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use crate::error::Result;
-use crate::kernels::{args, shape, Kernels};
+use crate::kernels::{args, grid, shape, Kernels};
 
 /// Side of the square tile one block moves through shared memory.
 const TILE: usize = 32;
-/// Most blocks along y; the kernel loops over further row tiles.
-const MAX_GRID_Y: usize = 65_535;
 
 /// The launch for a `[rows, cols]` matrix: a block of 32 x 8 threads per 32 x 32 tile.
 pub fn config(rows: usize, cols: usize) -> LaunchConfig {
     LaunchConfig {
-        grid_dim: (cols.div_ceil(TILE) as u32, rows.div_ceil(TILE).min(MAX_GRID_Y) as u32, 1),
+        // At most GRID_YZ_MAX blocks along y; the kernel loops over further row tiles.
+        grid_dim: (cols.div_ceil(TILE) as u32, rows.div_ceil(TILE).min(grid::GRID_YZ_MAX) as u32, 1),
         block_dim: (32, 8, 1),
         shared_mem_bytes: 0,
     }

@@ -3,6 +3,7 @@
 //! the rules are tested without a GPU; notes/gemm.md has the measurements behind them.
 
 use super::spec::{Gemm, Precision};
+use crate::kernels::grid::GRID_YZ_MAX;
 
 /// What the dispatcher knows about the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +15,13 @@ pub struct Device {
     /// Whether the sm_90a (TMA + wgmma) kernels may be used: an sm_90 device whose sm_90a module
     /// has not failed to load.
     pub sm90: bool,
+}
+
+impl Device {
+    /// Whether the device has the tensor cores the mma.sync kernels use (sm_80+).
+    fn tensor_cores(&self) -> bool {
+        self.capability.0 >= 8
+    }
 }
 
 /// Whether each operand, as given, can be read through a TMA tensor map: 16-byte aligned base,
@@ -102,8 +110,6 @@ const SPLIT_MAX: usize = 16;
 /// most this long (the copy moves 8/side bytes per flop; it costs as much as the sm_90 product at
 /// about 450, by the measured rates).
 const SPLIT_TF32_MAX_SIDE: usize = 256;
-/// Largest grid.y / grid.z of a launch.
-pub const GRID_YZ_MAX: usize = 65_535;
 /// The transpose kernel's tile edge (its grid.y covers rows / 32).
 const TRANSPOSE_TILE: usize = 32;
 
@@ -113,8 +119,8 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
     if m * n <= SMALL_OUTPUTS || m * n * k <= SMALL_VOLUME {
         return Plan::Small;
     }
-    let tensor_cores = device.capability.0 >= 8;
-    if let Some(plan) = split_k(g, precision, device, tensor_cores) {
+    let tensor_cores = device.tensor_cores();
+    if let Some(plan) = split_k(g, precision, device) {
         return plan;
     }
     match precision {
@@ -179,7 +185,7 @@ fn large_tiles_finish_first(g: &Gemm, multiprocessors: u32) -> bool {
 /// Split-K for one f32 GEMM (exact, or TF32 on tensor cores) whose output tiles fill at most half
 /// of the multiprocessors: enough slices of k to fill them twice over, each at least
 /// `SPLIT_MIN_DEPTH` deep (64x8192x8192: 64 tiles, 4 slices).
-fn split_k(g: &Gemm, precision: Precision, device: &Device, tensor_cores: bool) -> Option<Plan> {
+fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
     let mma = match precision {
         Precision::F32 => false,
         // sm_90's TF32 kernel transposes MN-major operands first; that copy outweighs the
@@ -193,7 +199,7 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device, tensor_cores: bool) 
             }
             true
         }
-        Precision::Tf32 if tensor_cores => true,
+        Precision::Tf32 if device.tensor_cores() => true,
         _ => return None,
     };
     if g.batch != 1 {

@@ -18,11 +18,10 @@ use crate::driver::{
     PushKernelArg,
 };
 use crate::error::{Error, Result};
+use crate::kernels::grid::GRID_YZ_MAX;
 use crate::kernels::Kernels;
 
-use dispatch::{
-    Device, Feed, Plan, TmaReady, GRID_YZ_MAX, SIMT64_TILE_M, SIMT_TILE_N, TILE_M, TMA_FAST_PITCH,
-};
+use dispatch::{Device, Feed, Plan, TmaReady, SIMT64_TILE_M, SIMT_TILE_N, TILE_M, TMA_FAST_PITCH};
 pub use spec::{effective_precision, Element, Gemm, Precision};
 use tensor_map::{Dtype, Operand};
 
@@ -367,6 +366,7 @@ impl SplitK<'_> {
 
         let reduce = kernels.function("gemm_splitk_reduce_f32")?;
         let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
+        // One output per thread per step (grid::elementwise sizes for four): up to 8 blocks per SM.
         let blocks = outputs.div_ceil(BLOCK as usize).min(kernels.multiprocessors() as usize * 8);
         let cfg =
             LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
