@@ -8,7 +8,7 @@
 //
 // Launch: grid (ceil(n/128), ceil(m/128), batch), block 256, dynamic shared memory GEMM_MMA_SMEM = 81920
 // bytes (needs cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, 81920)).
-#include "common.cuh"
+#include "gemm_common.cuh"
 #include <stdint.h>
 #include <type_traits>
 
@@ -27,25 +27,6 @@ template <> struct MmTraits<2> {
     using T = float;
     static constexpr int ES = 4, BK = 16, PADK = 4, V = 4;
 };
-
-template <typename T> __device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
-template <typename T> __device__ __forceinline__ float to_f32(T v);
-template <> __device__ __forceinline__ float to_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <> __device__ __forceinline__ float to_f32<__half>(__half v) { return __half2float(v); }
-
-__device__ __forceinline__ uint32_t s_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
 
 // Copy a ROWS x COLS tile (COLS contiguous in global memory) into shared memory with row stride SST
 // (elements). Rows >= row_lim and columns >= col_lim are zero-filled.

@@ -4,98 +4,128 @@
 // C[m x n] (row-major, ldc) = alpha * op(A) * op(B) + beta * C; op(X) = X or X^T by transA/transB
 // (A: m x k row-major, or k x m when transA; B: k x n row-major, or n x k when transB). Any m, n, k >= 1,
 // any leading dimensions. Batch = gridDim.z with per-matrix strides. beta == 0 never reads C.
-#include "common.cuh"
-#include <stdint.h>
+#include "gemm_common.cuh"
 
 namespace {
-
-template <typename T> __device__ __forceinline__ float to_f32(T v);
-template <> __device__ __forceinline__ float to_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <> __device__ __forceinline__ float to_f32<__half>(__half v) { return __half2float(v); }
-template <typename T> __device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
 
 // ---------------------------------------------------------------------------------------------------------
 // Tiled SIMT GEMM: a BM x BN x BK block tile on 256 threads = WARPS_M x (8 / WARPS_M) warps, each warp's lanes
 // LANES_M x (32 / LANES_M), each thread a TM x TN block of outputs made of 4 x 4 quadrants (so every shared
 // read is a conflict-free float4). Operand tiles are stored K-major ([BK][rows + 4]) in two shared buffers:
-// the next tile is fetched into registers while the current one is multiplied and stashed at its last step
-// (one barrier per tile), and the next step's fragments are read from shared memory one step ahead.
-// Instantiations (notes/gemm.md has the measurements): 128 x 256 x 8 (1 block per SM, the shape of cuBLAS's
-// own H100 SGEMM) for grids of at least ~a wave; 64 x 128 x 16 (2 blocks per SM) for smaller ones.
+// the next tile is copied with cp.async while the current one is multiplied (one barrier per tile), and the
+// next step's fragments are read from shared memory one step ahead.
+// The main loop has no branch: the copies past the last tile read nothing (zero bytes), so the compiler can
+// spread the copy instructions among the FMAs. With a branch around them they ran as one serial block per tile
+// and SGEMM stayed at 0.90x cuBLAS; without it, 1.0x (notes/gemm.md).
+// Instantiations: 128 x 256 x 8 (1 block per SM, the shape of cuBLAS's own H100 SGEMM) for grids of at least
+// ~a wave; 64 x 128 x 16 (2 blocks per SM) for smaller ones.
 constexpr int TILE_PAD = 4;
 
-// The thread's share of the [ROWS along M/N] x [BK along K] operand tile: G groups of 4 elements.
-// KCONT: K is the contiguous dimension in global memory (A not transposed, B transposed).
-template <int ROWS, int BK, bool KCONT> struct OperandTile {
+// The thread's share of one operand tile [ROWS along M/N] x [BK along K]: G groups of 4 elements consecutive
+// along the contiguous dimension of global memory. KCONT: K is that dimension (A not transposed, B
+// transposed); such groups are copied into a staging slot and transposed into the K-major tile by the same
+// thread (unstage), the others straight into place. Each group's pointer walks K by a constant step; which
+// elements exist comes from a mask set once and the K left, and missing ones are zero-filled.
+// f32 data: cp.async, one 16-byte copy per group when VEC (16-byte aligned groups that are whole or wholly
+// outside the matrix), else four 4-byte ones; 16-bit data: loaded, converted and stored by the thread (the
+// fallback for GPUs without tensor cores).
+template <int ROWS, int BK, bool KCONT, typename T, bool VEC> struct OperandFeed {
     static constexpr int GROUPS = ROWS * BK / 4;
-    static constexpr int G = (GROUPS + 255) / 256;
+    static constexpr int G = GROUPS / 256;
     static constexpr int PITCH = ROWS + TILE_PAD;
+    static_assert(GROUPS % 256 == 0, "every thread copies whole groups");
 
-    // Group idx covers 4 consecutive elements along the contiguous dimension: (mn, kk) is the first.
+    const T *next[G];  // the group's first element in the next tile
+    int inside[G];     // KCONT: 1 if the group's row exists, else 0; otherwise its elements that exist along M/N
+    long long step;    // elements from one tile's group to the next tile's
+    const T *base;     // a valid address for copies that read nothing
+
     __device__ __forceinline__ static int mn_of(int idx) { return KCONT ? idx / (BK / 4) : (idx % (ROWS / 4)) * 4; }
     __device__ __forceinline__ static int k_of(int idx) { return KCONT ? (idx % (BK / 4)) * 4 : idx / (ROWS / 4); }
 
-    // VEC: one float4 load per group when the group lies inside the matrix (f32 data, 16-byte aligned rows).
-    template <typename T, bool VEC>
-    __device__ __forceinline__ static void fetch(float (&v)[4 * G], const T *__restrict__ g, long long ld, int mn0,
-                                                 int k0, int mn_lim, int k_lim) {
+    __device__ __forceinline__ OperandFeed(const T *g, long long ld, int mn0, int mn_lim) : step(KCONT ? BK : BK * ld), base(g) {
 #pragma unroll
         for (int j = 0; j < G; ++j) {
             const int idx = threadIdx.x + j * 256;
-            if (GROUPS % 256 != 0 && idx >= GROUPS) break;
-            const int mn = mn0 + mn_of(idx), kk = k0 + k_of(idx);
-            float *o = v + 4 * j;
-            const bool inside = KCONT ? (mn < mn_lim && kk + 3 < k_lim) : (kk < k_lim && mn + 3 < mn_lim);
-            const long long at = KCONT ? (long long)mn * ld + kk : (long long)kk * ld + mn;
-            if (VEC && inside) {
-                const float4 f = *reinterpret_cast<const float4 *>(reinterpret_cast<const float *>(g) + at);
-                o[0] = f.x; o[1] = f.y; o[2] = f.z; o[3] = f.w;
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const bool ok = KCONT ? (mn < mn_lim && kk + e < k_lim) : (kk < k_lim && mn + e < mn_lim);
-                    o[e] = ok ? to_f32<T>(g[at + e]) : 0.f;
-                }
-            }
+            const int mn = mn0 + mn_of(idx), kk = k_of(idx);
+            next[j] = g + (KCONT ? (long long)mn * ld + kk : (long long)kk * ld + mn);
+            inside[j] = KCONT ? (mn < mn_lim) : max(0, min(4, mn_lim - mn));
         }
     }
-    // Stores the fetched elements into the K-major shared tile s[BK][PITCH].
-    __device__ __forceinline__ static void stash(float *s, const float (&v)[4 * G]) {
+
+    // Starts copying the next tile, whose first K index has k_left elements of K from it on (<= 0 past the
+    // end), into `tile` or, for KCONT, into `stage`; then moves on by one tile.
+    __device__ __forceinline__ void issue(float *tile, float4 *stage, int k_left) {
 #pragma unroll
         for (int j = 0; j < G; ++j) {
             const int idx = threadIdx.x + j * 256;
-            if (GROUPS % 256 != 0 && idx >= GROUPS) break;
-            const int mn = mn_of(idx), kk = k_of(idx);
-            if (KCONT) {
+            const int kk = k_of(idx);
+            const int count = KCONT ? inside[j] * max(0, min(4, k_left - kk)) : (kk < k_left ? inside[j] : 0);
+            float *dst = KCONT ? reinterpret_cast<float *>(stage + idx) : tile + kk * PITCH + mn_of(idx);
+            copy_group(dst, next[j], count);
+            next[j] += step;
+        }
+    }
+
+    // The first `count` elements of the group at src into dst[0..4), zeros after them.
+    __device__ __forceinline__ void copy_group(float *dst, const T *src, int count) const {
+        if constexpr (sizeof(T) == 4 && VEC) {
+            cp_async16(s_u32(dst), count ? src : base, 4 * count);  // count is 0 or 4
+        } else if constexpr (sizeof(T) == 4) {
 #pragma unroll
-                for (int e = 0; e < 4; ++e) s[(kk + e) * PITCH + mn] = v[4 * j + e];
-            } else {
-                *reinterpret_cast<float4 *>(s + kk * PITCH + mn) = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+            for (int e = 0; e < 4; ++e) cp_async4(s_u32(dst + e), e < count ? src + e : base, e < count ? 4 : 0);
+        } else {
+            float v[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[e] = e < count ? to_f32<T>(src[e]) : 0.f;
+            *reinterpret_cast<float4 *>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+        }
+    }
+
+    // KCONT, once this thread's copies are complete: moves its staged groups into the K-major tile.
+    __device__ __forceinline__ void unstage(float *tile, const float4 *stage) const {
+        if constexpr (KCONT) {
+#pragma unroll
+            for (int j = 0; j < G; ++j) {
+                const int idx = threadIdx.x + j * 256;
+                const float4 v = stage[idx];
+                float *d = tile + k_of(idx) * PITCH + mn_of(idx);
+                d[0] = v.x;
+                d[PITCH] = v.y;
+                d[2 * PITCH] = v.z;
+                d[3 * PITCH] = v.w;
             }
         }
     }
 };
 
+// Shared memory of one block: two K-major tiles per operand and the staging slots of K-contiguous groups
+// (A's first, then B's; the slot is reused every tile: its last read comes before the barrier that precedes
+// the next copy into it).
+template <int BM, int BN, int BK> struct TileBuffers {
+    float a[2][BK][BM + TILE_PAD];
+    float b[2][BK][BN + TILE_PAD];
+    float4 stage[(BM + BN) * BK / 4];
+};
+
 template <int BM, int BN, int BK, int WARPS_M, int LANES_M, typename TI, typename TO, bool TA, bool TB, bool VEC>
 __device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, const TI *__restrict__ A, int lda,
                                            const TI *__restrict__ B, int ldb, float beta, TO *__restrict__ C, int ldc,
-                                           float (*As)[BK][BM + TILE_PAD], float (*Bs)[BK][BN + TILE_PAD]) {
+                                           TileBuffers<BM, BN, BK> &s) {
     constexpr int WARPS_N = 8 / WARPS_M, LANES_N = 32 / LANES_M;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
     constexpr int TM = WM / LANES_M, TN = WN / LANES_N;  // thread tile
     constexpr int QM = TM / 4, QN = TN / 4;              // 4 x 4 quadrants, LANES * 4 apart
     static_assert(WARPS_M * WARPS_N == 8 && TM % 4 == 0 && TN % 4 == 0, "tile does not fit 256 threads");
-    using TileA = OperandTile<BM, BK, !TA>;
-    using TileB = OperandTile<BN, BK, TB>;
+    static_assert(BK >= 2, "the staged groups are moved two steps before the tile's end");
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row0 = (warp / WARPS_N) * WM + (lane / LANES_N) * 4;
     const int col0 = (warp % WARPS_N) * WN + (lane % LANES_N) * 4;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int nk = (k + BK - 1) / BK;
+    OperandFeed<BM, BK, !TA, TI, VEC> feed_a(A, lda, m0, m);
+    OperandFeed<BN, BK, TB, TI, VEC> feed_b(B, ldb, n0, n);
+    float4 *stage_a = s.stage, *stage_b = s.stage + BM * BK / 4;
 
     float acc[TM][TN];
 #pragma unroll
@@ -103,48 +133,52 @@ __device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, con
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-    float va[4 * TileA::G], vb[4 * TileB::G];
-    TileA::template fetch<TI, VEC>(va, A, lda, m0, 0, m, k);
-    TileB::template fetch<TI, VEC>(vb, B, ldb, n0, 0, n, k);
-    TileA::stash(&As[0][0][0], va);
-    TileB::stash(&Bs[0][0][0], vb);
+    feed_a.issue(&s.a[0][0][0], stage_a, k);
+    feed_b.issue(&s.b[0][0][0], stage_b, k);
+    cp_commit();
+    cp_wait<0>();
+    feed_a.unstage(&s.a[0][0][0], stage_a);
+    feed_b.unstage(&s.b[0][0][0], stage_b);
     __syncthreads();
 
     float fa[2][TM], fb[2][TN];  // fragments of steps kk (slot kk & 1) and kk + 1
     auto load_fragments = [&](int buf, int kk, int slot) {
 #pragma unroll
         for (int q = 0; q < QM; ++q) {
-            const float4 f = *reinterpret_cast<const float4 *>(&As[buf][kk][row0 + q * LANES_M * 4]);
+            const float4 f = *reinterpret_cast<const float4 *>(&s.a[buf][kk][row0 + q * LANES_M * 4]);
             fa[slot][4 * q] = f.x; fa[slot][4 * q + 1] = f.y; fa[slot][4 * q + 2] = f.z; fa[slot][4 * q + 3] = f.w;
         }
 #pragma unroll
         for (int q = 0; q < QN; ++q) {
-            const float4 f = *reinterpret_cast<const float4 *>(&Bs[buf][kk][col0 + q * LANES_N * 4]);
+            const float4 f = *reinterpret_cast<const float4 *>(&s.b[buf][kk][col0 + q * LANES_N * 4]);
             fb[slot][4 * q] = f.x; fb[slot][4 * q + 1] = f.y; fb[slot][4 * q + 2] = f.z; fb[slot][4 * q + 3] = f.w;
         }
     };
     load_fragments(0, 0, 0);
     for (int kb = 0; kb < nk; ++kb) {
-        const int cur = kb & 1;
-        const bool more = kb + 1 < nk;
-        if (more) {
-            TileA::template fetch<TI, VEC>(va, A, lda, m0, (kb + 1) * BK, m, k);
-            TileB::template fetch<TI, VEC>(vb, B, ldb, n0, (kb + 1) * BK, n, k);
-        }
+        const int cur = kb & 1, nxt = cur ^ 1;
+        // Buffer nxt was last read before the previous tile's barrier.
+        feed_a.issue(&s.a[nxt][0][0], stage_a, k - (kb + 1) * BK);
+        feed_b.issue(&s.b[nxt][0][0], stage_b, k - (kb + 1) * BK);
+        cp_commit();
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
-            if (kk == BK - 1 && more) {
-                // Buffer cur ^ 1 was last read before the previous tile's barrier.
-                TileA::stash(&As[cur ^ 1][0][0], va);
-                TileB::stash(&Bs[cur ^ 1][0][0], vb);
-                __syncthreads();
+            if (kk == BK - 2) {
+                cp_wait<0>();
+                feed_a.unstage(&s.a[nxt][0][0], stage_a);
+                feed_b.unstage(&s.b[nxt][0][0], stage_b);
             }
+            if (kk == BK - 1) __syncthreads();
             if (kk + 1 < BK) load_fragments(cur, kk + 1, (kk + 1) & 1);
-            else if (more) load_fragments(cur ^ 1, 0, (kk + 1) & 1);
+            else load_fragments(nxt, 0, (kk + 1) & 1);
+            // Odd rows walk the columns backwards (1-2% faster: operand reuse across row ends).
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(fa[kk & 1][i], fb[kk & 1][j], acc[i][j]);
+                for (int jj = 0; jj < TN; ++jj) {
+                    const int j = (i & 1) ? TN - 1 - jj : jj;
+                    acc[i][j] = fmaf(fa[kk & 1][i], fb[kk & 1][j], acc[i][j]);
+                }
         }
     }
 
@@ -187,17 +221,20 @@ template <int BM, int BN, int BK, int WARPS_M, int LANES_M, typename TI, typenam
 __device__ __forceinline__ void tiled_entry(int m, int n, int k, float alpha, const TI *A, int lda, long long strideA,
                                             int transA, const TI *B, int ldb, long long strideB, int transB,
                                             float beta, TO *C, int ldc, long long strideC) {
-    __shared__ __align__(16) float As[2][BK][BM + TILE_PAD];
-    __shared__ __align__(16) float Bs[2][BK][BN + TILE_PAD];
+    __shared__ __align__(16) TileBuffers<BM, BN, BK> tiles;
     const long long z = blockIdx.z;
     A += z * strideA;
     B += z * strideB;
     C += z * strideC;
+    // 16-byte copies: aligned groups, and rows (along each operand's contiguous dimension) of whole groups.
     bool vec = false;
-    if constexpr (sizeof(TI) == 4)
-        vec = ((((unsigned long long)A | (unsigned long long)B) & 15ull) == 0) && (lda % 4 == 0) && (ldb % 4 == 0);
+    if constexpr (sizeof(TI) == 4) {
+        const int a_row = transA ? m : k, b_row = transB ? k : n;
+        vec = ((((unsigned long long)A | (unsigned long long)B) & 15ull) == 0) && (lda % 4 == 0) && (ldb % 4 == 0) &&
+              (a_row % 4 == 0) && (b_row % 4 == 0);
+    }
 #define TILED_CALL(TA, TB, V)                                                                                   \
-    tiled_gemm<BM, BN, BK, WARPS_M, LANES_M, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, As, Bs)
+    tiled_gemm<BM, BN, BK, WARPS_M, LANES_M, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, tiles)
     if (vec) {
         if (transA) { if (transB) TILED_CALL(true, true, true); else TILED_CALL(true, false, true); }
         else { if (transB) TILED_CALL(false, true, true); else TILED_CALL(false, false, true); }

@@ -6,7 +6,7 @@
 // A and B are read through CUtensorMaps encoded on the host (see notes/gemm.md for the exact encoding);
 // out-of-range rows/columns/k are zero-filled by TMA, so any m, n, k >= 1 works. Batch = gridDim.z.
 // beta == 0 never reads C.
-#include "common.cuh"
+#include "gemm_common.cuh"
 #include <cuda.h>
 #include <stdint.h>
 #include "gemm_wgmma.cuh"
@@ -16,9 +16,6 @@ namespace {
 constexpr int SM90_BM = 128;       // two consumer warpgroups x 64 rows
 constexpr int SM90_GROUP_M = 16;   // tile raster: groups of 16 M-tiles walk along N
 
-__device__ __forceinline__ uint32_t s_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
 }
@@ -84,14 +81,6 @@ __device__ __forceinline__ void wgmma_step(float (&d)[BN / 2], uint64_t da, uint
     }
 }
 
-template <typename T> __device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
-template <typename T> __device__ __forceinline__ float to_f32(T v);
-template <> __device__ __forceinline__ float to_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <> __device__ __forceinline__ float to_f32<__half>(__half v) { return __half2float(v); }
 
 template <typename T> struct Pair;
 template <> struct Pair<float> { using type = float2; };

@@ -6,6 +6,7 @@ mod gemm_common;
 
 use gemm_common::*;
 use half::{bf16, f16};
+use prism_gpu::driver::{LaunchConfig, PushKernelArg};
 use prism_gpu::kernels::gemm::Element;
 use prism_gpu::selftest::SplitMix64;
 use prism_gpu::{Error, Gemm, Precision, ProductionGpuRuntime};
@@ -57,13 +58,16 @@ fn small_unaligned_leading_dims_and_batches() {
 #[ignore = "needs a CUDA GPU"]
 fn small_k_exact_fp32_on_wide_tiles() {
     // 16 x 8 tiles of 128 x 256 (one wave on an H100): the large-tile SIMT kernel, with edges in m,
-    // n and k, in every layout, aligned (float4 loads) and not; a short k keeps it quick under
-    // compute-sanitizer.
+    // n and k, in every layout: 16-byte copies (sides and pitches multiples of 4) and 4-byte ones
+    // (odd sides or pitches); a short k keeps it quick under compute-sanitizer.
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     for (ta, tb) in TRANSPOSES {
-        let spec = Spec::new(1921, 2000, 13).trans(ta, tb);
-        run_f32(&rt, &spec.scaled(0.75, -0.5), &mut rng);
-        run_f32(&rt, &spec.padded([3, 5, 1]), &mut rng);
+        let whole_groups = Spec::new(1924, 2000, 12).trans(ta, tb);
+        run_f32(&rt, &whole_groups.scaled(0.75, -0.5), &mut rng);
+        run_f32(&rt, &whole_groups.padded([4, 8, 1]), &mut rng);
+        let odd = Spec::new(1921, 2000, 13).trans(ta, tb);
+        run_f32(&rt, &odd.scaled(0.75, -0.5), &mut rng);
+        run_f32(&rt, &odd.padded([3, 5, 1]), &mut rng);
     }
 }
 
@@ -99,6 +103,65 @@ fn small_sixteen_bit_inputs_and_outputs() {
                 run_typed::<f16, f16>(&rt, &hf, &mut rng);
                 run_typed::<f16, f32>(&rt, &hf, &mut rng);
             }
+        }
+    }
+}
+
+/// Launches the CUDA-core kernel `gemm_simt_<in>_<out>` on `spec` directly and returns its error
+/// against the f64 reference.
+fn simt_kernel_case<TIn: Element, TOut: Element>(
+    rt: &ProductionGpuRuntime,
+    spec: &Spec,
+    rng: &mut SplitMix64,
+) -> f64 {
+    let ops = rt.gpu().unwrap();
+    let case = spec.build(rng);
+    let g = &case.g;
+    let a: Vec<TIn> = case.a.iter().map(|&x| TIn::from_f32(x)).collect();
+    let b: Vec<TIn> = case.b.iter().map(|&x| TIn::from_f32(x)).collect();
+    let before: Vec<TOut> = case.c.iter().map(|&x| TOut::from_f32(x)).collect();
+    let before_f32: Vec<f32> = before.iter().map(|x| x.to_f32()).collect();
+    let want = reference(g, &a, &b, |x: TIn| f64::from(x.to_f32()));
+    let (da, db, mut dc) = (ops.upload(&a).unwrap(), ops.upload(&b).unwrap(), ops.upload(&before).unwrap());
+    let f = ops.kernels().function(&format!("gemm_simt_{}_{}", TIn::NAME, TOut::NAME)).unwrap();
+    let dims = [g.m, g.n, g.k, g.lda, g.ldb, g.ldc].map(|d| d as i32);
+    let strides = [g.stride_a, g.stride_b, g.stride_c].map(|s| s as i64);
+    let (trans_a, trans_b) = (i32::from(g.trans_a), i32::from(g.trans_b));
+    let cfg = LaunchConfig {
+        grid_dim: (g.n.div_ceil(256) as u32, g.m.div_ceil(128) as u32, g.batch as u32),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut launch = ops.stream().launch_builder(&f);
+    launch.arg(&dims[0]).arg(&dims[1]).arg(&dims[2]).arg(&g.alpha);
+    launch.arg(&da).arg(&dims[3]).arg(&strides[0]).arg(&trans_a);
+    launch.arg(&db).arg(&dims[4]).arg(&strides[1]).arg(&trans_b);
+    launch.arg(&g.beta).arg(&mut dc).arg(&dims[5]).arg(&strides[2]);
+    // SAFETY: the arguments follow the kernel's signature (cuda/gemm_simt.cu, GEMM_ARGS), and the
+    // buffers hold g.min_lens() elements, which covers every element the kernel touches.
+    unsafe { launch.launch(cfg) }.unwrap();
+    let c = ops.download(&dc).unwrap();
+    compare(g, &c, &before_f32, &want).unwrap_or_else(|e| panic!("{spec:?}: {e}"))
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn small_sixteen_bit_cuda_core_kernels() {
+    // The 16-bit CUDA-core kernels serve GPUs without tensor cores, which the dispatcher never picks
+    // here: launched by name, bf16 and f16 in, 16-bit and f32 out, every layout, edges in m, n and
+    // k, odd pitches, a batch.
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for (ta, tb) in TRANSPOSES {
+        let spec = Spec::new(131, 260, 37).trans(ta, tb).scaled(0.75, -0.5).padded([1, 2, 3]).batch(2, 5);
+        let bf = spec.precision(Precision::Bf16);
+        let hf = spec.precision(Precision::F16);
+        for err in [
+            simt_kernel_case::<bf16, bf16>(&rt, &bf, &mut rng),
+            simt_kernel_case::<bf16, f32>(&rt, &bf, &mut rng),
+            simt_kernel_case::<f16, f16>(&rt, &hf, &mut rng),
+            simt_kernel_case::<f16, f32>(&rt, &hf, &mut rng),
+        ] {
+            assert!(err <= Precision::Bf16.tolerance(), "{spec:?}: relative Frobenius error {err:.3e}");
         }
     }
 }
