@@ -338,19 +338,28 @@ PRISM_KERNEL void __launch_bounds__(256)
 }
 
 // Split-K finish: C[i][j] = alpha * sum_s part[s][i][j] + beta * C[i][j] over `splits` packed m x n partial
-// products (f32, one after another), summed in split order. beta == 0 never reads C. Grid-stride over the
-// outputs: block 256, any grid.
-PRISM_KERNEL void __launch_bounds__(256)
-    gemm_splitk_reduce_f32(int m, int n, int splits, const float *part, float alpha, float beta, float *C, int ldc) {
+// products (f32, one after another), summed in split order, rounded once to C's type. beta == 0 never reads
+// C. Grid-stride over the outputs: block 256, any grid. gemm_splitk_reduce_<C's type>.
+template <typename TO>
+__device__ __forceinline__ void splitk_reduce(int m, int n, int splits, const float *part, float alpha, float beta,
+                                              TO *C, int ldc) {
     const long long outputs = (long long)m * n;
     for (long long at = blockIdx.x * 256ll + threadIdx.x; at < outputs; at += (long long)gridDim.x * 256) {
         float sum = 0.f;
         for (int s = 0; s < splits; ++s) sum += part[s * outputs + at];
-        float *c = C + (at / n) * ldc + at % n;
+        TO *c = C + (at / n) * ldc + at % n;
         const float v = alpha * sum;
-        *c = beta != 0.f ? fmaf(beta, *c, v) : v;
+        *c = from_f32<TO>(beta != 0.f ? fmaf(beta, to_f32<TO>(*c), v) : v);
     }
 }
+#define SPLITK_REDUCE(SFX, TO)                                                                                  \
+    PRISM_KERNEL void __launch_bounds__(256) gemm_splitk_reduce_##SFX(int m, int n, int splits, const float *part, \
+                                                                      float alpha, float beta, TO *C, int ldc) { \
+        splitk_reduce<TO>(m, n, splits, part, alpha, beta, C, ldc);                                             \
+    }
+SPLITK_REDUCE(f32, float)
+SPLITK_REDUCE(bf16, __nv_bfloat16)
+SPLITK_REDUCE(f16, __half)
 
 // Copies `rows` rows of `width` bytes from src (rows src_pitch bytes apart) to dst (dst_pitch apart): the
 // 128-byte-pitch copies of the sm_90 path. 16-byte moves when width, both pitches and both addresses are

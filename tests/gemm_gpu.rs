@@ -74,9 +74,9 @@ fn small_k_exact_fp32_on_wide_tiles() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn small_skinny_deep_split_k() {
-    // 3 tiles and k = 3001: eleven slices of k (ten of 288, the last 121), exact fp32 and TF32,
-    // every layout, with and without scaling and padding; and four slices (3 x 288 + 236) of
-    // k = 1100.
+    // 3 tiles and k = 3001: eleven slices of k (ten of 288, the last 121), exact fp32, TF32 and
+    // 16-bit (in and out, or f32 out), every layout, with and without scaling and padding; and four
+    // slices (3 x 288 + 236) of k = 1100.
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     for precision in [Precision::F32, Precision::Tf32] {
         for (ta, tb) in TRANSPOSES {
@@ -85,6 +85,16 @@ fn small_skinny_deep_split_k() {
             run_f32(&rt, &spec.scaled(0.75, -0.5).padded([3, 5, 2]), &mut rng);
         }
         run_f32(&rt, &Spec::new(70, 200, 1100).precision(precision).scaled(-2.0, 0.5), &mut rng);
+    }
+    for (ta, tb) in TRANSPOSES {
+        let spec = Spec::new(40, 300, 3001).trans(ta, tb);
+        for spec in [spec, spec.scaled(0.75, -0.5).padded([3, 5, 2])] {
+            let (bf, hf) = (spec.precision(Precision::Bf16), spec.precision(Precision::F16));
+            run_typed::<bf16, bf16>(&rt, &bf, &mut rng);
+            run_typed::<bf16, f32>(&rt, &bf, &mut rng);
+            run_typed::<f16, f16>(&rt, &hf, &mut rng);
+            run_typed::<f16, f32>(&rt, &hf, &mut rng);
+        }
     }
 }
 

@@ -70,6 +70,8 @@ pub static FAMILIES: &[Family] = &[
             "gemm_small_f16_f32",
             "gemm_transpose_f32",
             "gemm_splitk_reduce_f32",
+            "gemm_splitk_reduce_bf16",
+            "gemm_splitk_reduce_f16",
             "gemm_copy_rows",
         ],
     },

@@ -48,13 +48,13 @@ pub enum Plan {
     Simt64,
     /// `gemm_mma_*`: mma.sync tensor cores (sm_80+).
     Mma,
-    /// One f32 GEMM whose tiles would leave most multiprocessors idle, split along k: `splits`
-    /// partial products (`gemm_mma_tf32_f32` when `mma`, else `gemm_simt64_f32_f32`) into an f32
-    /// workspace, summed into C by `gemm_splitk_reduce_f32`.
+    /// One GEMM whose tiles would leave most multiprocessors idle, split along k: `splits`
+    /// partial products (`gemm_mma_<in>_f32` when `mma`, else `gemm_simt64_f32_f32`) into an f32
+    /// workspace, summed into C by `gemm_splitk_reduce_<out>`.
     SplitK {
         /// Slices of k (the last one may be shorter).
         splits: u32,
-        /// TF32 on mma.sync (otherwise exact fp32 on the CUDA cores).
+        /// TF32, BF16 or FP16 on mma.sync (otherwise exact fp32 on the CUDA cores).
         mma: bool,
     },
     /// `gemm_sm90_*`: TMA + wgmma (sm_90a), tile width `bn`, each operand read as `a` / `b` say.
@@ -199,7 +199,19 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
             }
             true
         }
-        Precision::Tf32 if device.tensor_cores() => true,
+        // 16-bit on sm_90: only outputs of at most an eighth of a wave of the sm_90 kernel's
+        // narrowest tiles, where most multiprocessors would idle or most of each tile be empty.
+        // Those products are bound by reading the long operand, which mma.sync slices do with every
+        // multiprocessor (TFLOP/s unsplit -> split, bf16: 32x4096x16384 44 -> 66, 128x1024x8192
+        // 72 -> 80, 256x256x8192 38 -> 48, 64x2048x8192 65 -> 70; but 512x512x2048 99 -> 49).
+        Precision::Bf16 | Precision::F16 if device.sm90 => {
+            let eighth_wave = device.multiprocessors as usize * TILE_M * SM90_MIN_BN / 8;
+            if g.m * g.n > eighth_wave {
+                return None;
+            }
+            true
+        }
+        _ if device.tensor_cores() => true,
         _ => return None,
     };
     if g.batch != 1 {
@@ -215,12 +227,15 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
     (splits >= 2).then_some(Plan::SplitK { splits: splits as u32, mma })
 }
 
+/// The narrowest sm_90 output tile.
+const SM90_MIN_BN: usize = 64;
+
 /// The sm90 tile width: the widest of 256 and 128 that still gives at least 0.9 tiles per
 /// multiprocessor (and is not wider than n needs), else 64.
 fn tile_width(g: &Gemm, multiprocessors: u32) -> u32 {
     let tiles = |bn: usize| g.m.div_ceil(TILE_M) as u128 * g.n.div_ceil(bn) as u128 * g.batch as u128;
     let enough = |bn: usize| tiles(bn) * 10 >= u128::from(multiprocessors) * 9;
-    [256, 128].into_iter().find(|&bn| g.n > bn / 2 && enough(bn)).unwrap_or(64) as u32
+    [256, 128].into_iter().find(|&bn| g.n > bn / 2 && enough(bn)).unwrap_or(SM90_MIN_BN) as u32
 }
 
 #[cfg(test)]
@@ -275,7 +290,8 @@ mod tests {
         assert_eq!(plan(&Gemm::new(40, 300, 3001), Precision::F32, &H100, ALIGNED), split(11, false));
         assert_eq!(plan(&Gemm::new(16, 300, 100_000), Precision::F32, &H100, ALIGNED), split(16, false));
         assert_eq!(plan(&Gemm::new(70, 200, 1100), Precision::Tf32, &H100, ALIGNED), split(4, true));
-        // Too shallow, too many tiles, batched, 16-bit, or TF32 without tensor cores: no split.
+        // Too shallow, too many tiles, batched, 16-bit on a wave of sm_90 tiles, or TF32 without
+        // tensor cores: no split.
         assert_eq!(plan(&Gemm::new(64, 8192, 500), Precision::F32, &H100, ALIGNED), Plan::Simt64);
         assert_eq!(plan(&Gemm::new(512, 512, 512), Precision::F32, &H100, ALIGNED), split(2, false));
         assert_eq!(plan(&Gemm::new(1024, 1024, 8192), Precision::F32, &H100, ALIGNED), Plan::Simt64);
@@ -290,6 +306,22 @@ mod tests {
         assert_eq!(tf32(Gemm::new(512, 512, 4096), &A100), split(13, true));
         assert_eq!(tf32(g.transposed(false, true), &H100), sm90(64, false, false));
         assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, true), &H100), split(4, true));
+    }
+
+    #[test]
+    fn skinny_deep_sixteen_bit_gemms_split_k_on_mma() {
+        let split = |splits| Plan::SplitK { splits, mma: true };
+        // 2^17 outputs (16 tiles of 128 x 64 for 132 multiprocessors): 32 mma.sync tiles, 8 slices.
+        let g = Gemm::new(32, 4096, 16384);
+        assert_eq!(plan(&g, Precision::Bf16, &H100, ALIGNED), split(8));
+        assert_eq!(plan(&g, Precision::F16, &H100, ALIGNED), split(8));
+        assert_eq!(plan(&g, Precision::Bf16, &A100, ALIGNED), split(6));
+        assert_eq!(plan(&Gemm::new(128, 1024, 8192), Precision::F16, &H100, ALIGNED), split(16));
+        // More outputs (sm_90 tiles 32 of 128 x 64, or 128), or batched: the sm_90 kernel.
+        assert_eq!(plan(&Gemm::new(512, 512, 2048), Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
+        assert_eq!(plan(&Gemm::new(64, 8192, 8192), Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
+        let batched = g.batched(2, 0, 0, 32 * 4096);
+        assert_eq!(plan(&batched, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
     }
 
     #[test]

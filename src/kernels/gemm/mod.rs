@@ -107,7 +107,7 @@ pub fn gemm<TIn: Element, TOut: Element>(
             Plan::SplitK { splits, mma } => {
                 let family = if mma { Family::Mma } else { Family::Simt64 };
                 let parts = SplitK { g, precision, family, splits: splits as usize };
-                return parts.run::<TIn>(kernels, stream, workspace, [pa, pb, pc]);
+                return parts.run::<TIn, TOut>(kernels, stream, workspace, [pa, pb, pc]);
             }
             Plan::Sm90 { bn, a: feed_a, b: feed_b } => {
                 match sm90::<TIn, TOut>(
@@ -316,8 +316,8 @@ impl SplitK<'_> {
 
     /// The partial products go to packed m x n f32 matrices in `workspace`, one per slice
     /// (through the family's batch dimension; the last, shorter slice by its own launch), then
-    /// `gemm_splitk_reduce_f32` writes `C = alpha * sum + beta * C` summing in slice order.
-    fn run<TIn: Element>(
+    /// `gemm_splitk_reduce_<out>` writes `C = alpha * sum + beta * C` summing in slice order.
+    fn run<TIn: Element, TOut: Element>(
         &self,
         kernels: &Kernels,
         stream: &Arc<CudaStream>,
@@ -364,7 +364,7 @@ impl SplitK<'_> {
             launch_common::<TIn, f32>(kernels, stream, &name, self.family, &last, at)?;
         }
 
-        let reduce = kernels.function("gemm_splitk_reduce_f32")?;
+        let reduce = kernels.function(&format!("gemm_splitk_reduce_{}", TOut::NAME))?;
         let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
         // One output per thread per step (grid::elementwise sizes for four): up to 8 blocks per SM.
         let blocks = outputs.div_ceil(BLOCK as usize).min(kernels.multiprocessors() as usize * 8);
