@@ -5,7 +5,7 @@
 mod gemm_common;
 
 use gemm_common::*;
-use half::{bf16, f16};
+use half::bf16;
 use prism_gpu::selftest::SplitMix64;
 use prism_gpu::{Error, Gemm, Precision, ProductionGpuRuntime};
 
@@ -69,12 +69,7 @@ fn sixteen_bit_inputs_and_outputs() {
     for (ta, tb) in TRANSPOSES {
         let spec = Spec::new(127, 129, 131).trans(ta, tb).padded([3, 5, 1]);
         for (alpha, beta) in [(1.0, 0.0), (0.75, -0.5)] {
-            let bf = spec.scaled(alpha, beta).precision(Precision::Bf16);
-            run_typed::<bf16, bf16>(&rt, &bf, &mut rng);
-            run_typed::<bf16, f32>(&rt, &bf, &mut rng);
-            let hf = spec.scaled(alpha, beta).precision(Precision::F16);
-            run_typed::<f16, f16>(&rt, &hf, &mut rng);
-            run_typed::<f16, f32>(&rt, &hf, &mut rng);
+            run_sixteen_bit(&rt, &spec.scaled(alpha, beta), &mut rng);
         }
     }
     // 16-bit inputs imply their precision when it is left at the default.

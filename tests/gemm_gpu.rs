@@ -88,13 +88,8 @@ fn small_skinny_deep_split_k() {
     }
     for (ta, tb) in TRANSPOSES {
         let spec = Spec::new(40, 300, 3001).trans(ta, tb);
-        for spec in [spec, spec.scaled(0.75, -0.5).padded([3, 5, 2])] {
-            let (bf, hf) = (spec.precision(Precision::Bf16), spec.precision(Precision::F16));
-            run_typed::<bf16, bf16>(&rt, &bf, &mut rng);
-            run_typed::<bf16, f32>(&rt, &bf, &mut rng);
-            run_typed::<f16, f16>(&rt, &hf, &mut rng);
-            run_typed::<f16, f32>(&rt, &hf, &mut rng);
-        }
+        run_sixteen_bit(&rt, &spec, &mut rng);
+        run_sixteen_bit(&rt, &spec.scaled(0.75, -0.5).padded([3, 5, 2]), &mut rng);
     }
 }
 
@@ -106,12 +101,7 @@ fn small_sixteen_bit_inputs_and_outputs() {
         for (ta, tb) in TRANSPOSES {
             let spec = Spec::new(m, n, k).trans(ta, tb).batch(2, 8);
             for (alpha, beta) in [(1.0, 0.0), (0.75, -0.5)] {
-                let bf = spec.scaled(alpha, beta).precision(Precision::Bf16);
-                run_typed::<bf16, bf16>(&rt, &bf, &mut rng);
-                run_typed::<bf16, f32>(&rt, &bf, &mut rng);
-                let hf = spec.scaled(alpha, beta).precision(Precision::F16);
-                run_typed::<f16, f16>(&rt, &hf, &mut rng);
-                run_typed::<f16, f32>(&rt, &hf, &mut rng);
+                run_sixteen_bit(&rt, &spec.scaled(alpha, beta), &mut rng);
             }
         }
     }

@@ -3,6 +3,7 @@
 //! error within the precision's tolerance, nothing written outside the m x n blocks).
 #![allow(dead_code)] // each test binary uses a different subset
 
+use half::{bf16, f16};
 use prism_gpu::kernels::gemm::Element;
 use prism_gpu::selftest::SplitMix64;
 use prism_gpu::{Gemm, Precision, ProductionGpuRuntime};
@@ -176,6 +177,16 @@ pub fn run_typed<TIn: Element, TOut: Element>(rt: &ProductionGpuRuntime, spec: &
         TIn::NAME,
         TOut::NAME
     );
+}
+
+/// Runs `spec` through every 16-bit combination: bf16 and f16 in, each with its own type and with
+/// f32 out (at `Precision::Bf16` / `Precision::F16`).
+pub fn run_sixteen_bit(rt: &ProductionGpuRuntime, spec: &Spec, rng: &mut SplitMix64) {
+    let (bf, hf) = (spec.precision(Precision::Bf16), spec.precision(Precision::F16));
+    run_typed::<bf16, bf16>(rt, &bf, rng);
+    run_typed::<bf16, f32>(rt, &bf, rng);
+    run_typed::<f16, f16>(rt, &hf, rng);
+    run_typed::<f16, f32>(rt, &hf, rng);
 }
 
 pub const PRECISIONS: [Precision; 4] = [Precision::F32, Precision::Tf32, Precision::Bf16, Precision::F16];

@@ -182,9 +182,9 @@ fn large_tiles_finish_first(g: &Gemm, multiprocessors: u32) -> bool {
     large <= small
 }
 
-/// Split-K for one f32 GEMM (exact, or TF32 on tensor cores) whose output tiles fill at most half
-/// of the multiprocessors: enough slices of k to fill them twice over, each at least
-/// `SPLIT_MIN_DEPTH` deep (64x8192x8192: 64 tiles, 4 slices).
+/// Split-K for one GEMM (exact fp32 on the CUDA cores, or TF32 / BF16 / FP16 on mma.sync) whose
+/// output tiles fill at most half of the multiprocessors: enough slices of k to fill them twice
+/// over, each at least `SPLIT_MIN_DEPTH` deep (64x8192x8192: 64 tiles, 4 slices).
 fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
     let mma = match precision {
         Precision::F32 => false,

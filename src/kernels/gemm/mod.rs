@@ -300,7 +300,7 @@ unsafe fn copy_rows(
     Ok(())
 }
 
-/// One f32 GEMM (batch 1) run as partial products over slices of k, then summed.
+/// One GEMM (batch 1) run as f32 partial products over slices of k, then summed.
 struct SplitK<'a> {
     g: &'a Gemm,
     precision: Precision,
