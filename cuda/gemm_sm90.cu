@@ -43,6 +43,14 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap *map
         "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
         : "memory");
 }
+// Tile `tile` of the persistent walk: groups of SM90_GROUP_M row tiles walk along the columns together.
+__device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int &tm, int &tn) {
+    const int per_group = SM90_GROUP_M * tiles_n;
+    const int first_m = tile / per_group * SM90_GROUP_M;
+    const int gsz = min(tiles_m - first_m, SM90_GROUP_M);
+    tm = first_m + (tile % per_group) % gsz;
+    tn = (tile % per_group) / gsz;
+}
 // wgmma shared-memory descriptor, 128-byte swizzle.
 __device__ __forceinline__ uint64_t sdesc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
     return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
@@ -58,6 +66,11 @@ template <int R>
 __device__ __forceinline__ void reg_fence(float (&d)[R]) {
 #pragma unroll
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int R>
+__device__ __forceinline__ void reg_fence(uint32_t (&d)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
 
 // Element kinds: 0 = bf16, 1 = f16, 2 = tf32 (f32 storage).
@@ -162,6 +175,20 @@ __device__ __forceinline__ void store_quad(TO *c, int ldc, int row, int col, int
     }
 }
 
+// The stage ring's barriers: `full` completes when a stage's TMA bytes land, `empty` when all 8 consumer
+// warps are done with it.
+template <int STAGES>
+__device__ __forceinline__ void init_ring(uint64_t (&full)[STAGES], uint64_t (&empty)[STAGES]) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(s_u32(&full[s]), 1);
+            mbar_init(s_u32(&empty[s]), 8);  // lane 0 of each of the 8 consumer warps
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+}
+
 template <int BN> struct Sm90Cfg {
     static constexpr int A_BYTES = SM90_BM * 128;  // 128 rows (or 2 x 64-wide MN boxes) of 128-byte lines
     static constexpr int B_BYTES = BN * 128;
@@ -192,14 +219,7 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
     const int nk = (k + BK - 1) / BK;
     const int z = blockIdx.z;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(s_u32(&full_bar[s]), 1);
-            mbar_init(s_u32(&empty_bar[s]), 8);  // lane 0 of each of the 8 consumer warps
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    init_ring(full_bar, empty_bar);
 
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
@@ -209,12 +229,8 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
             asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)tmB) : "memory");
             int it = 0;
             for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-                const int per_group = SM90_GROUP_M * tiles_n;
-                const int g = tile / per_group;
-                const int first_m = g * SM90_GROUP_M;
-                const int gsz = min(tiles_m - first_m, SM90_GROUP_M);
-                const int tm = first_m + (tile % per_group) % gsz;
-                const int tn = (tile % per_group) / gsz;
+                int tm, tn;
+                tile_coords(tile, tiles_m, tiles_n, tm, tn);
                 for (int kb = 0; kb < nk; ++kb, ++it) {
                     const int s = it % STAGES;
                     const uint32_t ph = (uint32_t)(it / STAGES) & 1u;
@@ -250,12 +266,8 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
         int it = 0;
         float d[BN / 2];
         for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-            const int per_group = SM90_GROUP_M * tiles_n;
-            const int g = tile / per_group;
-            const int first_m = g * SM90_GROUP_M;
-            const int gsz = min(tiles_m - first_m, SM90_GROUP_M);
-            const int tm = first_m + (tile % per_group) % gsz;
-            const int tn = (tile % per_group) / gsz;
+            int tm, tn;
+            tile_coords(tile, tiles_m, tiles_n, tm, tn);
             int prev_s = 0;
             for (int kb = 0; kb < nk; ++kb, ++it) {
                 const int s = it % STAGES;
@@ -310,6 +322,151 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
     }
 }
 
+
+// TF32 with one MN-major operand R (stored k x P, P contiguous). wgmma reads TF32 from shared memory
+// K-major only, so R is wgmma's register-sourced first operand instead: TMA lands it as stored (four
+// 32 x 32 boxes per stage, 128-byte swizzle) and each consumer thread loads its fragments with 8-byte
+// shared loads. The other operand D (K-major, BQ rows) is wgmma's second operand, from shared memory.
+// The accumulators hold the P x Q product; R_IS_B: R = B and D = A (P = n, Q = m), so C gets their
+// transpose; else R = A and D = B (P = m, Q = n).
+//
+// Fragment rows are assigned so the loads are conflict-free and pair up: warp W of the 8 consumer warps
+// owns half of box W/2 (its 16-byte chunks {0,1,4,5} or {2,3,6,7} of each 128-byte line), and lane
+// (g, t) holds rows g and g + 8 of the warp's 16 as two adjacent elements p, p + 1 of one chunk. For a
+// fixed k line the swizzle (chunk ^ k % 8) then spreads the 4 values of t over all 8 chunks, two lanes
+// per bank.
+template <int BQ, bool R_IS_B>
+__device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUtensorMap *tmB, int m, int n, int k,
+                                             float alpha, float beta, float *C, int ldc, long long strideC) {
+    using Cfg = Sm90Cfg<BQ>;  // the A_BYTES region holds R's four boxes, the B_BYTES region D's BQ rows
+    constexpr int STAGES = Cfg::STAGES;
+    constexpr int BK = 32, BP = SM90_BM, BOX = 32 * 128;
+    static_assert(Cfg::A_BYTES == 4 * BOX, "R's stage is four 32 x 32 boxes");
+    const CUtensorMap *tmR = R_IS_B ? tmB : tmA;
+    const CUtensorMap *tmD = R_IS_B ? tmA : tmB;
+    const int P = R_IS_B ? n : m, Q = R_IS_B ? m : n;
+
+    extern __shared__ uint8_t sm90_smem_raw[];
+    __shared__ __align__(8) uint64_t full_bar[STAGES];
+    __shared__ __align__(8) uint64_t empty_bar[STAGES];
+    const uint32_t smem = (s_u32(sm90_smem_raw) + 1023u) & ~1023u;
+
+    const int tiles_p = (P + BP - 1) / BP;
+    const int tiles_q = (Q + BQ - 1) / BQ;
+    const int tiles = tiles_p * tiles_q;
+    const int nk = (k + BK - 1) / BK;
+    const int z = blockIdx.z;
+    init_ring(full_bar, empty_bar);
+
+    const int wg = threadIdx.x / 128;
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)tmR) : "memory");
+            asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)tmD) : "memory");
+            int it = 0;
+            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                int tp, tq;
+                tile_coords(tile, tiles_p, tiles_q, tp, tq);
+                for (int kb = 0; kb < nk; ++kb, ++it) {
+                    const int s = it % STAGES;
+                    mbar_wait(s_u32(&empty_bar[s]), ((uint32_t)(it / STAGES) & 1u) ^ 1u);
+                    const uint32_t fb = s_u32(&full_bar[s]);
+                    mbar_expect_tx(fb, Cfg::STAGE_BYTES);
+                    const uint32_t sr = smem + s * Cfg::STAGE_BYTES;
+#pragma unroll
+                    for (int h = 0; h < 4; ++h) tma_load_3d(sr + h * BOX, tmR, tp * BP + h * 32, kb * BK, z, fb);
+                    tma_load_3d(sr + Cfg::A_BYTES, tmD, kb * BK, tq * BQ, z, fb);
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int lt = threadIdx.x % 128;
+        const int warp = (wg - 1) * 4 + lt / 32, lane = lt % 32;
+        const int g = lane / 4, t = lane % 4;
+        const int box = warp / 2;
+        const int chunk = 2 * (warp % 2) + (g % 4) / 2 + 4 * (g / 4);
+        const int word = 2 * (g % 2);
+        const int p_in_tile = box * 32 + 4 * chunk + word;  // this thread's fragment rows: p, p + 1
+        // Lines t and t + 4 of each 8-line K step (a0/a1 at k = t, a2/a3 at k = t + 4).
+        const uint32_t lo = box * BOX + t * 128 + ((chunk ^ t) << 4) + word * 4;
+        const uint32_t hi = box * BOX + (t + 4) * 128 + ((chunk ^ (t + 4)) << 4) + word * 4;
+        float *Cz = C + (long long)z * strideC;
+        const bool pair_ok = ((ldc & 1) == 0) && ((((unsigned long long)Cz) & 7) == 0);
+        float d[BQ / 2];
+        uint32_t fa[16], fb[16];  // fragments of two K blocks: one in wgmma's hands while the next loads
+        int it = 0, prev_s = 0;
+
+        auto load = [&](uint32_t (&f)[16], int s) {
+            mbar_wait(s_u32(&full_bar[s]), (uint32_t)(it / STAGES) & 1u);
+            const uint32_t sr = smem + s * Cfg::STAGE_BYTES;
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+                asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];"
+                             : "=r"(f[4 * kk]), "=r"(f[4 * kk + 1]) : "r"(sr + lo + kk * 1024) : "memory");
+                asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];"
+                             : "=r"(f[4 * kk + 2]), "=r"(f[4 * kk + 3]) : "r"(sr + hi + kk * 1024) : "memory");
+            }
+        };
+        // Multiplies K block kb (fragments `cur`, stage it % STAGES); once the previous block's wgmmas
+        // retire, frees its stage and loads block kb + 1 into `next`, which they were reading.
+        auto step = [&](uint32_t (&cur)[16], uint32_t (&next)[16], int kb) {
+            const int s = it % STAGES;
+            const uint32_t sd = smem + s * Cfg::STAGE_BYTES + Cfg::A_BYTES;
+            reg_fence(d);
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+                const uint64_t db = sdesc(sd + kk * 32, 16, 1024);
+                const int acc = (kb > 0 || kk > 0) ? 1 : 0;
+                if constexpr (BQ == 256)
+                    wgmma_tf32_rs_n256(d, cur[4 * kk], cur[4 * kk + 1], cur[4 * kk + 2], cur[4 * kk + 3], db, acc);
+                else if constexpr (BQ == 128)
+                    wgmma_tf32_rs_n128(d, cur[4 * kk], cur[4 * kk + 1], cur[4 * kk + 2], cur[4 * kk + 3], db, acc);
+                else
+                    wgmma_tf32_rs_n64(d, cur[4 * kk], cur[4 * kk + 1], cur[4 * kk + 2], cur[4 * kk + 3], db, acc);
+            }
+            wg_commit();
+            wg_wait<1>();
+            reg_fence(d);
+            reg_fence(next);  // keeps the retired group's fragments alive up to here
+            if (kb > 0 && lane == 0) mbar_arrive(s_u32(&empty_bar[prev_s]));
+            prev_s = s;
+            ++it;
+            if (kb + 1 < nk) load(next, it % STAGES);
+        };
+
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            int tp, tq;
+            tile_coords(tile, tiles_p, tiles_q, tp, tq);
+            load(fa, it % STAGES);
+            for (int kb = 0; kb < nk; kb += 2) {
+                step(fa, fb, kb);
+                if (kb + 1 < nk) step(fb, fa, kb + 1);
+            }
+            wg_wait<0>();
+            reg_fence(d);
+            reg_fence(fa);
+            reg_fence(fb);
+            if (lane == 0) mbar_arrive(s_u32(&empty_bar[prev_s]));
+
+            // Accumulator j of lane (g, t): rows p, p + 1 (d[4j..4j+1] and d[4j+2..4j+3]) by columns q, q + 1.
+            const int p = tp * BP + p_in_tile;
+#pragma unroll
+            for (int j = 0; j < BQ / 8; ++j) {
+                const int q = tq * BQ + 8 * j + 2 * t;
+                if constexpr (R_IS_B) {  // C[q][p..p+1] and C[q+1][p..p+1]
+                    store_pair<float>(Cz, ldc, q, p, m, n, d[4 * j], d[4 * j + 2], alpha, beta, pair_ok);
+                    store_pair<float>(Cz, ldc, q + 1, p, m, n, d[4 * j + 1], d[4 * j + 3], alpha, beta, pair_ok);
+                } else {  // C[p][q..q+1] and C[p+1][q..q+1]
+                    store_pair<float>(Cz, ldc, p, q, m, n, d[4 * j], d[4 * j + 1], alpha, beta, pair_ok);
+                    store_pair<float>(Cz, ldc, p + 1, q, m, n, d[4 * j + 2], d[4 * j + 3], alpha, beta, pair_ok);
+                }
+            }
+        }
+    }
+}
 }  // namespace
 
 #define SM90_ENTRY(NAME, KIND, TIN, TO, BN, TA, TB)                                                              \
@@ -317,6 +474,21 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
         NAME(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int m, int n,    \
              int k, float alpha, float beta, TO *C, int ldc, long long strideC) {                               \
         sm90_gemm<KIND, TO, BN, TA, TB>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC);                    \
+    }
+
+// TF32 with one MN-major operand: nn (B through registers), tt (A through registers).
+#define SM90_TF32_RS(BQ)                                                                                       \
+    PRISM_KERNEL void __launch_bounds__(384, 1)                                                                 \
+        gemm_sm90_tf32_f32_nn_n##BQ(const __grid_constant__ CUtensorMap tmA,                                    \
+                                    const __grid_constant__ CUtensorMap tmB, int m, int n, int k, float alpha,  \
+                                    float beta, float *C, int ldc, long long strideC) {                         \
+        sm90_tf32_rs<BQ, true>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC);                             \
+    }                                                                                                           \
+    PRISM_KERNEL void __launch_bounds__(384, 1)                                                                 \
+        gemm_sm90_tf32_f32_tt_n##BQ(const __grid_constant__ CUtensorMap tmA,                                    \
+                                    const __grid_constant__ CUtensorMap tmB, int m, int n, int k, float alpha,  \
+                                    float beta, float *C, int ldc, long long strideC) {                         \
+        sm90_tf32_rs<BQ, false>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC);                            \
     }
 
 #define SM90_TRANS(PFX, KIND, TIN, TO, BN)                      \
@@ -341,6 +513,9 @@ SM90_TRANS(gemm_sm90_f16_f32, 1, __half, float, 64)
 SM90_ENTRY(gemm_sm90_tf32_f32_nt_n256, 2, float, float, 256, 0, 1)
 SM90_ENTRY(gemm_sm90_tf32_f32_nt_n128, 2, float, float, 128, 0, 1)
 SM90_ENTRY(gemm_sm90_tf32_f32_nt_n64, 2, float, float, 64, 0, 1)
+SM90_TF32_RS(256)
+SM90_TF32_RS(128)
+SM90_TF32_RS(64)
 #else
 SM90_TRANS(gemm_sm90_bf16_bf16, 0, __nv_bfloat16, __nv_bfloat16, 256)
 #endif

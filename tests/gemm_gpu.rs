@@ -279,6 +279,20 @@ fn large_square_every_precision_and_transpose() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn large_tf32_with_an_operand_through_registers_at_each_tile_width() {
+    // nn and tt read B / A through registers; tn transposes A first. On an H100 the first shape
+    // takes 256-wide tiles, the second 128-wide (ALIGNED_ODD and 1000^3 above take 64).
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for (m, n, k) in [(2000, 1900, 700), (1500, 1400, 300)] {
+        for (ta, tb) in [(false, false), (true, true), (true, false)] {
+            let spec = Spec::new(m, n, k).trans(ta, tb).scaled(0.75, -0.5).precision(Precision::Tf32);
+            run_f32(&rt, &spec, &mut rng);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn large_skinny_and_batched() {
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     for precision in PRECISIONS {

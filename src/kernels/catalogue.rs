@@ -129,6 +129,12 @@ pub static FAMILIES: &[Family] = &[
             "gemm_sm90_tf32_f32_nt_n256",
             "gemm_sm90_tf32_f32_nt_n128",
             "gemm_sm90_tf32_f32_nt_n64",
+            "gemm_sm90_tf32_f32_nn_n256",
+            "gemm_sm90_tf32_f32_tt_n256",
+            "gemm_sm90_tf32_f32_nn_n128",
+            "gemm_sm90_tf32_f32_tt_n128",
+            "gemm_sm90_tf32_f32_nn_n64",
+            "gemm_sm90_tf32_f32_tt_n64",
         ],
     },
     Family {

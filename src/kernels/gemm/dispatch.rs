@@ -73,8 +73,9 @@ pub enum Plan {
 pub enum Feed {
     /// Through a tensor map over the caller's buffer.
     InPlace,
-    /// TF32, MN-major operand: transposed into a K-major workspace first (A stored k x m becomes
-    /// m x k, B stored k x n becomes n x k; the TF32 kernel is `nt` only).
+    /// TF32, an MN-major operand the kernels cannot read as stored (both are MN-major, or it does
+    /// not qualify for TMA): transposed into a K-major workspace first (A stored k x m becomes
+    /// m x k, B stored k x n becomes n x k).
     Transpose,
     /// 16-bit, one matrix whose pitch TMA reads slowly (not a multiple of 128 bytes) or cannot
     /// read (misaligned): copied into a workspace with a 128-byte pitch first.
@@ -148,19 +149,27 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
                 }
             };
             match (feed(tma.a, g.lda, g.trans_a, g.n), feed(tma.b, g.ldb, !g.trans_b, g.m)) {
-                (Some(a), Some(b)) => Plan::Sm90 { bn: tile_width(g, device.multiprocessors), a, b },
+                (Some(a), Some(b)) => {
+                    Plan::Sm90 { bn: tile_width(g, precision, false, device.multiprocessors), a, b }
+                }
                 _ => Plan::Mma,
             }
         }
         Precision::Tf32 if device.sm90 => {
-            // K-major operands are read in place (and must qualify for TMA); MN-major ones are
-            // transposed into an aligned workspace, which the transpose grid must cover.
-            let (stage_a, stage_b) = (g.trans_a, !g.trans_b);
-            let in_place_ok = (stage_a || tma.a) && (stage_b || tma.b);
+            // wgmma reads TF32 from shared memory K-major only; the `nn` and `tt` kernels take one
+            // MN-major operand (B if both are) through registers instead. Any other MN-major
+            // operand is transposed into an aligned workspace, which the transpose grid must
+            // cover. Operands read in place must qualify for TMA.
+            let (mn_a, mn_b) = (g.trans_a, !g.trans_b);
+            let registers_b = mn_b && tma.b;
+            let registers_a = mn_a && tma.a && !registers_b;
+            let (stage_a, stage_b) = (mn_a && !registers_a, mn_b && !registers_b);
+            let in_place_ok = (mn_a || tma.a) && (mn_b || tma.b);
             let transposable = g.k <= GRID_YZ_MAX * TRANSPOSE_TILE;
             if in_place_ok && (transposable || !(stage_a || stage_b)) {
                 let feed = |stage| if stage { Feed::Transpose } else { Feed::InPlace };
-                Plan::Sm90 { bn: tile_width(g, device.multiprocessors), a: feed(stage_a), b: feed(stage_b) }
+                let bn = tile_width(g, precision, registers_b, device.multiprocessors);
+                Plan::Sm90 { bn, a: feed(stage_a), b: feed(stage_b) }
             } else {
                 Plan::Mma
             }
@@ -188,9 +197,11 @@ fn large_tiles_finish_first(g: &Gemm, multiprocessors: u32) -> bool {
 fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
     let mma = match precision {
         Precision::F32 => false,
-        // sm_90's TF32 kernel transposes MN-major operands first; that copy outweighs the
-        // product when the other side is small (64x8192x8192 NN: 0.34x cuBLAS with the copy,
-        // 0.72x split on mma.sync; 1024^3: 1.40x vs 0.56x).
+        // Measured when sm_90's TF32 kernel transposed every MN-major operand first: that copy
+        // outweighed the product when the other side is small (64x8192x8192 NN: 0.34x cuBLAS
+        // with the copy, 0.72x split on mma.sync; 1024^3: 1.40x vs 0.56x). The `nn` / `tt`
+        // kernels read one such operand through registers without a copy; the rule stands
+        // until they are measured on these shapes.
         Precision::Tf32 if device.sm90 => {
             let copy_dominates =
                 (!g.trans_b && g.m <= SPLIT_TF32_MAX_SIDE) || (g.trans_a && g.n <= SPLIT_TF32_MAX_SIDE);
@@ -230,12 +241,27 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
 /// The narrowest sm_90 output tile.
 const SM90_MIN_BN: usize = 64;
 
+/// The output tile (rows, columns) of the sm_90 kernel of width `bn`: `TILE_M` x `bn`, except for
+/// TF32 with B MN-major as read (`nn`), where B is wgmma's register operand and its 128 columns
+/// are the tile's: `bn` x `TILE_M`.
+pub fn sm90_tile(precision: Precision, b_mn_major: bool, bn: u32) -> (usize, usize) {
+    if precision == Precision::Tf32 && b_mn_major {
+        (bn as usize, TILE_M)
+    } else {
+        (TILE_M, bn as usize)
+    }
+}
+
 /// The sm90 tile width: the widest of 256 and 128 that still gives at least 0.9 tiles per
-/// multiprocessor (and is not wider than n needs), else 64.
-fn tile_width(g: &Gemm, multiprocessors: u32) -> u32 {
-    let tiles = |bn: usize| g.m.div_ceil(TILE_M) as u128 * g.n.div_ceil(bn) as u128 * g.batch as u128;
-    let enough = |bn: usize| tiles(bn) * 10 >= u128::from(multiprocessors) * 9;
-    [256, 128].into_iter().find(|&bn| g.n > bn / 2 && enough(bn)).unwrap_or(SM90_MIN_BN) as u32
+/// multiprocessor (and is not wider than that side of C needs), else 64.
+fn tile_width(g: &Gemm, precision: Precision, b_mn_major: bool, multiprocessors: u32) -> u32 {
+    let tiles = |bn: u32| {
+        let (rows, cols) = sm90_tile(precision, b_mn_major, bn);
+        g.m.div_ceil(rows) as u128 * g.n.div_ceil(cols) as u128 * g.batch as u128
+    };
+    let wide_side = if sm90_tile(precision, b_mn_major, 256).0 == 256 { g.m } else { g.n };
+    let enough = |bn: u32| tiles(bn) * 10 >= u128::from(multiprocessors) * 9;
+    [256, 128].into_iter().find(|&bn| wide_side > bn as usize / 2 && enough(bn)).unwrap_or(SM90_MIN_BN as u32)
 }
 
 #[cfg(test)]
@@ -300,9 +326,9 @@ mod tests {
         assert_eq!(plan(&g, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
         let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false };
         assert_eq!(plan(&g, Precision::Tf32, &volta, ALIGNED), Plan::Simt);
-        // TF32 on sm_90: split only where the sm_90 kernel would first transpose a large operand.
+        // TF32 on sm_90: split only where the short side faces an MN-major operand.
         let tf32 = |g: Gemm, device: &Device| plan(&g, Precision::Tf32, device, ALIGNED);
-        assert_eq!(tf32(Gemm::new(1024, 1024, 1024), &H100), sm90(64, false, true));
+        assert_eq!(tf32(Gemm::new(1024, 1024, 1024), &H100), sm90(64, false, false));
         assert_eq!(tf32(Gemm::new(512, 512, 4096), &A100), split(13, true));
         assert_eq!(tf32(g.transposed(false, true), &H100), sm90(64, false, false));
         assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, true), &H100), split(4, true));
@@ -377,20 +403,39 @@ mod tests {
     }
 
     #[test]
-    fn tf32_on_hopper_stages_mn_major_operands() {
+    fn tf32_on_hopper_transposes_only_what_registers_cannot_take() {
         let g = Gemm::new(2048, 2048, 2048);
-        assert_eq!(plan(&g, Precision::Tf32, &H100, ALIGNED), sm90(256, false, true));
+        let tf32 = |g: &Gemm, tma: TmaReady| plan(g, Precision::Tf32, &H100, tma);
+        // nn (B through registers), nt, tt (A through registers): no copy.
+        assert_eq!(tf32(&g, ALIGNED), sm90(256, false, false));
+        assert_eq!(tf32(&g.transposed(false, true), ALIGNED), sm90(256, false, false));
+        let tt = g.transposed(true, true);
+        assert_eq!(tf32(&tt, ALIGNED), sm90(256, false, false));
+        // tn: both MN-major, A is transposed and B goes through registers.
+        let tn = g.transposed(true, false);
+        assert_eq!(tf32(&tn, ALIGNED), sm90(256, true, false));
+        // An MN-major operand TMA cannot read is transposed; a K-major one must qualify.
+        assert_eq!(tf32(&g, TmaReady { a: true, b: false }), sm90(256, false, true));
+        assert_eq!(tf32(&tt, TmaReady { a: false, b: true }), sm90(256, true, false));
+        assert_eq!(tf32(&tt, TmaReady { a: true, b: false }), Plan::Mma);
+        assert_eq!(plan(&g, Precision::Tf32, &A100, ALIGNED), Plan::Mma);
+        // Deeper than the transpose grid covers: fine without a copy, not with one.
+        let deep = Gemm::new(2048, 2048, 3_000_000);
+        assert_eq!(tf32(&deep, ALIGNED), sm90(256, false, false));
+        assert_eq!(tf32(&deep.transposed(true, false), ALIGNED), Plan::Mma);
+    }
+
+    #[test]
+    fn tf32_nn_tiles_run_along_m() {
+        // 300 x 8192: nn tiles (bn x 128) give 2 x 64 tiles of 256 x 128, enough for 132
+        // multiprocessors; nt tiles (128 x bn) give only 3 x 32 of 128 x 256, so nt is 128 wide.
+        let g = Gemm::new(300, 8192, 1024);
+        assert_eq!(sm90_tile(Precision::Tf32, true, 256), (256, TILE_M));
+        assert_eq!(sm90_tile(Precision::Bf16, true, 256), (TILE_M, 256));
+        assert_eq!(plan(&g, Precision::Tf32, &H100, ALIGNED), sm90(256, false, false));
         assert_eq!(
             plan(&g.transposed(false, true), Precision::Tf32, &H100, ALIGNED),
-            sm90(256, false, false)
+            sm90(128, false, false)
         );
-        assert_eq!(plan(&g.transposed(true, false), Precision::Tf32, &H100, ALIGNED), sm90(256, true, true));
-        // A staged, B read in place: only B's alignment matters.
-        let tt = g.transposed(true, true);
-        assert_eq!(plan(&tt, Precision::Tf32, &H100, TmaReady { a: false, b: true }), sm90(256, true, false));
-        assert_eq!(plan(&tt, Precision::Tf32, &H100, TmaReady { a: true, b: false }), Plan::Mma);
-        assert_eq!(plan(&g, Precision::Tf32, &A100, ALIGNED), Plan::Mma);
-        let deep = Gemm::new(2048, 2048, 3_000_000);
-        assert_eq!(plan(&deep, Precision::Tf32, &H100, ALIGNED), Plan::Mma);
     }
 }

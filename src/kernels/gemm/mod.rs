@@ -400,8 +400,8 @@ struct Sm90Operand {
 }
 
 /// Runs `g` on the sm_90a kernels with tile width `bn`, each operand fed as `feed_a` / `feed_b`
-/// say: read in place, transposed into a K-major workspace first (TF32: the kernel reads `nt`
-/// only), or copied into a workspace with a 128-byte pitch first.
+/// say: read in place, transposed into a K-major workspace first (TF32 reads at most one
+/// MN-major operand), or copied into a workspace with a 128-byte pitch first.
 #[allow(clippy::too_many_arguments)] // one call site; the arguments are the plan's fields
 fn sm90<TIn: Element, TOut: Element>(
     kernels: &Kernels,
@@ -428,7 +428,8 @@ fn sm90<TIn: Element, TOut: Element>(
     let name = format!("gemm_sm90_{io}_{}_n{bn}", layout(g.trans_a && !stage_a, g.trans_b || stage_b));
     let function = function_with_smem(kernels, &name, SM90_SMEM)?;
     let transpose = if stage_a || stage_b { Some(kernels.function("gemm_transpose_f32")?) } else { None };
-    let tiles = g.m.div_ceil(TILE_M) * g.n.div_ceil(bn as usize);
+    let (tile_rows, tile_cols) = dispatch::sm90_tile(precision, !(g.trans_b || stage_b), bn);
+    let tiles = g.m.div_ceil(tile_rows) * g.n.div_ceil(tile_cols);
     let (m, n, k, ldc, stride_c) = (g.m as i32, g.n as i32, g.k as i32, g.ldc as i32, g.stride_c as i64);
     let staged_ld = g.k.next_multiple_of(STAGE_PITCH);
     let repitched_ld = |cols: usize| cols.next_multiple_of(TMA_FAST_PITCH / es as usize);
@@ -531,9 +532,12 @@ fn sm90<TIn: Element, TOut: Element>(
             }
             .encode()
         };
-        // Boxes per notes/gemm.md: K-major operands {BK, tile rows}, MN-major {64, BK}.
-        let map_a = if a.trans { map(a, g.k, g.m, 64, bk)? } else { map(a, g.m, g.k, bk, TILE_M as u32)? };
-        let map_b = if b.trans { map(b, g.n, g.k, bk, bn)? } else { map(b, g.k, g.n, 64, bk)? };
+        // Boxes per notes/gemm.md: K-major operands {BK, the tile's side}, MN-major {128 bytes, BK}.
+        let mn_box = (TMA_FAST_PITCH as u64 / es) as u32;
+        let map_a =
+            if a.trans { map(a, g.k, g.m, mn_box, bk)? } else { map(a, g.m, g.k, bk, tile_rows as u32)? };
+        let map_b =
+            if b.trans { map(b, g.n, g.k, bk, tile_cols as u32)? } else { map(b, g.k, g.n, mn_box, bk)? };
         let c = pc + (z0 * g.stride_c * size_of::<TOut>()) as u64;
         let per_entry = (device.multiprocessors as usize / entries).max(1);
         let cfg = LaunchConfig {
