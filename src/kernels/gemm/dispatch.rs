@@ -197,14 +197,14 @@ fn large_tiles_finish_first(g: &Gemm, multiprocessors: u32) -> bool {
 fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
     let mma = match precision {
         Precision::F32 => false,
-        // Measured when sm_90's TF32 kernel transposed every MN-major operand first: that copy
-        // outweighed the product when the other side is small (64x8192x8192 NN: 0.34x cuBLAS
-        // with the copy, 0.72x split on mma.sync; 1024^3: 1.40x vs 0.56x). The `nn` / `tt`
-        // kernels read one such operand through registers without a copy; the rule stands
-        // until they are measured on these shapes.
+        // sm_90's TF32 `tn` transposes A first; that copy outweighs the product when n is
+        // small (measured on the mirror case, B copied, 64x8192x8192 NN: 0.34x cuBLAS with the
+        // copy, 0.72x split on mma.sync; 1024^3: 1.40x vs 0.56x). Without a copy the sm_90
+        // kernels beat the split even on few tiles (NN, B through registers: 64x8192x8192 1.18x
+        // vs 0.67x split, 256x4096x1024 1.41-1.48x vs 0.54-0.56x, 200x3000x2000 0.92-1.03x vs
+        // 0.40-0.42x).
         Precision::Tf32 if device.sm90 => {
-            let copy_dominates =
-                (!g.trans_b && g.m <= SPLIT_TF32_MAX_SIDE) || (g.trans_a && g.n <= SPLIT_TF32_MAX_SIDE);
+            let copy_dominates = g.trans_a && !g.trans_b && g.n <= SPLIT_TF32_MAX_SIDE;
             if !copy_dominates {
                 return None;
             }
@@ -312,10 +312,10 @@ mod tests {
         let split = |splits, mma| Plan::SplitK { splits, mma };
         let g = Gemm::new(64, 8192, 8192); // 64 tiles of 64x128 (or 128x128): 4 slices fill 2 x 132
         assert_eq!(plan(&g, Precision::F32, &H100, ALIGNED), split(4, false));
-        assert_eq!(plan(&g, Precision::Tf32, &H100, ALIGNED), split(4, true));
+        assert_eq!(plan(&g, Precision::Tf32, &H100, ALIGNED), sm90(64, false, false)); // see below
         assert_eq!(plan(&Gemm::new(40, 300, 3001), Precision::F32, &H100, ALIGNED), split(11, false));
         assert_eq!(plan(&Gemm::new(16, 300, 100_000), Precision::F32, &H100, ALIGNED), split(16, false));
-        assert_eq!(plan(&Gemm::new(70, 200, 1100), Precision::Tf32, &H100, ALIGNED), split(4, true));
+        assert_eq!(plan(&Gemm::new(70, 200, 1100), Precision::Tf32, &A100, ALIGNED), split(4, true));
         // Too shallow, too many tiles, batched, 16-bit on a wave of sm_90 tiles, or TF32 without
         // tensor cores: no split.
         assert_eq!(plan(&Gemm::new(64, 8192, 500), Precision::F32, &H100, ALIGNED), Plan::Simt64);
@@ -326,12 +326,13 @@ mod tests {
         assert_eq!(plan(&g, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
         let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false };
         assert_eq!(plan(&g, Precision::Tf32, &volta, ALIGNED), Plan::Simt);
-        // TF32 on sm_90: split only where the short side faces an MN-major operand.
+        // TF32 on sm_90: split only where n is short and A is transposed first (tn).
         let tf32 = |g: Gemm, device: &Device| plan(&g, Precision::Tf32, device, ALIGNED);
         assert_eq!(tf32(Gemm::new(1024, 1024, 1024), &H100), sm90(64, false, false));
         assert_eq!(tf32(Gemm::new(512, 512, 4096), &A100), split(13, true));
         assert_eq!(tf32(g.transposed(false, true), &H100), sm90(64, false, false));
-        assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, true), &H100), split(4, true));
+        assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, false), &H100), split(4, true));
+        assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, true), &H100), sm90(64, false, false));
     }
 
     #[test]
