@@ -308,15 +308,23 @@ fn large_skinny_and_batched() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn large_sixteen_bit_slow_pitches_are_copied() {
-    // Pitches of 500 and 4200 bytes (TMA's slow case) and, padded, 502 and 4206 (not readable
-    // by TMA): large enough that the operands are copied to a 128-byte pitch first.
+fn large_slow_or_unreadable_pitches_are_copied() {
+    // 16-bit: pitches of 500 and 4200 bytes (TMA's slow case) and, padded, 502 and 4206 (not
+    // readable by TMA): large enough that the operands are copied to a 128-byte pitch first.
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     for precision in [Precision::Bf16, Precision::F16] {
         for (ta, tb) in TRANSPOSES {
             let spec = Spec::new(2100, 2100, 250).trans(ta, tb).precision(precision);
             run_f32(&rt, &spec, &mut rng);
             run_f32(&rt, &spec.padded([1, 3, 0]).scaled(0.5, -1.0), &mut rng);
+        }
+    }
+    // TF32, pitches of 1004 and 8412 bytes: K-major operands copied, MN-major ones transposed,
+    // or (the other operand readable) read through registers.
+    for (ta, tb) in TRANSPOSES {
+        let spec = Spec::new(2100, 2100, 250).trans(ta, tb).precision(Precision::Tf32).scaled(0.5, -1.0);
+        for pad in [[1, 3, 0], [1, 0, 0], [0, 1, 0]] {
+            run_f32(&rt, &spec.padded(pad), &mut rng);
         }
     }
 }

@@ -77,8 +77,8 @@ pub enum Feed {
     /// not qualify for TMA): transposed into a K-major workspace first (A stored k x m becomes
     /// m x k, B stored k x n becomes n x k).
     Transpose,
-    /// 16-bit, one matrix whose pitch TMA reads slowly (not a multiple of 128 bytes) or cannot
-    /// read (misaligned): copied into a workspace with a 128-byte pitch first.
+    /// One matrix whose pitch TMA cannot read (misaligned), or, 16-bit, reads slowly (not a
+    /// multiple of 128 bytes): copied into a workspace with a 128-byte pitch first.
     Repitch,
 }
 
@@ -88,6 +88,14 @@ const REPITCH_MIN_VOLUME: u128 = 1 << 30;
 /// (~2.8 TB/s) and saves ~27% of the product's 2·m·n·k flops (~400 TFLOP/s at the slow pitch),
 /// even from m = 1100 on; 2048 keeps a margin (likewise A and n).
 const REPITCH_MIN_OTHER_SIDE: usize = 2048;
+/// Single GEMMs at least this large (m·n·k) copy an operand TMA cannot read to a 128-byte pitch
+/// (rather than run on mma.sync) ...
+const UNREADABLE_COPY_MIN_VOLUME: u128 = 1 << 28;
+/// ... when the product's other side is at least this long. mma.sync runs them at a fraction of
+/// the sm_90 rate (H100, TFLOP/s: 2001^3 unaligned TF32 69, bf16 99; 2048^3 aligned on sm_90:
+/// 319, 568), so copying A (m x k, 2·m·k elements moved at ~2.8 TB/s) pays from n of about
+/// 130 (TF32) or 90 (16-bit) on; 256 keeps a margin (likewise B and m).
+const UNREADABLE_COPY_MIN_OTHER_SIDE: usize = 256;
 /// Leading dimensions whose byte pitch is a multiple of this are TMA's fast case.
 pub const TMA_FAST_PITCH: usize = 128;
 
@@ -140,12 +148,13 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
             // copy; A's 4000-byte pitch costs 0.010 ms, about what its copy would, 0.009).
             let large = g.batch == 1 && m * n * k >= REPITCH_MIN_VOLUME;
             let feed = |ready: bool, ld: usize, mn_major: bool, other_side: usize| {
-                let worth = large && other_side >= REPITCH_MIN_OTHER_SIDE;
                 let slow = mn_major && (ld * 2) % TMA_FAST_PITCH != 0;
-                if worth && (!ready || slow) {
+                if !ready {
+                    copy_unreadable(g, other_side).then_some(Feed::Repitch)
+                } else if slow && large && other_side >= REPITCH_MIN_OTHER_SIDE {
                     Some(Feed::Repitch)
                 } else {
-                    ready.then_some(Feed::InPlace)
+                    Some(Feed::InPlace)
                 }
             };
             match (feed(tma.a, g.lda, g.trans_a, g.n), feed(tma.b, g.ldb, !g.trans_b, g.m)) {
@@ -159,23 +168,35 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
             // wgmma reads TF32 from shared memory K-major only; the `nn` and `tt` kernels take one
             // MN-major operand (B if both are) through registers instead. Any other MN-major
             // operand is transposed into an aligned workspace, which the transpose grid must
-            // cover. Operands read in place must qualify for TMA.
+            // cover. A K-major operand TMA cannot read is copied to a 128-byte pitch in large
+            // single products, else the product runs on mma.sync.
             let (mn_a, mn_b) = (g.trans_a, !g.trans_b);
             let registers_b = mn_b && tma.b;
             let registers_a = mn_a && tma.a && !registers_b;
             let (stage_a, stage_b) = (mn_a && !registers_a, mn_b && !registers_b);
-            let in_place_ok = (mn_a || tma.a) && (mn_b || tma.b);
+            let feed = |mn_major: bool, stage: bool, ready: bool, other_side: usize| match () {
+                _ if stage => Some(Feed::Transpose),
+                _ if mn_major || ready => Some(Feed::InPlace),
+                _ => copy_unreadable(g, other_side).then_some(Feed::Repitch),
+            };
             let transposable = g.k <= GRID_YZ_MAX * TRANSPOSE_TILE;
-            if in_place_ok && (transposable || !(stage_a || stage_b)) {
-                let feed = |stage| if stage { Feed::Transpose } else { Feed::InPlace };
-                let bn = tile_width(g, precision, registers_b, device.multiprocessors);
-                Plan::Sm90 { bn, a: feed(stage_a), b: feed(stage_b) }
-            } else {
-                Plan::Mma
+            match (feed(mn_a, stage_a, tma.a, g.n), feed(mn_b, stage_b, tma.b, g.m)) {
+                (Some(a), Some(b)) if transposable || !(stage_a || stage_b) => {
+                    let bn = tile_width(g, precision, registers_b, device.multiprocessors);
+                    Plan::Sm90 { bn, a, b }
+                }
+                _ => Plan::Mma,
             }
         }
         _ => Plan::Mma,
     }
+}
+
+/// Whether an operand TMA cannot read is worth copying to a 128-byte pitch for the sm_90 kernels,
+/// `other_side` being the product's side it does not span.
+fn copy_unreadable(g: &Gemm, other_side: usize) -> bool {
+    let volume = g.m as u128 * g.n as u128 * g.k as u128;
+    g.batch == 1 && volume >= UNREADABLE_COPY_MIN_VOLUME && other_side >= UNREADABLE_COPY_MIN_OTHER_SIDE
 }
 
 /// Exact fp32: whether the 128 x 256 tiles (one block per multiprocessor) finish before the 64 x
@@ -357,8 +378,12 @@ mod tests {
         let repitch_b = Plan::Sm90 { bn: 256, a: Feed::InPlace, b: Feed::Repitch };
         assert_eq!(plan(&g, Precision::Bf16, &H100, ALIGNED), sm90(256, false, false));
         assert_eq!(plan(&g, Precision::F16, &H100, TmaReady { a: true, b: false }), repitch_b);
-        let small = Gemm::new(1000, 1000, 1000);
-        assert_eq!(plan(&small, Precision::F16, &H100, TmaReady { a: true, b: false }), Plan::Mma);
+        // B unreadable by TMA: copied when the product is large enough and m not too short.
+        let b_unreadable = TmaReady { a: true, b: false };
+        let repitch_b_64 = Plan::Sm90 { bn: 64, a: Feed::InPlace, b: Feed::Repitch };
+        assert_eq!(plan(&Gemm::new(1000, 1000, 1000), Precision::F16, &H100, b_unreadable), repitch_b_64);
+        assert_eq!(plan(&Gemm::new(500, 500, 500), Precision::F16, &H100, b_unreadable), Plan::Mma);
+        assert_eq!(plan(&Gemm::new(200, 8192, 8192), Precision::F16, &H100, b_unreadable), Plan::Mma);
         assert_eq!(plan(&g, Precision::F16, &A100, ALIGNED), Plan::Mma);
         let failed = Device { sm90: false, ..H100 };
         assert_eq!(plan(&g, Precision::Bf16, &failed, ALIGNED), Plan::Mma);
@@ -418,7 +443,14 @@ mod tests {
         // An MN-major operand TMA cannot read is transposed; a K-major one must qualify.
         assert_eq!(tf32(&g, TmaReady { a: true, b: false }), sm90(256, false, true));
         assert_eq!(tf32(&tt, TmaReady { a: false, b: true }), sm90(256, true, false));
-        assert_eq!(tf32(&tt, TmaReady { a: true, b: false }), Plan::Mma);
+        // A K-major operand TMA cannot read is copied to a new pitch in large single products.
+        let repitch_b = Plan::Sm90 { bn: 256, a: Feed::InPlace, b: Feed::Repitch };
+        assert_eq!(tf32(&tt, TmaReady { a: true, b: false }), repitch_b);
+        assert_eq!(
+            tf32(&Gemm::new(500, 500, 500).transposed(true, true), TmaReady { a: true, b: false }),
+            Plan::Mma
+        );
+        assert_eq!(tf32(&tt.batched(2, 0, 0, 2048 * 2048), TmaReady { a: true, b: false }), Plan::Mma);
         assert_eq!(plan(&g, Precision::Tf32, &A100, ALIGNED), Plan::Mma);
         // Deeper than the transpose grid covers: fine without a copy, not with one.
         let deep = Gemm::new(2048, 2048, 3_000_000);
