@@ -5,6 +5,7 @@
 
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::{gigabytes_per_second, time_host, Row, Settings};
 use crate::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -24,8 +25,10 @@ const NOOP_PTX: &str = "
 }
 ";
 
-/// Launches per timed repeat of the submission benchmark.
-const SUBMITS: usize = 20_000;
+/// Launches per timed sample of the submission benchmark: few enough that the device's launch
+/// queue never fills, so the host's cost of a submission is what is timed, not the device's
+/// rate of running empty kernels.
+const SUBMITS: usize = 500;
 /// Launch + synchronise round trips per timed repeat.
 const ROUND_TRIPS: usize = 2_000;
 /// Allocations per timed repeat.
@@ -165,7 +168,7 @@ fn launches(
                 stream.synchronize()?;
             }
         }
-        Ok(stream.synchronize()?)
+        Ok(())
     };
 
     let kernel = RawKernel::load(d)?;
@@ -182,7 +185,7 @@ fn launches(
                 kernel.sync()?;
             }
         }
-        kernel.sync()
+        Ok(())
     };
 
     #[cfg(feature = "bench-anchors")]
@@ -203,23 +206,31 @@ fn launches(
                     anchor(cstream.synchronize())?;
                 }
             }
-            anchor(cstream.synchronize())
+            Ok(())
         }
     };
 
+    // The engines take turns; each sample starts and ends with the device idle, the waits untimed.
     for (name, count, sync_each) in [
         ("launch submit, empty kernel (2 args), per launch", SUBMITS, false),
         ("launch + sync round trip, empty kernel", ROUND_TRIPS, true),
     ] {
-        let t = Triple {
-            ours: per_op_us(settings, count, |_| ours(count, sync_each))?,
-            raw: per_op_us(settings, count, |_| raw_loop(count, sync_each))?,
-            #[cfg(feature = "bench-anchors")]
-            cudarc: Some(per_op_us(settings, count, |_| anchor(count, sync_each))?),
-            #[cfg(not(feature = "bench-anchors"))]
-            cudarc: None,
-        };
-        push_rows(rows, name, "us", false, t);
+        let us = interleaved_medians(settings, |engine| {
+            ctx.synchronize()?;
+            let start = Instant::now();
+            match engine {
+                0 => ours(count, sync_each)?,
+                1 => raw_loop(count, sync_each)?,
+                #[cfg(feature = "bench-anchors")]
+                _ => anchor(count, sync_each)?,
+                #[cfg(not(feature = "bench-anchors"))]
+                _ => unreachable!("two engines without the anchors"),
+            }
+            let us = start.elapsed().as_secs_f64() * 1e6 / count as f64;
+            ctx.synchronize()?;
+            Ok(us)
+        })?;
+        push_rows(rows, name, "us", false, Triple { ours: us[0], raw: us[1], cudarc: us.get(2).copied() });
     }
     // SAFETY: allocated above; the launches that used it have finished.
     raw("cuMemFree_v2", unsafe { d.cuMemFree_v2(raw_buffer) })
@@ -285,18 +296,19 @@ enum Host {
     Pinned,
 }
 
-/// The engines a copy is timed with: ours, the raw bindings, cudarc.
+/// The engines a launch or copy is timed with: ours (0), the raw bindings (1), cudarc (2).
 const ENGINES: usize = if cfg!(feature = "bench-anchors") { 3 } else { 2 };
 
-/// Medians of GB/s for each engine, timing one copy of each in turn per repeat, so that the
-/// state of the host's memory (which a fresh `Vec`'s page faults depend on) affects all alike.
-fn interleaved_gbps(settings: Settings, mut copy: impl FnMut(usize) -> Result<()>) -> Result<Vec<f64>> {
+/// The median of each engine's samples, the engines taking turns in every round (after the
+/// warm-up rounds), so that drifting clocks and the state of the host's memory (which a fresh
+/// `Vec`'s page faults depend on) affect all alike.
+fn interleaved_medians(settings: Settings, mut sample: impl FnMut(usize) -> Result<f64>) -> Result<Vec<f64>> {
     let mut samples = vec![Vec::new(); ENGINES];
     for round in 0..settings.warmup + settings.repeats.max(1) {
-        for (engine, times) in samples.iter_mut().enumerate() {
-            let ms = time_host(Settings { warmup: 0, repeats: 1 }, |_| copy(engine))?.median_ms;
+        for (engine, values) in samples.iter_mut().enumerate() {
+            let value = sample(engine)?;
             if round >= settings.warmup {
-                times.push(gigabytes_per_second(COPY_BYTES as f64, ms));
+                values.push(value);
             }
         }
     }
@@ -307,6 +319,13 @@ fn interleaved_gbps(settings: Settings, mut copy: impl FnMut(usize) -> Result<()
             v[v.len() / 2]
         })
         .collect())
+}
+
+/// GB/s of one timed 1 GiB copy.
+fn copy_gbps(copy: impl FnOnce() -> Result<()>) -> Result<f64> {
+    let start = Instant::now();
+    copy()?;
+    Ok(gigabytes_per_second(COPY_BYTES as f64, start.elapsed().as_secs_f64() * 1e3))
 }
 
 fn copies(
@@ -345,56 +364,58 @@ fn copies(
     for (name, kind, up) in cases {
         // Fresh Vecs are kept until the measurement ends, so freeing them is not timed.
         let mut kept: Vec<Vec<u8>> = Vec::new();
-        let gbps = interleaved_gbps(settings, |engine| {
-            match (engine, kind, up) {
-                (0, Host::Pinned, true) => stream.memcpy_htod(&pinned, &mut dev)?,
-                (0, Host::Pinned, false) => stream.memcpy_dtoh(&dev, &mut pinned)?,
-                (0, _, true) => stream.memcpy_htod(&host, &mut dev)?,
-                (0, Host::FreshVec, false) => kept.push(stream.clone_dtoh(&dev)?),
-                (0, _, false) => stream.memcpy_dtoh(&dev, &mut host)?,
-                (1, _, _) => {
-                    let mut fresh = Vec::<u8>::new();
-                    let h: *mut c_void = match kind {
-                        Host::Pinned => raw_mem.pinned,
-                        Host::Pageable => host.as_mut_ptr().cast(),
-                        Host::FreshVec => {
-                            fresh.reserve_exact(COPY_BYTES);
-                            fresh.as_mut_ptr().cast()
+        let gbps = interleaved_medians(settings, |engine| {
+            copy_gbps(|| {
+                match (engine, kind, up) {
+                    (0, Host::Pinned, true) => stream.memcpy_htod(&pinned, &mut dev)?,
+                    (0, Host::Pinned, false) => stream.memcpy_dtoh(&dev, &mut pinned)?,
+                    (0, _, true) => stream.memcpy_htod(&host, &mut dev)?,
+                    (0, Host::FreshVec, false) => kept.push(stream.clone_dtoh(&dev)?),
+                    (0, _, false) => stream.memcpy_dtoh(&dev, &mut host)?,
+                    (1, _, _) => {
+                        let mut fresh = Vec::<u8>::new();
+                        let h: *mut c_void = match kind {
+                            Host::Pinned => raw_mem.pinned,
+                            Host::Pageable => host.as_mut_ptr().cast(),
+                            Host::FreshVec => {
+                                fresh.reserve_exact(COPY_BYTES);
+                                fresh.as_mut_ptr().cast()
+                            }
+                        };
+                        // SAFETY: `h` and `raw_mem.dev` hold COPY_BYTES bytes; the synchronous copies
+                        // finish before returning, after which the fresh Vec's bytes are initialised.
+                        unsafe {
+                            if up {
+                                raw("cuMemcpyHtoD_v2", d.cuMemcpyHtoD_v2(raw_mem.dev, h, COPY_BYTES))?;
+                            } else {
+                                raw("cuMemcpyDtoH_v2", d.cuMemcpyDtoH_v2(h, raw_mem.dev, COPY_BYTES))?;
+                            }
+                            if kind == Host::FreshVec {
+                                fresh.set_len(COPY_BYTES);
+                                kept.push(fresh);
+                            }
                         }
-                    };
-                    // SAFETY: `h` and `raw_mem.dev` hold COPY_BYTES bytes; the synchronous copies
-                    // finish before returning, after which the fresh Vec's bytes are initialised.
-                    unsafe {
-                        if up {
-                            raw("cuMemcpyHtoD_v2", d.cuMemcpyHtoD_v2(raw_mem.dev, h, COPY_BYTES))?;
-                        } else {
-                            raw("cuMemcpyDtoH_v2", d.cuMemcpyDtoH_v2(h, raw_mem.dev, COPY_BYTES))?;
-                        }
-                        if kind == Host::FreshVec {
-                            fresh.set_len(COPY_BYTES);
-                            kept.push(fresh);
-                        }
+                        return Ok(());
                     }
-                    return Ok(());
+                    #[cfg(feature = "bench-anchors")]
+                    (_, Host::Pinned, true) => anchor(cstream.memcpy_htod(&cpinned, &mut cdev))?,
+                    #[cfg(feature = "bench-anchors")]
+                    (_, Host::Pinned, false) => anchor(cstream.memcpy_dtoh(&cdev, &mut cpinned))?,
+                    #[cfg(feature = "bench-anchors")]
+                    (_, _, true) => anchor(cstream.memcpy_htod(&host, &mut cdev))?,
+                    #[cfg(feature = "bench-anchors")]
+                    (_, Host::FreshVec, false) => kept.push(anchor(cstream.clone_dtoh(&cdev))?),
+                    #[cfg(feature = "bench-anchors")]
+                    (_, _, false) => anchor(cstream.memcpy_dtoh(&cdev, &mut host))?,
+                    #[cfg(not(feature = "bench-anchors"))]
+                    _ => unreachable!("two engines without the anchors"),
                 }
                 #[cfg(feature = "bench-anchors")]
-                (_, Host::Pinned, true) => anchor(cstream.memcpy_htod(&cpinned, &mut cdev))?,
-                #[cfg(feature = "bench-anchors")]
-                (_, Host::Pinned, false) => anchor(cstream.memcpy_dtoh(&cdev, &mut cpinned))?,
-                #[cfg(feature = "bench-anchors")]
-                (_, _, true) => anchor(cstream.memcpy_htod(&host, &mut cdev))?,
-                #[cfg(feature = "bench-anchors")]
-                (_, Host::FreshVec, false) => kept.push(anchor(cstream.clone_dtoh(&cdev))?),
-                #[cfg(feature = "bench-anchors")]
-                (_, _, false) => anchor(cstream.memcpy_dtoh(&cdev, &mut host))?,
-                #[cfg(not(feature = "bench-anchors"))]
-                _ => unreachable!("two engines without the anchors"),
-            }
-            #[cfg(feature = "bench-anchors")]
-            if engine == 2 {
-                return anchor(cstream.synchronize());
-            }
-            Ok(stream.synchronize()?)
+                if engine == 2 {
+                    return anchor(cstream.synchronize());
+                }
+                Ok(stream.synchronize()?)
+            })
         })?;
         drop(kept);
         push_rows(
