@@ -324,6 +324,10 @@ impl CudaContext {
 
     /// Returns, and clears, the error parked by a call that could not return one (a `Drop`).
     pub fn check_err(&self) -> Result<(), DriverError> {
+        // A plain load first: every launch asks, and an error is rare.
+        if self.error_state.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
         match self.error_state.swap(0, Ordering::Relaxed) {
             0 => Ok(()),
             code => Err(DriverError(sys::CUresult(code))),

@@ -4,6 +4,8 @@ use std::ffi::c_void;
 use std::mem::size_of;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::context::SyncMode;
 use super::event::CudaEvent;
 use super::memory::{Access, CudaSlice, CudaView, CudaViewMut, DeviceRepr, SliceEvents};
@@ -35,6 +37,11 @@ impl LaunchConfig {
     }
 }
 
+/// Kernel arguments a launch holds without allocating (more spill to the heap). The two small
+/// allocations per launch this saves were ~0.1 us of a ~3.5 us submission on the H100 machine
+/// (ours / raw driver loop, three runs each: 0.95x with them, 0.96-0.99x without).
+const INLINE_ARGS: usize = 16;
+
 /// A kernel launch being put together: create with [`CudaStream::launch_builder`], add the
 /// arguments in order with [`PushKernelArg::arg`], submit with [`LaunchArgs::launch`].
 ///
@@ -45,9 +52,9 @@ pub struct LaunchArgs<'a> {
     pub(crate) stream: &'a CudaStream,
     pub(crate) func: &'a CudaFunction,
     /// One pointer per kernel parameter, each to a value borrowed for `'a`.
-    pub(crate) args: Vec<*mut c_void>,
+    pub(crate) args: SmallVec<[*mut c_void; INLINE_ARGS]>,
     /// The byte size of the value behind each entry of `args`.
-    pub(crate) arg_sizes: Vec<usize>,
+    pub(crate) arg_sizes: SmallVec<[usize; INLINE_ARGS]>,
     /// Tracked slices passed as arguments, for cross-stream waits and records.
     pub(crate) tracked: Vec<(&'a Arc<SliceEvents>, Access)>,
     pub(crate) flags: Option<sys::CUevent_flags>,
@@ -59,8 +66,8 @@ impl CudaStream {
         LaunchArgs {
             stream: self,
             func,
-            args: Vec::new(),
-            arg_sizes: Vec::new(),
+            args: SmallVec::new(),
+            arg_sizes: SmallVec::new(),
             tracked: Vec::new(),
             flags: None,
         }
@@ -173,7 +180,7 @@ impl<'a> LaunchArgs<'a> {
                     cfg.block_dim,
                     cfg.shared_mem_bytes,
                     stream.cu_stream,
-                    &mut self.args,
+                    self.args.as_mut_slice(),
                 )
             } else {
                 result::launch_kernel(
@@ -182,7 +189,7 @@ impl<'a> LaunchArgs<'a> {
                     cfg.block_dim,
                     cfg.shared_mem_bytes,
                     stream.cu_stream,
-                    &mut self.args,
+                    self.args.as_mut_slice(),
                 )
             }
         }?;
