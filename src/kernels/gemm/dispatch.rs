@@ -111,8 +111,10 @@ pub const SIMT_TILE_N: usize = 256;
 pub const SIMT64_TILE_M: usize = 64;
 /// Split-K: blocks of the split kernels resident per multiprocessor (both run two).
 const SPLIT_BLOCKS_PER_SM: usize = 2;
-/// ... at least this much of k per slice (512^3 SGEMM: 0.64x cuBLAS unsplit, 0.94x in two) ...
-const SPLIT_MIN_DEPTH: usize = 256;
+/// ... at least this much of k per slice (SGEMM, H100: 512^3 0.64x cuBLAS unsplit, 0.94x in two
+/// slices; slices of 256 -> 128, TFLOP/s in one run: 512^3 13.6 -> 19.3 (2 -> 4 slices), 600^3
+/// 10.4 -> 13.0, 700^3 14.4 -> 18.2, 384x384x1024 and 640x640x2048 unchanged) ...
+const SPLIT_MIN_DEPTH: usize = 128;
 /// ... and at most this many slices.
 const SPLIT_MAX: usize = 16;
 /// TF32 on sm_90 splits (on mma.sync) only when the side opposite a transposed operand is at
@@ -334,13 +336,13 @@ mod tests {
         let g = Gemm::new(64, 8192, 8192); // 64 tiles of 64x128 (or 128x128): 4 slices fill 2 x 132
         assert_eq!(plan(&g, Precision::F32, &H100, ALIGNED), split(4, false));
         assert_eq!(plan(&g, Precision::Tf32, &H100, ALIGNED), sm90(64, false, false)); // see below
-        assert_eq!(plan(&Gemm::new(40, 300, 3001), Precision::F32, &H100, ALIGNED), split(11, false));
+        assert_eq!(plan(&Gemm::new(40, 300, 1500), Precision::F32, &H100, ALIGNED), split(11, false));
         assert_eq!(plan(&Gemm::new(16, 300, 100_000), Precision::F32, &H100, ALIGNED), split(16, false));
-        assert_eq!(plan(&Gemm::new(70, 200, 1100), Precision::Tf32, &A100, ALIGNED), split(4, true));
+        assert_eq!(plan(&Gemm::new(70, 200, 1100), Precision::Tf32, &A100, ALIGNED), split(8, true));
         // Too shallow, too many tiles, batched, 16-bit on a wave of sm_90 tiles, or TF32 without
         // tensor cores: no split.
-        assert_eq!(plan(&Gemm::new(64, 8192, 500), Precision::F32, &H100, ALIGNED), Plan::Simt64);
-        assert_eq!(plan(&Gemm::new(512, 512, 512), Precision::F32, &H100, ALIGNED), split(2, false));
+        assert_eq!(plan(&Gemm::new(64, 8192, 250), Precision::F32, &H100, ALIGNED), Plan::Simt64);
+        assert_eq!(plan(&Gemm::new(512, 512, 512), Precision::F32, &H100, ALIGNED), split(4, false));
         assert_eq!(plan(&Gemm::new(1024, 1024, 8192), Precision::F32, &H100, ALIGNED), Plan::Simt64);
         let batched = Gemm::new(64, 8192, 8192).batched(2, 0, 0, 64 * 8192);
         assert_eq!(plan(&batched, Precision::F32, &H100, ALIGNED), Plan::Simt64);
