@@ -49,7 +49,7 @@ PRISM_KERNEL void leaky_integration_kernel(float *x, const float *drive, float l
 
 // spikes[t * n + i] = (uniform01(seed, i, t) < rates[i]) ? 1 : 0 for t < steps (rates are per-step spike
 // probabilities; uniform01 = splitmix64 hash of (seed, i, t), 24-bit float in [0, 1), identical on the CPU).
-// Launch: 1-D grid-stride over n * steps, any grid/block (recommended block 256, grid ceil(n*steps/1024)).
+// Launch: 1-D grid-stride over n * steps, any grid/block (recommended block 256, grid ceil(n*steps/256)).
 PRISM_KERNEL void spike_encode_kernel(const float *rates, float *spikes, unsigned long long n, int steps,
                                       unsigned long long seed) {
     const unsigned long long total = n * (unsigned long long)steps;

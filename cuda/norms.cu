@@ -179,7 +179,7 @@ PRISM_KERNEL void __launch_bounds__(1024)
 
 // Batch norm, NCHW with hw = H*W: y = (x - mean[c]) * (gamma[c] * rsqrt(var[c] + eps)) + beta[c]
 // (gamma/beta may be null). Used for inference (running stats) and, after prism_batch_norm_stats_f32, for
-// training. Launch: 1-D grid-stride, any grid/block (recommended block 256, grid ceil(n*c*hw/4096)).
+// training. Launch: 1-D grid-stride, any grid/block (recommended block 256, grid ceil(n*c*hw/1024)).
 // out may alias x.
 PRISM_KERNEL void prism_batch_norm_apply_f32(const float *x, float *out, const float *mean, const float *var,
                                              const float *gamma, const float *beta, int n, int c, int hw,

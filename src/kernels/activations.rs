@@ -75,7 +75,7 @@ fn launch(
     args.arg(&count);
     // SAFETY: every pointer addresses n elements (checked by the callers), the kernel reads its
     // inputs and writes its output (which may alias an input) at indices below n.
-    unsafe { args.launch(grid::elementwise(n, kernels.multiprocessors())) }?;
+    unsafe { args.launch(grid::elementwise(n, grid::Step::Map)) }?;
     Ok(())
 }
 

@@ -29,7 +29,7 @@ fn convert<S, D>(
             .arg(x)
             .arg(out)
             .arg(&count)
-            .launch(grid::elementwise(n, kernels.multiprocessors()))?;
+            .launch(grid::elementwise(n, grid::Step::Vector))?;
     }
     Ok(())
 }

@@ -51,7 +51,7 @@ pub fn binary(
             .arg(b)
             .arg(out)
             .arg(&count)
-            .launch(grid::elementwise(n, kernels.multiprocessors()))?;
+            .launch(grid::elementwise(n, grid::Step::Map))?;
     }
     Ok(())
 }
@@ -77,7 +77,7 @@ pub fn axpy(
             .arg(y)
             .arg(out)
             .arg(&count)
-            .launch(grid::elementwise(n, kernels.multiprocessors()))?;
+            .launch(grid::elementwise(n, grid::Step::Map))?;
     }
     Ok(())
 }
@@ -101,7 +101,7 @@ pub fn scale(
             .arg(x)
             .arg(out)
             .arg(&count)
-            .launch(grid::elementwise(n, kernels.multiprocessors()))?;
+            .launch(grid::elementwise(n, grid::Step::Map))?;
     }
     Ok(())
 }
@@ -130,7 +130,7 @@ pub fn scale_inplace(
             .arg(&ptr)
             .arg(&ptr)
             .arg(&count)
-            .launch(grid::elementwise(n, kernels.multiprocessors()))?;
+            .launch(grid::elementwise(n, grid::Step::Map))?;
     }
     Ok(())
 }
@@ -155,7 +155,7 @@ pub fn fill(
             .arg(out)
             .arg(&value)
             .arg(&count)
-            .launch(grid::elementwise(n, kernels.multiprocessors()))?;
+            .launch(grid::elementwise(n, grid::Step::Vector))?;
     }
     Ok(())
 }

@@ -136,7 +136,7 @@ pub fn gemv_t(
     let (m, n, lda) = dims.ints(OP)?;
     let (splits, rows_per_split) = transposed_splits(dims.m, dims.n, kernels.multiprocessors());
     let finalize = kernels.function("prism_gemv_t_finalize_f32")?;
-    let finalize_cfg = grid::elementwise(dims.n, kernels.multiprocessors());
+    let finalize_cfg = grid::elementwise(dims.n, grid::Step::Scalar);
     if dims.m == 0 {
         // No rows: y = beta * y (or zeros), with no partials to add.
         let none = 0i32;

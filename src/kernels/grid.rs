@@ -4,19 +4,39 @@ use crate::driver::LaunchConfig;
 
 /// Threads per block of the grid-stride (elementwise) kernels.
 pub const ELEMENTWISE_BLOCK: u32 = 256;
-/// Elements one thread handles per grid-stride step (16-byte vectors of f32).
-const ELEMENTS_PER_THREAD: u64 = 4;
-/// Resident blocks per multiprocessor worth launching for a grid-stride loop.
-const BLOCKS_PER_SM: u32 = 16;
+/// Largest grid.x of a launch.
+const GRID_X_MAX: u64 = (1 << 31) - 1;
 /// Largest grid.y or grid.z of a launch.
 pub const GRID_YZ_MAX: usize = 65_535;
 
-/// A 1-D grid-stride launch over `n` elements: enough blocks to fill the device, never more than
-/// the elements need.
-pub fn elementwise(n: usize, multiprocessors: u32) -> LaunchConfig {
-    let per_block = ELEMENTWISE_BLOCK as u64 * ELEMENTS_PER_THREAD;
-    let needed = (n as u64).div_ceil(per_block).max(1);
-    let blocks = needed.min(u64::from(multiprocessors) * u64::from(BLOCKS_PER_SM)) as u32;
+/// How many elements one thread of a 1-D grid-stride kernel handles per step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The maps of `cuda/kit.cuh` (`map1`, `map2`): `kMapU` = 4 vectors of 4 f32.
+    Map,
+    /// One vector of 4 elements.
+    Vector,
+    /// One element.
+    Scalar,
+}
+
+impl Step {
+    fn elements(self) -> u64 {
+        match self {
+            Step::Map => 16,
+            Step::Vector => 4,
+            Step::Scalar => 1,
+        }
+    }
+}
+
+/// A 1-D launch over `n` elements with one step per thread: a single pass, so no block loops.
+/// On the H100 a grid-stride relu over 2^28 f32 ran at 0.95x the device-to-device copy with the
+/// grid capped at 16 blocks per multiprocessor (two waves of resident blocks, each looping) and
+/// at 0.995x with one block per 4096 elements; cache hints changed nothing.
+pub fn elementwise(n: usize, step: Step) -> LaunchConfig {
+    let per_block = ELEMENTWISE_BLOCK as u64 * step.elements();
+    let blocks = (n as u64).div_ceil(per_block).clamp(1, GRID_X_MAX) as u32;
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (ELEMENTWISE_BLOCK, 1, 1), shared_mem_bytes: 0 }
 }
 
@@ -25,11 +45,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn elementwise_grid_covers_small_inputs_and_caps_large_ones() {
-        assert_eq!(elementwise(1, 132).grid_dim, (1, 1, 1));
-        assert_eq!(elementwise(1024, 132).grid_dim, (1, 1, 1));
-        assert_eq!(elementwise(1025, 132).grid_dim, (2, 1, 1));
-        assert_eq!(elementwise(1 << 28, 132).grid_dim, (132 * 16, 1, 1));
-        assert_eq!(elementwise(1 << 28, 132).block_dim, (256, 1, 1));
+    fn elementwise_grid_covers_each_element_once() {
+        assert_eq!(elementwise(1, Step::Map).grid_dim, (1, 1, 1));
+        assert_eq!(elementwise(0, Step::Scalar).grid_dim, (1, 1, 1));
+        assert_eq!(elementwise(4096, Step::Map).grid_dim, (1, 1, 1));
+        assert_eq!(elementwise(4097, Step::Map).grid_dim, (2, 1, 1));
+        assert_eq!(elementwise(1025, Step::Vector).grid_dim, (2, 1, 1));
+        assert_eq!(elementwise(257, Step::Scalar).grid_dim, (2, 1, 1));
+        assert_eq!(elementwise(1 << 28, Step::Map).grid_dim, (1 << 16, 1, 1));
+        assert_eq!(elementwise(1 << 28, Step::Map).block_dim, (256, 1, 1));
+        assert_eq!(elementwise(usize::MAX, Step::Scalar).grid_dim.0 as u64, GRID_X_MAX);
     }
 }

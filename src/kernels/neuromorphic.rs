@@ -274,7 +274,7 @@ pub fn leaky_integration(
             .arg(drive)
             .arg(&leak)
             .arg(&count)
-            .launch(grid::elementwise(n, kernels.multiprocessors()))
+            .launch(grid::elementwise(n, grid::Step::Map))
     }?;
     Ok(())
 }
@@ -295,7 +295,7 @@ pub fn spike_encode(
         return Ok(());
     }
     let function = kernels.function(OP)?;
-    let cfg = grid::elementwise(spikes.len(), kernels.multiprocessors());
+    let cfg = grid::elementwise(spikes.len(), grid::Step::Scalar);
     let (n, s) = (rates.len() as u64, args::int(OP, "steps", steps)?);
     // SAFETY: reads n rates, writes steps * n spikes (checked).
     unsafe {
@@ -407,7 +407,7 @@ pub fn power_iteration_init(
             .arg(v)
             .arg(&count)
             .arg(&seed)
-            .launch(grid::elementwise(n, kernels.multiprocessors()))
+            .launch(grid::elementwise(n, grid::Step::Scalar))
     }?;
     Ok(())
 }

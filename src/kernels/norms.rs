@@ -243,7 +243,7 @@ fn batch_norm_launch(
             .arg(&ci)
             .arg(&hwi)
             .arg(&eps)
-            .launch(grid::elementwise(len, kernels.multiprocessors()))
+            .launch(grid::elementwise(len, grid::Step::Vector))
     }?;
     Ok(())
 }
