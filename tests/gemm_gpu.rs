@@ -74,9 +74,10 @@ fn small_k_exact_fp32_on_wide_tiles() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn small_skinny_deep_split_k() {
-    // 3 tiles and k = 3001 on an H100: sixteen slices of k (fifteen of 192, the last 121), exact
-    // fp32, TF32 and 16-bit (in and out, or f32 out), every layout, with and without scaling and
-    // padding; and seven slices (6 x 160 + 140) of k = 1100 (TF32 on an H100 splits only there, in
+    // 3 tiles and k = 3001 on an H100: exact fp32 in sixteen slices of k (fifteen of 192, the last
+    // 121), TF32 and 16-bit (in and out, or f32 out) on mma.sync in eleven (ten of 288, the last
+    // 121), every layout, with and without scaling and padding; and k = 1100, exact fp32 in seven
+    // slices (6 x 160 + 140), TF32 in four (3 x 288 + 236; on an H100 TF32 splits only there, in
     // tn: its sm_90 kernels take the other layouts without a copy).
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     for precision in [Precision::F32, Precision::Tf32] {

@@ -111,10 +111,13 @@ pub const SIMT_TILE_N: usize = 256;
 pub const SIMT64_TILE_M: usize = 64;
 /// Split-K: blocks of the split kernels resident per multiprocessor (both run two).
 const SPLIT_BLOCKS_PER_SM: usize = 2;
-/// ... at least this much of k per slice (SGEMM, H100: 512^3 0.64x cuBLAS unsplit, 0.94x in two
-/// slices; slices of 256 -> 128, TFLOP/s in one run: 512^3 13.6 -> 19.3 (2 -> 4 slices), 600^3
-/// 10.4 -> 13.0, 700^3 14.4 -> 18.2, 384x384x1024 and 640x640x2048 unchanged) ...
+/// ... at least this much of k per slice on the CUDA cores (SGEMM, H100: 512^3 0.64x cuBLAS
+/// unsplit, 0.94x in two slices; slices of 256 -> 128, TFLOP/s in one run: 512^3 13.6 -> 19.3
+/// (2 -> 4 slices), 600^3 10.4 -> 13.0, 700^3 14.4 -> 18.2, 384x384x1024 and 640x640x2048
+/// unchanged) ...
 const SPLIT_MIN_DEPTH: usize = 128;
+/// ... and on mma.sync (256^3 bf16: 6.7 TFLOP/s unsplit on sm_90, 2.9 in two slices of 128).
+const SPLIT_MIN_DEPTH_MMA: usize = 256;
 /// ... and at most this many slices.
 const SPLIT_MAX: usize = 16;
 /// TF32 on sm_90 splits (on mma.sync) only when the side opposite a transposed operand is at
@@ -216,7 +219,8 @@ fn large_tiles_finish_first(g: &Gemm, multiprocessors: u32) -> bool {
 
 /// Split-K for one GEMM (exact fp32 on the CUDA cores, or TF32 / BF16 / FP16 on mma.sync) whose
 /// output tiles fill at most half of the multiprocessors: enough slices of k to fill them twice
-/// over, each at least `SPLIT_MIN_DEPTH` deep (64x8192x8192: 64 tiles, 4 slices).
+/// over, each at least `SPLIT_MIN_DEPTH` (mma.sync: `SPLIT_MIN_DEPTH_MMA`) deep (64x8192x8192: 64
+/// tiles, 4 slices).
 fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
     let mma = match precision {
         Precision::F32 => false,
@@ -257,7 +261,8 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
     if tiles * 2 > sms {
         return None;
     }
-    let splits = (SPLIT_BLOCKS_PER_SM * sms / tiles).min(g.k / SPLIT_MIN_DEPTH).min(SPLIT_MAX);
+    let min_depth = if mma { SPLIT_MIN_DEPTH_MMA } else { SPLIT_MIN_DEPTH };
+    let splits = (SPLIT_BLOCKS_PER_SM * sms / tiles).min(g.k / min_depth).min(SPLIT_MAX);
     (splits >= 2).then_some(Plan::SplitK { splits: splits as u32, mma })
 }
 
@@ -338,7 +343,8 @@ mod tests {
         assert_eq!(plan(&g, Precision::Tf32, &H100, ALIGNED), sm90(64, false, false)); // see below
         assert_eq!(plan(&Gemm::new(40, 300, 1500), Precision::F32, &H100, ALIGNED), split(11, false));
         assert_eq!(plan(&Gemm::new(16, 300, 100_000), Precision::F32, &H100, ALIGNED), split(16, false));
-        assert_eq!(plan(&Gemm::new(70, 200, 1100), Precision::Tf32, &A100, ALIGNED), split(8, true));
+        assert_eq!(plan(&Gemm::new(70, 200, 1100), Precision::Tf32, &A100, ALIGNED), split(4, true));
+        assert_eq!(plan(&Gemm::new(256, 256, 256), Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
         // Too shallow, too many tiles, batched, 16-bit on a wave of sm_90 tiles, or TF32 without
         // tensor cores: no split.
         assert_eq!(plan(&Gemm::new(64, 8192, 250), Precision::F32, &H100, ALIGNED), Plan::Simt64);
