@@ -189,6 +189,31 @@ __device__ __forceinline__ void init_ring(uint64_t (&full)[STAGES], uint64_t (&e
     __syncthreads();
 }
 
+// The producer warpgroup: hands its registers to the consumers; thread 0 walks the consumers' tiles and, for
+// each K block, waits for a free stage and has `load(stage address, tile row, tile column, kb, full barrier)`
+// issue that stage's TMA copies (STAGE_BYTES in all).
+template <int STAGES, uint32_t STAGE_BYTES, class Load>
+__device__ __forceinline__ void produce(const CUtensorMap *map0, const CUtensorMap *map1, int tiles_m, int tiles_n,
+                                        int nk, uint32_t smem, uint64_t (&full)[STAGES], uint64_t (&empty)[STAGES],
+                                        Load load) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (threadIdx.x != 0) return;
+    asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map0) : "memory");
+    asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map1) : "memory");
+    int it = 0;
+    for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x) {
+        int tm, tn;
+        tile_coords(tile, tiles_m, tiles_n, tm, tn);
+        for (int kb = 0; kb < nk; ++kb, ++it) {
+            const int s = it % STAGES;
+            mbar_wait(s_u32(&empty[s]), ((uint32_t)(it / STAGES) & 1u) ^ 1u);
+            const uint32_t fb = s_u32(&full[s]);
+            mbar_expect_tx(fb, STAGE_BYTES);
+            load(smem + s * STAGE_BYTES, tm, tn, kb, fb);
+        }
+    }
+}
+
 template <int BN> struct Sm90Cfg {
     static constexpr int A_BYTES = SM90_BM * 128;  // 128 rows (or 2 x 64-wide MN boxes) of 128-byte lines
     static constexpr int B_BYTES = BN * 128;
@@ -223,39 +248,23 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
 
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0) {
-            asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)tmA) : "memory");
-            asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)tmB) : "memory");
-            int it = 0;
-            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-                int tm, tn;
-                tile_coords(tile, tiles_m, tiles_n, tm, tn);
-                for (int kb = 0; kb < nk; ++kb, ++it) {
-                    const int s = it % STAGES;
-                    const uint32_t ph = (uint32_t)(it / STAGES) & 1u;
-                    mbar_wait(s_u32(&empty_bar[s]), ph ^ 1u);
-                    const uint32_t fb = s_u32(&full_bar[s]);
-                    mbar_expect_tx(fb, Cfg::STAGE_BYTES);
-                    const uint32_t sa = smem + s * Cfg::STAGE_BYTES;
-                    const uint32_t sb = sa + Cfg::A_BYTES;
-                    if (TA == 0) {
-                        tma_load_3d(sa, tmA, kb * BK, tm * SM90_BM, z, fb);
-                    } else {
+        produce<STAGES, Cfg::STAGE_BYTES>(tmA, tmB, tiles_m, tiles_n, nk, smem, full_bar, empty_bar,
+                                          [&](uint32_t sa, int tm, int tn, int kb, uint32_t fb) {
+            const uint32_t sb = sa + Cfg::A_BYTES;
+            if (TA == 0) {
+                tma_load_3d(sa, tmA, kb * BK, tm * SM90_BM, z, fb);
+            } else {
 #pragma unroll
-                        for (int h = 0; h < SM90_BM / 64; ++h)
-                            tma_load_3d(sa + h * 8192, tmA, tm * SM90_BM + h * 64, kb * BK, z, fb);
-                    }
-                    if (TB == 1) {
-                        tma_load_3d(sb, tmB, kb * BK, tn * BN, z, fb);
-                    } else {
-#pragma unroll
-                        for (int h = 0; h < BN / 64; ++h)
-                            tma_load_3d(sb + h * 8192, tmB, tn * BN + h * 64, kb * BK, z, fb);
-                    }
-                }
+                for (int h = 0; h < SM90_BM / 64; ++h)
+                    tma_load_3d(sa + h * 8192, tmA, tm * SM90_BM + h * 64, kb * BK, z, fb);
             }
-        }
+            if (TB == 1) {
+                tma_load_3d(sb, tmB, kb * BK, tn * BN, z, fb);
+            } else {
+#pragma unroll
+                for (int h = 0; h < BN / 64; ++h) tma_load_3d(sb + h * 8192, tmB, tn * BN + h * 64, kb * BK, z, fb);
+            }
+        });
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int c = wg - 1;  // consumer index: rows c*64 .. c*64+63 of the tile
@@ -360,26 +369,12 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
 
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0) {
-            asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)tmR) : "memory");
-            asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)tmD) : "memory");
-            int it = 0;
-            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-                int tp, tq;
-                tile_coords(tile, tiles_p, tiles_q, tp, tq);
-                for (int kb = 0; kb < nk; ++kb, ++it) {
-                    const int s = it % STAGES;
-                    mbar_wait(s_u32(&empty_bar[s]), ((uint32_t)(it / STAGES) & 1u) ^ 1u);
-                    const uint32_t fb = s_u32(&full_bar[s]);
-                    mbar_expect_tx(fb, Cfg::STAGE_BYTES);
-                    const uint32_t sr = smem + s * Cfg::STAGE_BYTES;
+        produce<STAGES, Cfg::STAGE_BYTES>(tmR, tmD, tiles_p, tiles_q, nk, smem, full_bar, empty_bar,
+                                          [&](uint32_t sr, int tp, int tq, int kb, uint32_t fb) {
 #pragma unroll
-                    for (int h = 0; h < 4; ++h) tma_load_3d(sr + h * BOX, tmR, tp * BP + h * 32, kb * BK, z, fb);
-                    tma_load_3d(sr + Cfg::A_BYTES, tmD, kb * BK, tq * BQ, z, fb);
-                }
-            }
-        }
+            for (int h = 0; h < 4; ++h) tma_load_3d(sr + h * BOX, tmR, tp * BP + h * 32, kb * BK, z, fb);
+            tma_load_3d(sr + Cfg::A_BYTES, tmD, kb * BK, tq * BQ, z, fb);
+        });
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int lt = threadIdx.x % 128;
