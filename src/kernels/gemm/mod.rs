@@ -37,10 +37,10 @@ const SMALL_TILE: usize = 16;
 /// Workspace rows are padded to this many f32 (128-byte pitch, TMA's fast case).
 const STAGE_PITCH: usize = 32;
 
-/// Device scratch that GEMMs reuse (the TF32 path's transposed operands, split-K partial
-/// products): it grows to the largest request and is kept, so a GEMM does not allocate. A fresh
-/// allocation per call is costly because the stream-ordered pool hands freed memory back to the
-/// device at every synchronisation (64 MB per 4096^3 TF32 call). Thread-safe: a GEMM holds the
+/// Device scratch that GEMMs reuse (operands transposed or copied to a new pitch for the sm_90
+/// kernels, split-K partial products): it grows to the largest request and is kept, so a GEMM
+/// does not allocate. A fresh allocation per call is costly because the stream-ordered pool hands
+/// freed memory back to the device at every synchronisation (64 MB per 4096^3 TF32 `tn` call). Thread-safe: a GEMM holds the
 /// lock while it enqueues its work, and the buffer's own read/write tracking orders its uses
 /// across streams.
 #[derive(Default)]
