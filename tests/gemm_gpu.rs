@@ -36,6 +36,24 @@ fn small_odd_shapes_every_precision_transpose_and_beta() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn small_shallow_k_on_the_tensor_core_kernels() {
+    // k below, at and just past one K block (32 for TF32, 64 for 16-bit), with 16-byte pitches so the
+    // sm_90 kernels (TF32 through registers in nn / tt) read them through TMA's zero fill.
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for (precision, depths) in
+        [(Precision::Tf32, [4, 20, 36]), (Precision::Bf16, [8, 24, 72]), (Precision::F16, [8, 40, 72])]
+    {
+        for k in depths {
+            for (ta, tb) in TRANSPOSES {
+                let spec = Spec::new(304, 400, k).trans(ta, tb).precision(precision).scaled(0.75, -0.5);
+                run_f32(&rt, &spec, &mut rng);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn small_unaligned_leading_dims_and_batches() {
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     for precision in PRECISIONS {
