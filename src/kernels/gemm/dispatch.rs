@@ -273,11 +273,16 @@ const SM90_MIN_BN: usize = 64;
 /// TF32 with B MN-major as read (`nn`), where B is wgmma's register operand and its 128 columns
 /// are the tile's: `bn` x `TILE_M`.
 pub fn sm90_tile(precision: Precision, b_mn_major: bool, bn: u32) -> (usize, usize) {
-    if precision == Precision::Tf32 && b_mn_major {
+    if bn_spans_rows(precision, b_mn_major) {
         (bn as usize, TILE_M)
     } else {
         (TILE_M, bn as usize)
     }
+}
+
+/// Whether the sm_90 tile's width `bn` runs along C's rows (TF32 `nn`) rather than its columns.
+fn bn_spans_rows(precision: Precision, b_mn_major: bool) -> bool {
+    precision == Precision::Tf32 && b_mn_major
 }
 
 /// The sm90 tile width: the widest of 256 and 128 that still gives at least 0.9 tiles per
@@ -287,9 +292,9 @@ fn tile_width(g: &Gemm, precision: Precision, b_mn_major: bool, multiprocessors:
         let (rows, cols) = sm90_tile(precision, b_mn_major, bn);
         g.m.div_ceil(rows) as u128 * g.n.div_ceil(cols) as u128 * g.batch as u128
     };
-    let wide_side = if sm90_tile(precision, b_mn_major, 256).0 == 256 { g.m } else { g.n };
+    let bn_side = if bn_spans_rows(precision, b_mn_major) { g.m } else { g.n };
     let enough = |bn: u32| tiles(bn) * 10 >= u128::from(multiprocessors) * 9;
-    [256, 128].into_iter().find(|&bn| wide_side > bn as usize / 2 && enough(bn)).unwrap_or(SM90_MIN_BN as u32)
+    [256, 128].into_iter().find(|&bn| bn_side > bn as usize / 2 && enough(bn)).unwrap_or(SM90_MIN_BN as u32)
 }
 
 #[cfg(test)]
