@@ -18,7 +18,7 @@ use crate::driver::{
     PushKernelArg,
 };
 use crate::error::{Error, Result};
-use crate::kernels::grid::GRID_YZ_MAX;
+use crate::kernels::grid::{self, GRID_YZ_MAX};
 use crate::kernels::Kernels;
 
 use dispatch::{Device, Feed, Plan, TmaReady, SIMT64_TILE_M, SIMT_TILE_N, TILE_M, TMA_FAST_PITCH};
@@ -366,10 +366,8 @@ impl SplitK<'_> {
 
         let reduce = kernels.function(&format!("gemm_splitk_reduce_{}", TOut::NAME))?;
         let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
-        // One output per thread per step (grid::elementwise sizes for four): up to 8 blocks per SM.
-        let blocks = outputs.div_ceil(BLOCK as usize).min(kernels.multiprocessors() as usize * 8);
-        let cfg =
-            LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        // One output per thread per step, blocks of 256 (the kernel's own block size).
+        let cfg = grid::elementwise(outputs, grid::Step::Scalar);
         // SAFETY: `(m, n, splits, part, alpha, beta, C, ldc)`: reads the `parts` packed m x n
         // partial products written above, writes C's validated m x n block (batch 1).
         unsafe {
