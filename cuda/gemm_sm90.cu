@@ -94,6 +94,13 @@ __device__ __forceinline__ void wgmma_step(float (&d)[BN / 2], uint64_t da, uint
     }
 }
 
+// TF32, A from registers (this thread's four fragment values at `a`), B from shared memory.
+template <int BN>
+__device__ __forceinline__ void wgmma_tf32_rs_step(float (&d)[BN / 2], const uint32_t *a, uint64_t db, int scale_d) {
+    if constexpr (BN == 256) wgmma_tf32_rs_n256(d, a[0], a[1], a[2], a[3], db, scale_d);
+    else if constexpr (BN == 128) wgmma_tf32_rs_n128(d, a[0], a[1], a[2], a[3], db, scale_d);
+    else wgmma_tf32_rs_n64(d, a[0], a[1], a[2], a[3], db, scale_d);
+}
 
 template <typename T> struct Pair;
 template <> struct Pair<float> { using type = float2; };
@@ -412,16 +419,8 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
             reg_fence(d);
             wg_fence();
 #pragma unroll
-            for (int kk = 0; kk < 4; ++kk) {
-                const uint64_t db = sdesc(sd + kk * 32, 16, 1024);
-                const int acc = (kb > 0 || kk > 0) ? 1 : 0;
-                if constexpr (BQ == 256)
-                    wgmma_tf32_rs_n256(d, cur[4 * kk], cur[4 * kk + 1], cur[4 * kk + 2], cur[4 * kk + 3], db, acc);
-                else if constexpr (BQ == 128)
-                    wgmma_tf32_rs_n128(d, cur[4 * kk], cur[4 * kk + 1], cur[4 * kk + 2], cur[4 * kk + 3], db, acc);
-                else
-                    wgmma_tf32_rs_n64(d, cur[4 * kk], cur[4 * kk + 1], cur[4 * kk + 2], cur[4 * kk + 3], db, acc);
-            }
+            for (int kk = 0; kk < 4; ++kk)
+                wgmma_tf32_rs_step<BQ>(d, &cur[4 * kk], sdesc(sd + kk * 32, 16, 1024), (kb > 0 || kk > 0) ? 1 : 0);
             wg_commit();
             wg_wait<1>();
             reg_fence(d);
