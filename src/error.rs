@@ -24,6 +24,10 @@ pub enum Error {
         /// The JIT compiler's error log, empty when the driver gave none.
         log: String,
     },
+    /// A launch's arguments do not match the kernel's parameters (our engine checks them).
+    #[cfg(not(feature = "legacy-gpu"))]
+    #[error(transparent)]
+    LaunchArguments(#[from] crate::driver::ArgumentMismatch),
     /// No built-in kernel has this name.
     #[error("no built-in kernel is named `{0}`")]
     UnknownKernel(String),
@@ -58,9 +62,9 @@ pub enum Error {
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The constant's name of a driver result, or its number when these bindings do not know it.
-pub fn result_name(result: CUresult) -> String {
-    result.name().map_or_else(|| format!("CUresult({})", result.0), str::to_string)
+/// The variant's name of a driver result (`"CUDA_ERROR_OUT_OF_MEMORY"`).
+pub fn result_name(result: CUresult) -> &'static str {
+    result.name()
 }
 
 /// Turns a driver result into `Ok(())` or [`Error::DriverCall`] naming `call`.

@@ -20,7 +20,10 @@ fn mismatch_messages_name_the_kernel_and_both_lists() {
         "kernel `affine` takes 5 parameters (8, 8, 4, 4, 4 bytes), but the launch passes 5 arguments \
          (8, 8, 4, 8, 4 bytes): argument 3 is 8 bytes where the parameter is 4"
     );
-    assert_eq!(DriverError::from(e), DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+    // Our conversions live on our own error type: cudarc's `DriverError` gets none it lacks.
+    let ours = prism_gpu::Error::from(e.clone());
+    assert!(matches!(&ours, prism_gpu::Error::LaunchArguments(m) if *m == e), "{ours:?}");
+    assert_eq!(ours.to_string(), e.to_string());
 }
 
 const AFFINE: &str = r#"

@@ -417,7 +417,10 @@ fn graph_capture_of_the_natural_code() {
     assert_eq!(s.capture_status().unwrap(), sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE);
     launch_affine(&s, &affine, &mut t, &x, 2.0, 1.0);
     launch_affine(&s, &affine, &mut y, &t, 0.5, -1.0);
-    let graph = s.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap().expect("a graph");
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph");
     assert_eq!(s.capture_status().unwrap(), sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
     graph.upload().unwrap();
     s.memcpy_htod(&vec![f32::NAN; n], &mut y).unwrap();

@@ -2,7 +2,7 @@
 
 mod support;
 
-use prism_gpu::sys::driver::CUresult;
+use prism_gpu::sys::driver::{CUfunc_cache, CUlimit, CUresult};
 use prism_gpu::sys::{Driver, LoadError};
 use prism_gpu::{probe_driver, Error};
 use std::ffi::CStr;
@@ -70,9 +70,27 @@ fn error_names_and_strings_come_from_the_driver_and_the_bindings() {
         assert_eq!(CStr::from_ptr(name).to_str(), Ok("CUDA_ERROR_OUT_OF_MEMORY"));
         assert_eq!(CStr::from_ptr(text).to_str(), Ok("out of memory"));
     }
-    assert_eq!(CUresult::CUDA_ERROR_OUT_OF_MEMORY.name(), Some("CUDA_ERROR_OUT_OF_MEMORY"));
-    assert_eq!(CUresult::CUDA_ERROR_STUB_LIBRARY.name(), Some("CUDA_ERROR_STUB_LIBRARY"));
-    assert_eq!(CUresult(987_654).name(), None, "an unknown code is a value, not undefined behaviour");
+    assert_eq!(CUresult::CUDA_ERROR_OUT_OF_MEMORY.name(), "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_eq!(CUresult::CUDA_ERROR_STUB_LIBRARY.name(), "CUDA_ERROR_STUB_LIBRARY");
+}
+
+#[test]
+fn values_the_bindings_do_not_know_cross_as_integers() {
+    let driver = open(&support::fake_libcuda(false));
+    let (mut config, mut limit) = (0u32, 0usize);
+    // SAFETY: valid out-pointers to locals of the integer types the table takes.
+    unsafe {
+        // The fake returns the code 987654, which CUresult lacks: it arrives as CUDA_ERROR_UNKNOWN.
+        assert_eq!(
+            driver.cuCtxGetLimit(&mut limit, CUlimit::CU_LIMIT_STACK_SIZE),
+            Ok(CUresult::CUDA_ERROR_UNKNOWN)
+        );
+        // The fake writes the cache configuration 7, which CUfunc_cache lacks: the table hands the
+        // integer back and the checked conversion refuses it.
+        assert_eq!(driver.cuCtxGetCacheConfig(&mut config), Ok(CUresult::CUDA_SUCCESS));
+    }
+    assert_eq!(config, 7);
+    assert_eq!(CUfunc_cache::from_raw(config), None);
 }
 
 #[test]

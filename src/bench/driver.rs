@@ -65,8 +65,10 @@ fn push_rows(rows: &mut Vec<Row>, name: &str, unit: &str, higher_is_better: bool
 /// A cudarc call's error as ours (the anchor's `DriverError` is cudarc's type on either engine).
 #[cfg(feature = "bench-anchors")]
 fn anchor<T>(result: std::result::Result<T, cudarc::driver::DriverError>) -> Result<T> {
-    result
-        .map_err(|e| crate::Error::DriverCall { call: "cudarc 0.19 (anchor)", result: CUresult(e.0 as u32) })
+    result.map_err(|e| crate::Error::DriverCall {
+        call: "cudarc 0.19 (anchor)",
+        result: CUresult::from_raw(e.0 as u32).unwrap_or(CUresult::CUDA_ERROR_UNKNOWN),
+    })
 }
 
 /// A raw driver call's result as ours.

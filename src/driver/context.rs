@@ -330,14 +330,16 @@ impl CudaContext {
         }
         match self.error_state.swap(0, Ordering::Relaxed) {
             0 => Ok(()),
-            code => Err(DriverError(sys::CUresult(code))),
+            code => {
+                Err(DriverError(sys::CUresult::from_raw(code).unwrap_or(sys::CUresult::CUDA_ERROR_UNKNOWN)))
+            }
         }
     }
 
     /// Parks `result`'s error, if any, for the next [`check_err`](Self::check_err).
     pub fn record_err<T>(&self, result: Result<T, DriverError>) {
         if let Err(err) = result {
-            self.error_state.store(err.0 .0, Ordering::Relaxed);
+            self.error_state.store(err.0 as u32, Ordering::Relaxed);
         }
     }
 

@@ -54,19 +54,6 @@ impl Drop for CudaGraph {
     }
 }
 
-impl std::ops::BitOr for sys::CUgraphInstantiate_flags {
-    type Output = Self;
-    fn bitor(self, rhs: Self) -> Self {
-        sys::CUgraphInstantiate_flags(self.0 | rhs.0)
-    }
-}
-
-impl std::ops::BitOrAssign for sys::CUgraphInstantiate_flags {
-    fn bitor_assign(&mut self, rhs: Self) {
-        self.0 |= rhs.0;
-    }
-}
-
 impl CudaStream {
     /// Starts capturing this stream's work into a graph (not allowed on the default stream).
     #[doc(alias = "cuStreamBeginCapture")]

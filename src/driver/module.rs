@@ -65,12 +65,6 @@ impl std::error::Error for ModuleLoadError {
     }
 }
 
-impl From<ModuleLoadError> for DriverError {
-    fn from(e: ModuleLoadError) -> Self {
-        e.error
-    }
-}
-
 impl CudaContext {
     /// Loads PTX, a cubin or a fatbin into this context.
     #[doc(alias = "cuModuleLoadDataEx")]
@@ -373,7 +367,7 @@ impl CudaFunction {
                 self.cu_function,
                 to_c_int(block_size)?,
                 dynamic_smem_size,
-                flags.0,
+                flags as u32,
             )
         }?;
         Ok(blocks as u32)
@@ -398,7 +392,7 @@ impl CudaFunction {
                 Some(block_size_to_dynamic_smem_size),
                 dynamic_smem_size,
                 to_c_int(block_size_limit)?,
-                flags.0,
+                flags as u32,
             )
         }?;
         Ok((grid as u32, block as u32))

@@ -61,14 +61,11 @@ impl DriverError {
         Ok(unsafe { CStr::from_ptr(text) })
     }
 
-    /// The code's name: the driver's, else the bindings', else `CUresult(n)`.
+    /// The code's name: the driver's, else the bindings'.
     fn display_name(&self) -> String {
-        if let Ok(name) = self.error_name() {
-            return name.to_string_lossy().into_owned();
-        }
-        match self.0.name() {
-            Some(name) => name.to_owned(),
-            None => format!("CUresult({})", self.0 .0),
+        match self.error_name() {
+            Ok(name) => name.to_string_lossy().into_owned(),
+            Err(_) => self.0.name().to_owned(),
         }
     }
 
@@ -292,7 +289,7 @@ pub mod ctx {
     #[doc(alias = "cuCtxSetFlags")]
     pub fn set_flags(flags: sys::CUctx_flags) -> Result<(), DriverError> {
         // SAFETY: plain value argument.
-        unsafe { sys::cuCtxSetFlags(flags.0) }.result()
+        unsafe { sys::cuCtxSetFlags(flags as u32) }.result()
     }
 
     /// Waits for all work in the current context.
@@ -351,8 +348,8 @@ pub mod stream {
     impl StreamKind {
         fn flags(self) -> c_uint {
             match self {
-                StreamKind::Default => sys::CUstream_flags::CU_STREAM_DEFAULT.0,
-                StreamKind::NonBlocking => sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0,
+                StreamKind::Default => sys::CUstream_flags::CU_STREAM_DEFAULT as u32,
+                StreamKind::NonBlocking => sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
             }
         }
     }
@@ -420,7 +417,7 @@ pub mod stream {
         flags: sys::CUevent_wait_flags,
     ) -> Result<(), DriverError> {
         // SAFETY: the caller vouches for both handles.
-        unsafe { sys::cuStreamWaitEvent(stream, event, flags.0) }.result()
+        unsafe { sys::cuStreamWaitEvent(stream, event, flags as u32) }.result()
     }
 
     /// Runs a host function in stream order.
@@ -885,7 +882,7 @@ pub mod event {
     pub fn create(flags: sys::CUevent_flags) -> Result<sys::CUevent, DriverError> {
         let mut event = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
-        unsafe { sys::cuEventCreate(&mut event, flags.0) }.result()?;
+        unsafe { sys::cuEventCreate(&mut event, flags as u32) }.result()?;
         Ok(event)
     }
 
@@ -1024,7 +1021,7 @@ pub mod graph {
     ) -> Result<sys::CUgraphExec, DriverError> {
         let mut exec = std::ptr::null_mut();
         // SAFETY: valid out-pointer; the caller vouches for `graph`.
-        unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, u64::from(flags.0)) }.result()?;
+        unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, flags as u64) }.result()?;
         Ok(exec)
     }
 

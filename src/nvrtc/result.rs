@@ -25,10 +25,7 @@ impl sys::nvrtcResult {
 
 impl std::fmt::Display for NvrtcError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0.name() {
-            Some(name) => write!(f, "NvrtcError({name})"),
-            None => write!(f, "NvrtcError({})", self.0 .0),
-        }
+        write!(f, "NvrtcError({})", self.0.name())
     }
 }
 

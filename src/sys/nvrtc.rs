@@ -6,29 +6,28 @@
 #![allow(clippy::all, clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 
 use super::loader::{resolve, LoadError};
-impl nvrtcResult {
-    pub const NVRTC_SUCCESS: nvrtcResult = nvrtcResult(0);
-    pub const NVRTC_ERROR_OUT_OF_MEMORY: nvrtcResult = nvrtcResult(1);
-    pub const NVRTC_ERROR_PROGRAM_CREATION_FAILURE: nvrtcResult = nvrtcResult(2);
-    pub const NVRTC_ERROR_INVALID_INPUT: nvrtcResult = nvrtcResult(3);
-    pub const NVRTC_ERROR_INVALID_PROGRAM: nvrtcResult = nvrtcResult(4);
-    pub const NVRTC_ERROR_INVALID_OPTION: nvrtcResult = nvrtcResult(5);
-    pub const NVRTC_ERROR_COMPILATION: nvrtcResult = nvrtcResult(6);
-    pub const NVRTC_ERROR_BUILTIN_OPERATION_FAILURE: nvrtcResult = nvrtcResult(7);
-    pub const NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION: nvrtcResult = nvrtcResult(8);
-    pub const NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION: nvrtcResult = nvrtcResult(9);
-    pub const NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID: nvrtcResult = nvrtcResult(10);
-    pub const NVRTC_ERROR_INTERNAL_ERROR: nvrtcResult = nvrtcResult(11);
-    pub const NVRTC_ERROR_TIME_FILE_WRITE_FAILED: nvrtcResult = nvrtcResult(12);
-    pub const NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED: nvrtcResult = nvrtcResult(13);
-    pub const NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED: nvrtcResult = nvrtcResult(14);
-    pub const NVRTC_ERROR_PCH_CREATE: nvrtcResult = nvrtcResult(15);
-    pub const NVRTC_ERROR_CANCELLED: nvrtcResult = nvrtcResult(16);
-    pub const NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED: nvrtcResult = nvrtcResult(17);
+#[repr(u32)]
+#[derive(Debug, Copy, Clone, Hash, PartialOrd, Ord, PartialEq, Eq)]
+pub enum nvrtcResult {
+    NVRTC_SUCCESS = 0,
+    NVRTC_ERROR_OUT_OF_MEMORY = 1,
+    NVRTC_ERROR_PROGRAM_CREATION_FAILURE = 2,
+    NVRTC_ERROR_INVALID_INPUT = 3,
+    NVRTC_ERROR_INVALID_PROGRAM = 4,
+    NVRTC_ERROR_INVALID_OPTION = 5,
+    NVRTC_ERROR_COMPILATION = 6,
+    NVRTC_ERROR_BUILTIN_OPERATION_FAILURE = 7,
+    NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION = 8,
+    NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION = 9,
+    NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID = 10,
+    NVRTC_ERROR_INTERNAL_ERROR = 11,
+    NVRTC_ERROR_TIME_FILE_WRITE_FAILED = 12,
+    NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED = 13,
+    NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED = 14,
+    NVRTC_ERROR_PCH_CREATE = 15,
+    NVRTC_ERROR_CANCELLED = 16,
+    NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED = 17,
 }
-#[repr(transparent)]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct nvrtcResult(pub ::std::os::raw::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct _nvrtcProgram {
@@ -36,75 +35,84 @@ pub struct _nvrtcProgram {
 }
 pub type nvrtcProgram = *mut _nvrtcProgram;
 impl nvrtcResult {
-    /// The name of this value's constant, or `None` for a value these bindings do not know.
-    pub fn name(self) -> Option<&'static str> {
-        if self == Self::NVRTC_SUCCESS {
-            return Some(stringify!(NVRTC_SUCCESS));
+    /// The variant with this value, or `None` for a value these bindings do not
+    /// know (from a newer library): the checked conversion at the FFI boundary.
+    pub const fn from_raw(raw: u32) -> Option<Self> {
+        match raw {
+            0 => Some(Self::NVRTC_SUCCESS),
+            1 => Some(Self::NVRTC_ERROR_OUT_OF_MEMORY),
+            2 => Some(Self::NVRTC_ERROR_PROGRAM_CREATION_FAILURE),
+            3 => Some(Self::NVRTC_ERROR_INVALID_INPUT),
+            4 => Some(Self::NVRTC_ERROR_INVALID_PROGRAM),
+            5 => Some(Self::NVRTC_ERROR_INVALID_OPTION),
+            6 => Some(Self::NVRTC_ERROR_COMPILATION),
+            7 => Some(Self::NVRTC_ERROR_BUILTIN_OPERATION_FAILURE),
+            8 => Some(Self::NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION),
+            9 => Some(Self::NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION),
+            10 => Some(Self::NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID),
+            11 => Some(Self::NVRTC_ERROR_INTERNAL_ERROR),
+            12 => Some(Self::NVRTC_ERROR_TIME_FILE_WRITE_FAILED),
+            13 => Some(Self::NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED),
+            14 => Some(Self::NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED),
+            15 => Some(Self::NVRTC_ERROR_PCH_CREATE),
+            16 => Some(Self::NVRTC_ERROR_CANCELLED),
+            17 => Some(Self::NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED),
+            _ => None,
         }
-        if self == Self::NVRTC_ERROR_OUT_OF_MEMORY {
-            return Some(stringify!(NVRTC_ERROR_OUT_OF_MEMORY));
+    }
+}
+impl nvrtcResult {
+    /// The name of this value's variant (`"CUDA_ERROR_OUT_OF_MEMORY"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::NVRTC_SUCCESS => stringify!(NVRTC_SUCCESS),
+            Self::NVRTC_ERROR_OUT_OF_MEMORY => stringify!(NVRTC_ERROR_OUT_OF_MEMORY),
+            Self::NVRTC_ERROR_PROGRAM_CREATION_FAILURE => {
+                stringify!(NVRTC_ERROR_PROGRAM_CREATION_FAILURE)
+            }
+            Self::NVRTC_ERROR_INVALID_INPUT => stringify!(NVRTC_ERROR_INVALID_INPUT),
+            Self::NVRTC_ERROR_INVALID_PROGRAM => stringify!(NVRTC_ERROR_INVALID_PROGRAM),
+            Self::NVRTC_ERROR_INVALID_OPTION => stringify!(NVRTC_ERROR_INVALID_OPTION),
+            Self::NVRTC_ERROR_COMPILATION => stringify!(NVRTC_ERROR_COMPILATION),
+            Self::NVRTC_ERROR_BUILTIN_OPERATION_FAILURE => {
+                stringify!(NVRTC_ERROR_BUILTIN_OPERATION_FAILURE)
+            }
+            Self::NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION => {
+                stringify!(NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION)
+            }
+            Self::NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION => {
+                stringify!(NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION)
+            }
+            Self::NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID => {
+                stringify!(NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID)
+            }
+            Self::NVRTC_ERROR_INTERNAL_ERROR => stringify!(NVRTC_ERROR_INTERNAL_ERROR),
+            Self::NVRTC_ERROR_TIME_FILE_WRITE_FAILED => {
+                stringify!(NVRTC_ERROR_TIME_FILE_WRITE_FAILED)
+            }
+            Self::NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED => {
+                stringify!(NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED)
+            }
+            Self::NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED => {
+                stringify!(NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED)
+            }
+            Self::NVRTC_ERROR_PCH_CREATE => stringify!(NVRTC_ERROR_PCH_CREATE),
+            Self::NVRTC_ERROR_CANCELLED => stringify!(NVRTC_ERROR_CANCELLED),
+            Self::NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED => {
+                stringify!(NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED)
+            }
         }
-        if self == Self::NVRTC_ERROR_PROGRAM_CREATION_FAILURE {
-            return Some(stringify!(NVRTC_ERROR_PROGRAM_CREATION_FAILURE));
-        }
-        if self == Self::NVRTC_ERROR_INVALID_INPUT {
-            return Some(stringify!(NVRTC_ERROR_INVALID_INPUT));
-        }
-        if self == Self::NVRTC_ERROR_INVALID_PROGRAM {
-            return Some(stringify!(NVRTC_ERROR_INVALID_PROGRAM));
-        }
-        if self == Self::NVRTC_ERROR_INVALID_OPTION {
-            return Some(stringify!(NVRTC_ERROR_INVALID_OPTION));
-        }
-        if self == Self::NVRTC_ERROR_COMPILATION {
-            return Some(stringify!(NVRTC_ERROR_COMPILATION));
-        }
-        if self == Self::NVRTC_ERROR_BUILTIN_OPERATION_FAILURE {
-            return Some(stringify!(NVRTC_ERROR_BUILTIN_OPERATION_FAILURE));
-        }
-        if self == Self::NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION {
-            return Some(stringify!(NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION));
-        }
-        if self == Self::NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION {
-            return Some(stringify!(NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION));
-        }
-        if self == Self::NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID {
-            return Some(stringify!(NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID));
-        }
-        if self == Self::NVRTC_ERROR_INTERNAL_ERROR {
-            return Some(stringify!(NVRTC_ERROR_INTERNAL_ERROR));
-        }
-        if self == Self::NVRTC_ERROR_TIME_FILE_WRITE_FAILED {
-            return Some(stringify!(NVRTC_ERROR_TIME_FILE_WRITE_FAILED));
-        }
-        if self == Self::NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED {
-            return Some(stringify!(NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED));
-        }
-        if self == Self::NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED {
-            return Some(stringify!(NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED));
-        }
-        if self == Self::NVRTC_ERROR_PCH_CREATE {
-            return Some(stringify!(NVRTC_ERROR_PCH_CREATE));
-        }
-        if self == Self::NVRTC_ERROR_CANCELLED {
-            return Some(stringify!(NVRTC_ERROR_CANCELLED));
-        }
-        if self == Self::NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED {
-            return Some(stringify!(NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED));
-        }
-        None
     }
 }
 /// Entry points of the library, resolved once when it is loaded; `None` where it lacks one.
 pub struct NvrtcFunctions {
-    nvrtcAddNameExpression:
-        Option<unsafe extern "C" fn(nvrtcProgram, *const ::std::os::raw::c_char) -> nvrtcResult>,
+    nvrtcAddNameExpression: Option<unsafe extern "C" fn(nvrtcProgram, *const ::std::os::raw::c_char) -> u32>,
     nvrtcCompileProgram: Option<
         unsafe extern "C" fn(
             nvrtcProgram,
             ::std::os::raw::c_int,
             *const *const ::std::os::raw::c_char,
-        ) -> nvrtcResult,
+        ) -> u32,
     >,
     nvrtcCreateProgram: Option<
         unsafe extern "C" fn(
@@ -114,33 +122,32 @@ pub struct NvrtcFunctions {
             ::std::os::raw::c_int,
             *const *const ::std::os::raw::c_char,
             *const *const ::std::os::raw::c_char,
-        ) -> nvrtcResult,
+        ) -> u32,
     >,
-    nvrtcDestroyProgram: Option<unsafe extern "C" fn(*mut nvrtcProgram) -> nvrtcResult>,
-    nvrtcGetCUBIN: Option<unsafe extern "C" fn(nvrtcProgram, *mut ::std::os::raw::c_char) -> nvrtcResult>,
-    nvrtcGetCUBINSize: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> nvrtcResult>,
-    nvrtcGetErrorString: Option<unsafe extern "C" fn(nvrtcResult) -> *const ::std::os::raw::c_char>,
-    nvrtcGetLTOIR: Option<unsafe extern "C" fn(nvrtcProgram, *mut ::std::os::raw::c_char) -> nvrtcResult>,
-    nvrtcGetLTOIRSize: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> nvrtcResult>,
+    nvrtcDestroyProgram: Option<unsafe extern "C" fn(*mut nvrtcProgram) -> u32>,
+    nvrtcGetCUBIN: Option<unsafe extern "C" fn(nvrtcProgram, *mut ::std::os::raw::c_char) -> u32>,
+    nvrtcGetCUBINSize: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> u32>,
+    nvrtcGetErrorString: Option<unsafe extern "C" fn(u32) -> *const ::std::os::raw::c_char>,
+    nvrtcGetLTOIR: Option<unsafe extern "C" fn(nvrtcProgram, *mut ::std::os::raw::c_char) -> u32>,
+    nvrtcGetLTOIRSize: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> u32>,
     nvrtcGetLoweredName: Option<
         unsafe extern "C" fn(
             nvrtcProgram,
             *const ::std::os::raw::c_char,
             *mut *const ::std::os::raw::c_char,
-        ) -> nvrtcResult,
+        ) -> u32,
     >,
-    nvrtcGetNumSupportedArchs: Option<unsafe extern "C" fn(*mut ::std::os::raw::c_int) -> nvrtcResult>,
-    nvrtcGetOptiXIR: Option<unsafe extern "C" fn(nvrtcProgram, *mut ::std::os::raw::c_char) -> nvrtcResult>,
-    nvrtcGetOptiXIRSize: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> nvrtcResult>,
-    nvrtcGetPCHCreateStatus: Option<unsafe extern "C" fn(nvrtcProgram) -> nvrtcResult>,
-    nvrtcGetPCHHeapSize: Option<unsafe extern "C" fn(*mut usize) -> nvrtcResult>,
-    nvrtcGetPCHHeapSizeRequired: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> nvrtcResult>,
-    nvrtcGetPTX: Option<unsafe extern "C" fn(nvrtcProgram, *mut ::std::os::raw::c_char) -> nvrtcResult>,
-    nvrtcGetPTXSize: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> nvrtcResult>,
-    nvrtcGetProgramLog:
-        Option<unsafe extern "C" fn(nvrtcProgram, *mut ::std::os::raw::c_char) -> nvrtcResult>,
-    nvrtcGetProgramLogSize: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> nvrtcResult>,
-    nvrtcGetSupportedArchs: Option<unsafe extern "C" fn(*mut ::std::os::raw::c_int) -> nvrtcResult>,
+    nvrtcGetNumSupportedArchs: Option<unsafe extern "C" fn(*mut ::std::os::raw::c_int) -> u32>,
+    nvrtcGetOptiXIR: Option<unsafe extern "C" fn(nvrtcProgram, *mut ::std::os::raw::c_char) -> u32>,
+    nvrtcGetOptiXIRSize: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> u32>,
+    nvrtcGetPCHCreateStatus: Option<unsafe extern "C" fn(nvrtcProgram) -> u32>,
+    nvrtcGetPCHHeapSize: Option<unsafe extern "C" fn(*mut usize) -> u32>,
+    nvrtcGetPCHHeapSizeRequired: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> u32>,
+    nvrtcGetPTX: Option<unsafe extern "C" fn(nvrtcProgram, *mut ::std::os::raw::c_char) -> u32>,
+    nvrtcGetPTXSize: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> u32>,
+    nvrtcGetProgramLog: Option<unsafe extern "C" fn(nvrtcProgram, *mut ::std::os::raw::c_char) -> u32>,
+    nvrtcGetProgramLogSize: Option<unsafe extern "C" fn(nvrtcProgram, *mut usize) -> u32>,
+    nvrtcGetSupportedArchs: Option<unsafe extern "C" fn(*mut ::std::os::raw::c_int) -> u32>,
     nvrtcSetFlowCallback: Option<
         unsafe extern "C" fn(
             nvrtcProgram,
@@ -151,11 +158,10 @@ pub struct NvrtcFunctions {
                 ) -> ::std::os::raw::c_int,
             >,
             *mut ::std::os::raw::c_void,
-        ) -> nvrtcResult,
+        ) -> u32,
     >,
-    nvrtcSetPCHHeapSize: Option<unsafe extern "C" fn(usize) -> nvrtcResult>,
-    nvrtcVersion:
-        Option<unsafe extern "C" fn(*mut ::std::os::raw::c_int, *mut ::std::os::raw::c_int) -> nvrtcResult>,
+    nvrtcSetPCHHeapSize: Option<unsafe extern "C" fn(usize) -> u32>,
+    nvrtcVersion: Option<unsafe extern "C" fn(*mut ::std::os::raw::c_int, *mut ::std::os::raw::c_int) -> u32>,
 }
 impl NvrtcFunctions {
     /// Resolves every entry point in `library`; a missing one becomes `None`.
@@ -233,7 +239,10 @@ impl NvrtcFunctions {
         name_expression: *const ::std::os::raw::c_char,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcAddNameExpression {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, name_expression) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, name_expression) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcAddNameExpression))),
         }
     }
@@ -249,7 +258,10 @@ impl NvrtcFunctions {
         options: *const *const ::std::os::raw::c_char,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcCompileProgram {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, numOptions, options) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, numOptions, options) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcCompileProgram))),
         }
     }
@@ -269,7 +281,8 @@ impl NvrtcFunctions {
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcCreateProgram {
             Some(entry_point) => {
-                Ok(unsafe { entry_point(prog, src, name, numHeaders, headers, includeNames) })
+                let raw = unsafe { entry_point(prog, src, name, numHeaders, headers, includeNames) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
             }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcCreateProgram))),
         }
@@ -281,7 +294,10 @@ impl NvrtcFunctions {
     #[inline]
     pub unsafe fn nvrtcDestroyProgram(&self, prog: *mut nvrtcProgram) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcDestroyProgram {
-            Some(entry_point) => Ok(unsafe { entry_point(prog) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcDestroyProgram))),
         }
     }
@@ -296,7 +312,10 @@ impl NvrtcFunctions {
         cubin: *mut ::std::os::raw::c_char,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetCUBIN {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, cubin) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, cubin) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetCUBIN))),
         }
     }
@@ -311,7 +330,10 @@ impl NvrtcFunctions {
         cubinSizeRet: *mut usize,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetCUBINSize {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, cubinSizeRet) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, cubinSizeRet) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetCUBINSize))),
         }
     }
@@ -325,7 +347,10 @@ impl NvrtcFunctions {
         result: nvrtcResult,
     ) -> Result<*const ::std::os::raw::c_char, LoadError> {
         match self.nvrtcGetErrorString {
-            Some(entry_point) => Ok(unsafe { entry_point(result) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(result as u32) };
+                Ok(raw)
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetErrorString))),
         }
     }
@@ -340,7 +365,10 @@ impl NvrtcFunctions {
         LTOIR: *mut ::std::os::raw::c_char,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetLTOIR {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, LTOIR) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, LTOIR) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetLTOIR))),
         }
     }
@@ -355,7 +383,10 @@ impl NvrtcFunctions {
         LTOIRSizeRet: *mut usize,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetLTOIRSize {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, LTOIRSizeRet) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, LTOIRSizeRet) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetLTOIRSize))),
         }
     }
@@ -371,7 +402,10 @@ impl NvrtcFunctions {
         lowered_name: *mut *const ::std::os::raw::c_char,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetLoweredName {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, name_expression, lowered_name) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, name_expression, lowered_name) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetLoweredName))),
         }
     }
@@ -385,7 +419,10 @@ impl NvrtcFunctions {
         numArchs: *mut ::std::os::raw::c_int,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetNumSupportedArchs {
-            Some(entry_point) => Ok(unsafe { entry_point(numArchs) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(numArchs) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetNumSupportedArchs))),
         }
     }
@@ -400,7 +437,10 @@ impl NvrtcFunctions {
         optixir: *mut ::std::os::raw::c_char,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetOptiXIR {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, optixir) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, optixir) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetOptiXIR))),
         }
     }
@@ -415,7 +455,10 @@ impl NvrtcFunctions {
         optixirSizeRet: *mut usize,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetOptiXIRSize {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, optixirSizeRet) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, optixirSizeRet) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetOptiXIRSize))),
         }
     }
@@ -426,7 +469,10 @@ impl NvrtcFunctions {
     #[inline]
     pub unsafe fn nvrtcGetPCHCreateStatus(&self, prog: nvrtcProgram) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetPCHCreateStatus {
-            Some(entry_point) => Ok(unsafe { entry_point(prog) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetPCHCreateStatus))),
         }
     }
@@ -437,7 +483,10 @@ impl NvrtcFunctions {
     #[inline]
     pub unsafe fn nvrtcGetPCHHeapSize(&self, ret: *mut usize) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetPCHHeapSize {
-            Some(entry_point) => Ok(unsafe { entry_point(ret) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(ret) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetPCHHeapSize))),
         }
     }
@@ -452,7 +501,10 @@ impl NvrtcFunctions {
         size: *mut usize,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetPCHHeapSizeRequired {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, size) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, size) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetPCHHeapSizeRequired))),
         }
     }
@@ -467,7 +519,10 @@ impl NvrtcFunctions {
         ptx: *mut ::std::os::raw::c_char,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetPTX {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, ptx) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, ptx) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetPTX))),
         }
     }
@@ -482,7 +537,10 @@ impl NvrtcFunctions {
         ptxSizeRet: *mut usize,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetPTXSize {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, ptxSizeRet) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, ptxSizeRet) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetPTXSize))),
         }
     }
@@ -497,7 +555,10 @@ impl NvrtcFunctions {
         log: *mut ::std::os::raw::c_char,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetProgramLog {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, log) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, log) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetProgramLog))),
         }
     }
@@ -512,7 +573,10 @@ impl NvrtcFunctions {
         logSizeRet: *mut usize,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetProgramLogSize {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, logSizeRet) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, logSizeRet) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetProgramLogSize))),
         }
     }
@@ -526,7 +590,10 @@ impl NvrtcFunctions {
         supportedArchs: *mut ::std::os::raw::c_int,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcGetSupportedArchs {
-            Some(entry_point) => Ok(unsafe { entry_point(supportedArchs) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(supportedArchs) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcGetSupportedArchs))),
         }
     }
@@ -547,7 +614,10 @@ impl NvrtcFunctions {
         payload: *mut ::std::os::raw::c_void,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcSetFlowCallback {
-            Some(entry_point) => Ok(unsafe { entry_point(prog, callback, payload) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(prog, callback, payload) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcSetFlowCallback))),
         }
     }
@@ -558,7 +628,10 @@ impl NvrtcFunctions {
     #[inline]
     pub unsafe fn nvrtcSetPCHHeapSize(&self, size: usize) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcSetPCHHeapSize {
-            Some(entry_point) => Ok(unsafe { entry_point(size) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(size) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcSetPCHHeapSize))),
         }
     }
@@ -573,7 +646,10 @@ impl NvrtcFunctions {
         minor: *mut ::std::os::raw::c_int,
     ) -> Result<nvrtcResult, LoadError> {
         match self.nvrtcVersion {
-            Some(entry_point) => Ok(unsafe { entry_point(major, minor) }),
+            Some(entry_point) => {
+                let raw = unsafe { entry_point(major, minor) };
+                Ok(nvrtcResult::from_raw(raw).unwrap_or(nvrtcResult::NVRTC_ERROR_INTERNAL_ERROR))
+            }
             None => Err(LoadError::MissingSymbol(stringify!(nvrtcVersion))),
         }
     }

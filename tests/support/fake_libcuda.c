@@ -63,3 +63,9 @@ CUresult cuGetErrorString(CUresult e, const char **s) {
     default: *s = NULL; return INVALID_VALUE;
     }
 }
+
+/* Values a newer driver could hand back: an enum value these bindings do not know, and a known one,
+ * through out-pointers; a result code these bindings do not know. */
+CUresult cuCtxGetCacheConfig(unsigned *config) { GUARD(); *config = 7; return SUCCESS; }
+CUresult cuCtxGetSharedMemConfig(unsigned *config) { GUARD(); *config = 1; return SUCCESS; }
+CUresult cuCtxGetLimit(size_t *value, int limit) { GUARD(); (void)limit; *value = 1; return 987654; }

@@ -8,6 +8,7 @@
 
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// One library to bind.
@@ -21,10 +22,14 @@ struct Library {
     functions: &'static str,
     types: &'static str,
     vars: &'static str,
-    /// Newtype enums that get a `name()` method (their constant's name for a value).
+    /// Enums that get a `name()` method (the variant's name).
     named_enums: &'static [&'static str],
-    /// Result type whose free-function wrappers map a missing symbol to an error code.
-    free_functions: Option<(&'static str, &'static str, &'static str)>,
+    /// The status type the functions return, its success variant, and its variant for a code
+    /// these bindings do not know.
+    result: (&'static str, &'static str, &'static str),
+    /// Free-function wrappers over the process-wide library (cudarc's `sys::cuInit` and so on):
+    /// the status when no library could be loaded, and when it lacks the function.
+    free_functions: Option<(&'static str, &'static str)>,
 }
 
 const LIBRARIES: &[Library] = &[
@@ -35,9 +40,9 @@ const LIBRARIES: &[Library] = &[
         functions: "^cu[A-Z].*",
         types: "^(CU|cu).*",
         vars: "^CU.*",
-        // (result type, code when the library is missing, code when the symbol is missing)
         named_enums: &["cudaError_enum"],
-        free_functions: Some(("CUresult", "CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_NOT_FOUND")),
+        result: ("CUresult", "CUDA_SUCCESS", "CUDA_ERROR_UNKNOWN"),
+        free_functions: Some(("CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_NOT_FOUND")),
     },
     Library {
         output: "src/sys/nvrtc.rs",
@@ -47,6 +52,7 @@ const LIBRARIES: &[Library] = &[
         types: "^nvrtc.*",
         vars: "^NVRTC.*",
         named_enums: &["nvrtcResult"],
+        result: ("nvrtcResult", "NVRTC_SUCCESS", "NVRTC_ERROR_INTERNAL_ERROR"),
         free_functions: None,
     },
 ];
@@ -73,13 +79,18 @@ fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
         .allowlist_function(lib.functions)
         .allowlist_type(lib.types)
         .allowlist_var(lib.vars)
-        // Enums as newtypes with associated constants: an unknown value from a newer library is
-        // then an ordinary value, not undefined behaviour.
-        .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: false, is_global: false })
+        // Plain Rust enums, as cudarc has them, so callers' exhaustive matches compile. Values the
+        // library hands back cross the FFI boundary as integers instead (see `Enums`), so an unknown
+        // value from a newer library is never undefined behaviour.
+        .default_enum_style(bindgen::EnumVariation::Rust { non_exhaustive: false })
         .prepend_enum_name(false)
         .derive_eq(true)
         .derive_hash(true)
-        .derive_default(true)
+        .derive_partialord(true)
+        .derive_ord(true)
+        // No `Default`: bindgen would zero-fill structs holding enums, which is undefined behaviour
+        // for enums without a zero value (cudarc derives none either).
+        .derive_default(false)
         .generate_comments(false)
         .layout_tests(false)
         .merge_extern_blocks(true)
@@ -103,12 +114,18 @@ fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
         }
     }
     functions.sort_by(|a, b| a.ident.cmp(&b.ident));
-    let names = lib.named_enums.iter().map(|e| name_method(e, &types));
+    let enums = Enums::collect(&types);
+    let conversions = enums.conversions();
+    let names = lib.named_enums.iter().map(|e| enums.name_method(e));
+    let (result, success, unknown_result) = lib.result;
+    let result = Ident::new(result, Span::call_site());
+    let success = Ident::new(success, Span::call_site());
+    let unknown_result = Ident::new(unknown_result, Span::call_site());
 
     let table = Ident::new(lib.table, Span::call_site());
     let fields = functions.iter().map(|sig| {
         let name = &sig.ident;
-        let ty = fn_pointer_type(sig);
+        let ty = enums.fn_pointer_type(sig);
         quote! { #name: Option<#ty>, }
     });
     let resolves = functions.iter().map(|sig| {
@@ -118,8 +135,28 @@ fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
     });
     let methods = functions.iter().map(|sig| {
         let name = &sig.ident;
-        let (params, args) = params_and_args(sig);
+        // Enums by value keep their type (an enum always converts to its integer); pointers to
+        // enums are integer pointers here, since the library may write a value the enum lacks.
+        let params = sig.inputs.iter().map(|arg| {
+            let (pat, ty) = typed(arg);
+            let ty = if enums.repr_of(ty).is_some() { quote!(#ty) } else { enums.raw_type(ty) };
+            quote! { #pat: #ty }
+        });
+        let args = sig.inputs.iter().map(|arg| {
+            let (pat, ty) = typed(arg);
+            match enums.repr_of(ty) {
+                Some(repr) => quote! { #pat as #repr },
+                None => quote! { #pat },
+            }
+        });
         let output = return_type(sig);
+        let (output, convert) = match enums.repr_of_return(sig) {
+            None => (output, quote! { raw }),
+            Some(_) if output.to_string() == result.to_string() => {
+                (output, quote! { #result::from_raw(raw).unwrap_or(#result::#unknown_result) })
+            }
+            Some(_) => panic!("{name} returns an enum other than {result}: teach the generator to convert it"),
+        };
         let doc = format!(" Calls `{name}`; an error if the loaded library does not export it.");
         quote! {
             #[doc = #doc]
@@ -129,9 +166,13 @@ fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
             #[inline]
             pub unsafe fn #name(&self, #(#params),*) -> Result<#output, LoadError> {
                 match self.#name {
-                    // SAFETY: the pointer was resolved from the library under this symbol name and
-                    // has its declared C signature; the caller upholds the function's contract.
-                    Some(entry_point) => Ok(unsafe { entry_point(#(#args),*) }),
+                    Some(entry_point) => {
+                        // SAFETY: the pointer was resolved from the library under this symbol name
+                        // and has its declared C signature (enums as their integers); the caller
+                        // upholds the function's contract.
+                        let raw = unsafe { entry_point(#(#args),*) };
+                        Ok(#convert)
+                    }
                     None => Err(LoadError::MissingSymbol(stringify!(#name))),
                 }
             }
@@ -143,13 +184,56 @@ fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
     });
     let count = functions.len();
 
-    let free = lib.free_functions.map(|(result, no_lib, no_symbol)| {
-        let result = Ident::new(result, Span::call_site());
+    let free = lib.free_functions.map(|(no_lib, no_symbol)| {
         let no_lib = Ident::new(no_lib, Span::call_site());
         let no_symbol = Ident::new(no_symbol, Span::call_site());
         let wrappers = functions.iter().filter(|sig| return_type(sig).to_string() == result.to_string()).map(|sig| {
             let name = &sig.ident;
-            let (params, args) = params_and_args(sig);
+            let params = sig.inputs.iter().map(|arg| {
+                let (pat, ty) = typed(arg);
+                quote! { #pat: #ty }
+            });
+            // Out-pointers to enums go through an integer, checked before the caller's enum is
+            // written; pointers the library only reads (`const`, or arrays of requests) are cast.
+            let mut checks = Vec::new();
+            let args: Vec<TokenStream> = sig
+                .inputs
+                .iter()
+                .map(|arg| {
+                    let (pat, ty) = typed(arg);
+                    match enums.pointee_enum(ty) {
+                        Some((false, enum_ty, repr)) if !ENUM_ARRAY_INPUTS.contains(&(name.to_string().as_str(), quote!(#pat).to_string().as_str())) => {
+                            let raw = Ident::new(&format!("{}_raw", quote!(#pat)), Span::call_site());
+                            checks.push((pat.clone(), raw.clone(), enum_ty, repr.clone()));
+                            quote! { if #pat.is_null() { std::ptr::null_mut() } else { &mut #raw as *mut #repr } }
+                        }
+                        Some((_, _, repr)) => {
+                            let mutability = if matches!(ty, syn::Type::Ptr(p) if p.mutability.is_some()) { quote!(*mut) } else { quote!(*const) };
+                            quote! { #pat as #mutability #repr }
+                        }
+                        None => quote! { #pat },
+                    }
+                })
+                .collect();
+            let declare = checks.iter().map(|(pat, raw, _, repr)| {
+                if ENUM_IN_OUT.contains(&(name.to_string().as_str(), quote!(#pat).to_string().as_str())) {
+                    // SAFETY: for this parameter the caller passes a valid value to read, or null.
+                    quote! { let mut #raw: #repr = if #pat.is_null() { 0 } else { unsafe { #pat.read() as #repr } }; }
+                } else {
+                    quote! { let mut #raw: #repr = 0; }
+                }
+            });
+            let store = checks.iter().map(|(pat, raw, enum_ty, _)| {
+                quote! {
+                    if code == #result::#success && !#pat.is_null() {
+                        match #enum_ty::from_raw(#raw) {
+                            // SAFETY: the caller passed a valid out-pointer (it is not null).
+                            Some(value) => unsafe { #pat.write(value) },
+                            None => return #result::#unknown_result,
+                        }
+                    }
+                }
+            });
             let doc = format!(
                 " `{name}` through the process-wide driver: `{no_lib}` when no driver could be loaded, `{no_symbol}` when it lacks this function."
             );
@@ -160,11 +244,19 @@ fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
                 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
                 #[inline]
                 pub unsafe fn #name(#(#params),*) -> #result {
-                    match super::loader::driver() {
-                        // SAFETY: forwarded unchanged; the caller upholds the function's contract.
-                        Ok(loaded_driver) => unsafe { loaded_driver.#name(#(#args),*) }.unwrap_or(#result::#no_symbol),
-                        Err(_) => #result::#no_lib,
-                    }
+                    let loaded_driver = match super::loader::driver() {
+                        Ok(loaded_driver) => loaded_driver,
+                        Err(_) => return #result::#no_lib,
+                    };
+                    #(#declare)*
+                    // SAFETY: forwarded (enum out-values through checked integers); the caller
+                    // upholds the function's contract.
+                    let code = match unsafe { loaded_driver.#name(#(#args),*) } {
+                        Ok(code) => code,
+                        Err(_) => return #result::#no_symbol,
+                    };
+                    #(#store)*
+                    code
                 }
             }
         });
@@ -175,6 +267,8 @@ fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
         use super::loader::{resolve, LoadError};
 
         #(#types)*
+
+        #conversions
 
         #(#names)*
 
@@ -219,58 +313,174 @@ fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
     )
 }
 
-/// `impl Enum { pub fn name(self) -> Option<&'static str> }` over the enum's associated constants.
-fn name_method(enum_name: &str, items: &[syn::Item]) -> TokenStream {
-    let consts: Vec<&Ident> = items
-        .iter()
-        .filter_map(|item| match item {
-            syn::Item::Impl(block) if quote!(#block).to_string().starts_with(&format!("impl {enum_name} ")) => {
-                Some(block)
+/// Pointer-to-enum parameters that are arrays the library reads, not out-values:
+/// (function, parameter). Every other `*mut` enum is an out-value.
+const ENUM_ARRAY_INPUTS: &[(&str, &str)] = &[
+    ("cuLibraryLoadData", "jitOptions"),
+    ("cuLibraryLoadData", "libraryOptions"),
+    ("cuLibraryLoadFromFile", "jitOptions"),
+    ("cuLibraryLoadFromFile", "libraryOptions"),
+    ("cuLinkAddData_v2", "options"),
+    ("cuLinkAddFile_v2", "options"),
+    ("cuLinkCreate_v2", "options"),
+    ("cuMemRangeGetAttributes", "attributes"),
+    ("cuModuleLoadDataEx", "options"),
+    ("cuPointerGetAttributes", "attributes"),
+];
+
+/// Pointer-to-enum parameters the library reads and then overwrites: (function, parameter).
+const ENUM_IN_OUT: &[(&str, &str)] = &[("cuThreadExchangeStreamCaptureMode", "mode")];
+
+/// The enums of one set of bindings, with the aliases that name them.
+struct Enums {
+    /// Enum name -> (integer representation, variants with their discriminants).
+    enums: BTreeMap<String, (syn::Type, Vec<(Ident, syn::Expr)>)>,
+    /// Every name of an enum (aliases included) -> the enum's name.
+    names: BTreeMap<String, String>,
+}
+
+impl Enums {
+    fn collect(items: &[syn::Item]) -> Self {
+        let mut enums = BTreeMap::new();
+        for item in items {
+            if let syn::Item::Enum(e) = item {
+                let repr = e
+                    .attrs
+                    .iter()
+                    .find(|a| a.path().is_ident("repr"))
+                    .map(|a| a.parse_args::<syn::Type>().expect("repr(int)"))
+                    .unwrap_or_else(|| panic!("enum {} has no repr", e.ident));
+                let variants = e
+                    .variants
+                    .iter()
+                    .map(|v| {
+                        let (_, discriminant) = v.discriminant.clone().expect("bindgen writes every discriminant");
+                        (v.ident.clone(), discriminant)
+                    })
+                    .collect();
+                enums.insert(e.ident.to_string(), (repr, variants));
             }
-            _ => None,
-        })
-        .flat_map(|block| &block.items)
-        .filter_map(|item| match item {
-            syn::ImplItem::Const(c) => Some(&c.ident),
-            _ => None,
-        })
-        .collect();
-    assert!(!consts.is_empty(), "no constants found for {enum_name}");
-    let ty = Ident::new(enum_name, Span::call_site());
-    quote! {
-        impl #ty {
-            /// The name of this value's constant, or `None` for a value these bindings do not know.
-            pub fn name(self) -> Option<&'static str> {
-                #(if self == Self::#consts { return Some(stringify!(#consts)); })*
-                None
+        }
+        let mut names: BTreeMap<String, String> = enums.keys().map(|k| (k.clone(), k.clone())).collect();
+        // `pub use self::X as Y;` and `pub type Y = X;`, possibly chained.
+        let aliases: Vec<(String, String)> = items
+            .iter()
+            .filter_map(|item| match item {
+                syn::Item::Use(u) => match &u.tree {
+                    syn::UseTree::Path(p) => match &*p.tree {
+                        syn::UseTree::Rename(r) => Some((r.rename.to_string(), r.ident.to_string())),
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                syn::Item::Type(t) => match &*t.ty {
+                    syn::Type::Path(p) => p.path.get_ident().map(|target| (t.ident.to_string(), target.to_string())),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        loop {
+            let before = names.len();
+            for (alias, target) in &aliases {
+                if let Some(e) = names.get(target).cloned() {
+                    names.entry(alias.clone()).or_insert(e);
+                }
+            }
+            if names.len() == before {
+                break;
+            }
+        }
+        Enums { enums, names }
+    }
+
+    /// The integer representation when `ty` names an enum.
+    fn repr_of(&self, ty: &syn::Type) -> Option<&syn::Type> {
+        let syn::Type::Path(p) = ty else { return None };
+        let name = self.names.get(&p.path.get_ident()?.to_string())?;
+        Some(&self.enums[name].0)
+    }
+
+    fn repr_of_return(&self, sig: &syn::Signature) -> Option<&syn::Type> {
+        match &sig.output {
+            syn::ReturnType::Type(_, ty) => self.repr_of(ty),
+            syn::ReturnType::Default => None,
+        }
+    }
+
+    /// For a pointer to an enum: (is const, the pointee as written, its integer representation).
+    fn pointee_enum(&self, ty: &syn::Type) -> Option<(bool, syn::Type, syn::Type)> {
+        let syn::Type::Ptr(p) = ty else { return None };
+        let repr = self.repr_of(&p.elem)?.clone();
+        Some((p.const_token.is_some(), (*p.elem).clone(), repr))
+    }
+
+    /// `ty` with enums, and pointers to enums, replaced by their integer representation.
+    fn raw_type(&self, ty: &syn::Type) -> TokenStream {
+        if let Some(repr) = self.repr_of(ty) {
+            return quote!(#repr);
+        }
+        match self.pointee_enum(ty) {
+            Some((true, _, repr)) => quote!(*const #repr),
+            Some((false, _, repr)) => quote!(*mut #repr),
+            None => quote!(#ty),
+        }
+    }
+
+    /// The C signature as it crosses the boundary: enums as integers.
+    fn fn_pointer_type(&self, sig: &syn::Signature) -> TokenStream {
+        let inputs = sig.inputs.iter().map(|arg| self.raw_type(typed(arg).1));
+        let output = match &sig.output {
+            syn::ReturnType::Default => quote! { () },
+            syn::ReturnType::Type(_, ty) => self.raw_type(ty),
+        };
+        quote! { unsafe extern "C" fn(#(#inputs),*) -> #output }
+    }
+
+    /// `from_raw` for every enum: the checked way in from an integer the library produced.
+    fn conversions(&self) -> TokenStream {
+        let impls = self.enums.iter().map(|(name, (repr, variants))| {
+            let ty = Ident::new(name, Span::call_site());
+            let arms = variants.iter().map(|(v, d)| quote! { #d => Some(Self::#v), });
+            quote! {
+                impl #ty {
+                    /// The variant with this value, or `None` for a value these bindings do not
+                    /// know (from a newer library): the checked conversion at the FFI boundary.
+                    pub const fn from_raw(raw: #repr) -> Option<Self> {
+                        match raw {
+                            #(#arms)*
+                            _ => None,
+                        }
+                    }
+                }
+            }
+        });
+        quote! { #(#impls)* }
+    }
+
+    /// `impl Enum { pub fn name(self) -> &'static str }`: the variant's name.
+    fn name_method(&self, enum_name: &str) -> TokenStream {
+        let (_, variants) = self.enums.get(enum_name).unwrap_or_else(|| panic!("no enum {enum_name}"));
+        let ty = Ident::new(enum_name, Span::call_site());
+        let arms = variants.iter().map(|(v, _)| quote! { Self::#v => stringify!(#v), });
+        quote! {
+            impl #ty {
+                /// The name of this value's variant (`"CUDA_ERROR_OUT_OF_MEMORY"`).
+                pub const fn name(self) -> &'static str {
+                    match self {
+                        #(#arms)*
+                    }
+                }
             }
         }
     }
 }
 
-fn fn_pointer_type(sig: &syn::Signature) -> TokenStream {
-    let inputs = sig.inputs.iter().map(|arg| match arg {
-        syn::FnArg::Typed(t) => {
-            let ty = &t.ty;
-            quote! { #ty }
-        }
+fn typed(arg: &syn::FnArg) -> (&syn::Pat, &syn::Type) {
+    match arg {
+        syn::FnArg::Typed(t) => (&t.pat, &t.ty),
         syn::FnArg::Receiver(_) => unreachable!("extern functions take no self"),
-    });
-    let output = return_type(sig);
-    quote! { unsafe extern "C" fn(#(#inputs),*) -> #output }
-}
-
-fn params_and_args(sig: &syn::Signature) -> (Vec<TokenStream>, Vec<TokenStream>) {
-    sig.inputs
-        .iter()
-        .map(|arg| match arg {
-            syn::FnArg::Typed(t) => {
-                let (pat, ty) = (&t.pat, &t.ty);
-                (quote! { #pat: #ty }, quote! { #pat })
-            }
-            syn::FnArg::Receiver(_) => unreachable!("extern functions take no self"),
-        })
-        .unzip()
+    }
 }
 
 fn return_type(sig: &syn::Signature) -> TokenStream {
