@@ -30,6 +30,8 @@ compile_error!(
 );
 
 pub mod bench;
+#[cfg(not(feature = "legacy-gpu"))]
+pub mod cublas;
 #[cfg(feature = "production-gpu")]
 pub mod driver;
 pub mod error;

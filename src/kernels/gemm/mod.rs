@@ -69,6 +69,45 @@ pub fn gemm<TIn: Element, TOut: Element>(
     let (pa, _read_a) = a.device_ptr(stream);
     let (pb, _read_b) = b.device_ptr(stream);
     let (pc, _write_c) = c.device_ptr_mut(stream);
+    // SAFETY: `validate` checked that the three views hold every element `g` touches.
+    unsafe { run::<TIn, TOut>(kernels, stream, workspace, g, precision, [pa, pb, pc]) }
+}
+
+/// [`gemm`] on raw device addresses `[A, B, C]` (for the cuBLAS-shaped API, whose callers pass
+/// pointers): the same checks of `g` except the operands' lengths, the same kernels.
+///
+/// # Safety
+/// `a`, `b` and `c` must be addresses in live device allocations of `kernels`' context that hold
+/// the `g.min_lens()` elements from there on (A and B of `TIn`, C of `TOut`); nothing else may
+/// write A or B, or use C, until the work enqueued on `stream` is done.
+pub unsafe fn gemm_raw<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    workspace: &Workspace,
+    g: &Gemm,
+    [a, b, c]: [u64; 3],
+) -> Result<()> {
+    let precision = effective_precision::<TIn, TOut>(g.precision)?;
+    g.validate(usize::MAX, usize::MAX, usize::MAX)?;
+    if g.is_empty() || (g.k == 0 && g.beta == 1.0) {
+        return Ok(());
+    }
+    // SAFETY: the caller vouches for the operands.
+    unsafe { run::<TIn, TOut>(kernels, stream, workspace, g, precision, [a, b, c]) }
+}
+
+/// The launches of a validated, non-empty `g` at `precision` on `[A, B, C]`.
+///
+/// # Safety
+/// As [`gemm_raw`]; `g` has passed `validate`.
+unsafe fn run<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    workspace: &Workspace,
+    g: &Gemm,
+    precision: Precision,
+    [pa, pb, pc]: [u64; 3],
+) -> Result<()> {
     if g.k == 0 {
         // C = beta * C: a k = 1 product of zeros (alpha 0), read through zero strides.
         let zeros = stream.clone_htod(&[TIn::from_f32(0.0); SMALL_TILE])?;
