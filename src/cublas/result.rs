@@ -722,3 +722,37 @@ unsafe fn asum_any(
     }
     Err(status(Status::CUBLAS_STATUS_NOT_SUPPORTED))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_display_their_status_and_are_std_errors() {
+        let e = CublasError(Status::CUBLAS_STATUS_NOT_SUPPORTED);
+        assert_eq!(e.to_string(), "CublasError(CUBLAS_STATUS_NOT_SUPPORTED)");
+        let boxed: Box<dyn std::error::Error> = Box::new(e);
+        assert!(boxed.to_string().contains("NOT_SUPPORTED"));
+        assert_eq!(Status::CUBLAS_STATUS_SUCCESS.result(), Ok(()));
+        assert_eq!(Status::CUBLAS_STATUS_INVALID_VALUE as u32, 7);
+    }
+
+    #[test]
+    fn unbound_and_null_handles_are_not_initialized() {
+        let h = create_handle().unwrap();
+        let (one, zero) = (1.0f32, 0.0f32);
+        let p = std::ptr::null_mut::<f32>();
+        let op = sys::cublasOperation_t::CUBLAS_OP_N;
+        // SAFETY: a live, unbound handle: the call stops before touching the (null) operands.
+        let r = unsafe { sgemm(h, op, op, 2, 2, 2, &one, p, 2, p, 2, &zero, p, 2) };
+        assert_eq!(r, Err(CublasError(Status::CUBLAS_STATUS_NOT_INITIALIZED)));
+        // SAFETY: as above; negative m is refused before anything else.
+        let r = unsafe { sgemm(h, op, op, -1, 2, 2, &one, p, 2, p, 2, &zero, p, 2) };
+        assert_eq!(r, Err(CublasError(Status::CUBLAS_STATUS_INVALID_VALUE)));
+        // SAFETY: a null handle is detected.
+        let r = unsafe { sgemm(std::ptr::null_mut(), op, op, 2, 2, 2, &one, p, 2, p, 2, &zero, p, 2) };
+        assert_eq!(r, Err(CublasError(Status::CUBLAS_STATUS_NOT_INITIALIZED)));
+        // SAFETY: created above, destroyed once.
+        unsafe { destroy_handle(h) }.unwrap();
+    }
+}
