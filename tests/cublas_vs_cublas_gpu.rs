@@ -434,3 +434,44 @@ fn ours_matches_real_cublas_on_random_strided_batched_gemms() {
     }
     assert!(failures.is_empty(), "seed {seed:#x} (PRISM_SEED={seed:#x}):\n{}", failures.join("\n"));
 }
+
+/// The host scales (threaded, over packed op(A) rows and op(B) columns) against a plain loop.
+#[test]
+fn scales_match_a_plain_loop() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..50 {
+        let mut case = Case::random(&mut rng, false);
+        (case.m, case.n, case.k) = (case.m % 9 + 1, case.n % 9 + 1, case.k % 9 + 1);
+        let (rows, cols) = (rows_of(case.t, case.m, case.n, case.k), cols_of(case.t, case.m, case.n, case.k));
+        case.ld = [0, 1, 2].map(|i| rows[i] + case.ld[i] % 3);
+        case.stride = [0, 1, 2].map(|i| if case.stride[i] == 0 { 0 } else { case.ld[i] * cols[i] + 1 });
+        let [la, lb, lc] = case.lens();
+        let mut values = |n: usize| (0..n).map(|_| rng.value() as f64).collect::<Vec<_>>();
+        let (a, b, c) = (values(la), values(lb), values(lc));
+        let got = case.scales(&a, &b, &c);
+        for z in 0..case.batch {
+            for j in 0..case.n {
+                for i in 0..case.m {
+                    let mut dot = 0.0;
+                    for p in 0..case.k {
+                        let ai = if case.t[0] { p + i * case.ld[0] } else { i + p * case.ld[0] };
+                        let bi = if case.t[1] { j + p * case.ld[1] } else { p + j * case.ld[1] };
+                        dot += (a[case.off[0] + z * case.stride[0] + ai]
+                            * b[case.off[1] + z * case.stride[1] + bi])
+                            .abs();
+                    }
+                    let e = case.off[2] + z * case.stride[2] + i + j * case.ld[2];
+                    let old = if case.beta == 0.0 { 0.0 } else { (case.beta as f64 * c[e]).abs() };
+                    let want = case.alpha.abs() as f64 * dot + old;
+                    assert!(
+                        (got[e] - want).abs() <= 1e-12 * want,
+                        "{case:?}: element {e}: {} vs {want}",
+                        got[e]
+                    );
+                }
+            }
+        }
+        let inside = got.iter().filter(|s| !s.is_nan()).count();
+        assert_eq!(inside, case.batch * case.m * case.n, "{case:?}: elements outside C's blocks");
+    }
+}
