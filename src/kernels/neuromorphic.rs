@@ -49,9 +49,12 @@ impl Csr<'_> {
     /// checked this way before it is uploaded.
     pub fn check(&self, op: &'static str, rows: usize, cols: usize) -> Result<()> {
         let bad = |expected: String, got: String| Err(Error::Shape { op, expected, got });
-        if self.row_ptr.len() != rows + 1 {
+        let Some(offsets) = rows.checked_add(1) else {
+            return bad(format!("at most {} rows", usize::MAX - 1), format!("{rows} rows"));
+        };
+        if self.row_ptr.len() != offsets {
             return bad(
-                format!("`row_ptr` of rows + 1 = {} offsets", rows + 1),
+                format!("`row_ptr` of rows + 1 = {offsets} offsets"),
                 format!("{} offsets", self.row_ptr.len()),
             );
         }
@@ -336,7 +339,8 @@ impl Patterns {
         }
         shape::matrix(op, "spikes", spikes, t, n)?;
         shape::matrix(op, "templates", templates, p, w.saturating_mul(n))?;
-        Ok(p * self.positions())
+        // With n = 0 every length above is 0 whatever p is: the product is checked too.
+        shape::elements(op, "out", &[p, self.positions()])
     }
 }
 
@@ -365,7 +369,7 @@ pub fn pattern_correlation(
         return Ok(());
     }
     // The kernel also forms w * n and p * (t - w + 1) as `int`s.
-    args::int(OP, "w * n", dims.w * dims.n)?;
+    args::int(OP, "w * n", shape::elements(OP, "a template", &[dims.w, dims.n])?)?;
     args::int(OP, "p * (t - w + 1)", out.len())?;
     let (t, n) = (args::int(OP, "t", dims.t)?, args::int(OP, "n", dims.n)?);
     let (p, w) = (args::int(OP, "p", dims.p)?, args::int(OP, "w", dims.w)?);

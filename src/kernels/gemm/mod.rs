@@ -19,6 +19,7 @@ use crate::driver::{
 };
 use crate::error::{Error, Result};
 use crate::kernels::grid::{self, GRID_YZ_MAX};
+use crate::kernels::shape;
 use crate::kernels::Kernels;
 
 use dispatch::{Device, Feed, Plan, TmaReady, SIMT64_TILE_M, SIMT_TILE_N, TILE_M, TMA_FAST_PITCH};
@@ -435,12 +436,21 @@ fn sm90<TIn: Element, TOut: Element>(
     // pitch), A's then B's, in one workspace; every matrix starts on a 128-byte boundary.
     let most = g.batch.min(GRID_YZ_MAX);
     let region = |feed: Feed, (rows, cols): (usize, usize), k_major_rows: usize| match feed {
-        Feed::InPlace => 0,
-        Feed::Transpose => most * k_major_rows * staged_ld * size_of::<f32>(),
-        Feed::Repitch => rows * repitched_ld(cols) * es as usize,
+        Feed::InPlace => Ok(0),
+        Feed::Transpose => {
+            shape::elements("gemm", "workspace", &[most, k_major_rows, staged_ld, size_of::<f32>()])
+        }
+        Feed::Repitch => shape::elements("gemm", "workspace", &[rows, repitched_ld(cols), es as usize]),
     };
-    let bytes_a = region(feed_a, g.a_dims(), g.m).next_multiple_of(TMA_FAST_PITCH);
-    let need = bytes_a + region(feed_b, g.b_dims(), g.n);
+    let (bytes_a, bytes_b) = (region(feed_a, g.a_dims(), g.m)?, region(feed_b, g.b_dims(), g.n)?);
+    let (bytes_a, need) = bytes_a
+        .checked_next_multiple_of(TMA_FAST_PITCH)
+        .and_then(|bytes_a| Some((bytes_a, bytes_a.checked_add(bytes_b)?)))
+        .ok_or_else(|| Error::Shape {
+            op: "gemm",
+            expected: "a workspace that fits in usize".into(),
+            got: format!("{bytes_a} + {bytes_b} bytes"),
+        })?;
     let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: each launch's transposes and copies write every element that its GEMM reads (rows x
     // k of each entry, or the stored matrix) before the GEMM runs; the pitch padding is never read
