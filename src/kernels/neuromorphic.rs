@@ -5,10 +5,9 @@
 use std::sync::Arc;
 
 use crate::driver::sys::CUdeviceptr;
-use crate::driver::{
-    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg,
-};
+use crate::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use crate::error::{Error, Result};
+use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::gemv::{self, Gemv};
 use crate::kernels::{args, grid, shape, Kernels};
 
@@ -206,8 +205,8 @@ pub fn matvec_reservoir(
 ) -> Result<()> {
     let n = x.len();
     args::optional_len("matvec_reservoir", "out", Some(out.len()), n)?;
-    let (xp, _x) = x.device_ptr(stream);
-    let (op, _o) = out.device_ptr_mut(stream);
+    let (xp, _x) = x.checked_ptr(stream)?;
+    let (op, _o) = out.checked_ptr_mut(stream)?;
     reservoir_launch(kernels, stream, w, xp, op, n)
 }
 
@@ -454,12 +453,12 @@ pub fn spectral_radius(
     let mut norm = stream.alloc_zeros::<f32>(1)?;
     power_iteration_init(kernels, stream, &mut v.as_view_mut(), seed)?;
     {
-        let (vp, _v) = v.device_ptr_mut(stream);
+        let (vp, _v) = v.checked_ptr_mut(stream)?;
         normalize(kernels, stream, vp, vp, &mut norm, ni)?;
     }
     for _ in 0..iters {
-        let (vp, _v) = v.device_ptr_mut(stream);
-        let (tp, _t) = t.device_ptr_mut(stream);
+        let (vp, _v) = v.checked_ptr_mut(stream)?;
+        let (tp, _t) = t.checked_ptr_mut(stream)?;
         reservoir_launch(kernels, stream, w, vp, tp, n)?;
         normalize(kernels, stream, tp, vp, &mut norm, ni)?;
     }

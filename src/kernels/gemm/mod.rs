@@ -14,10 +14,10 @@ use std::sync::{Arc, Mutex};
 
 use crate::driver::sys::CUfunction_attribute;
 use crate::driver::{
-    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, LaunchConfig,
-    PushKernelArg,
+    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg,
 };
 use crate::error::{Error, Result};
+use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::grid::{self, GRID_YZ_MAX};
 use crate::kernels::shape;
 use crate::kernels::Kernels;
@@ -67,13 +67,13 @@ pub fn gemm<TIn: Element, TOut: Element>(
     }
     // The guards record the reads and the write for other streams when they drop, after the
     // launches below.
-    let (pa, _read_a) = a.device_ptr(stream);
-    let (pb, _read_b) = b.device_ptr(stream);
-    let (pc, _write_c) = c.device_ptr_mut(stream);
+    let (pa, _read_a) = a.checked_ptr(stream)?;
+    let (pb, _read_b) = b.checked_ptr(stream)?;
+    let (pc, _write_c) = c.checked_ptr_mut(stream)?;
     if g.k == 0 {
         // C = beta * C: a k = 1 product of zeros (alpha 0), read through zero strides.
         let zeros = stream.clone_htod(&[TIn::from_f32(0.0); SMALL_TILE])?;
-        let (pz, _read_z) = zeros.device_ptr(stream);
+        let (pz, _read_z) = zeros.checked_ptr(stream)?;
         // Leading dimensions 0 with A as stored and B transposed: every read is element 0.
         let scale_only = Gemm {
             k: 1,
@@ -334,7 +334,7 @@ impl SplitK<'_> {
         // SAFETY: the partial launches write every element of the `parts` m x n matrices before
         // the reduction reads them.
         unsafe { grow(&mut scratch, stream, parts * outputs * size_of::<f32>()) }?;
-        let (partials, _write_partials) = scratch.as_mut().expect("grown above").device_ptr_mut(stream);
+        let (partials, _write_partials) = scratch.as_mut().expect("grown above").checked_ptr_mut(stream)?;
 
         // The next slice of k is `depth` columns further along A stored m x k, rows along k x m.
         let step_a = if g.trans_a { depth * g.lda } else { depth };
@@ -459,7 +459,7 @@ fn sm90<TIn: Element, TOut: Element>(
     // The guard orders the workspace writes after the buffer's earlier uses and records them.
     let (scratch_base, _write_scratch) = match scratch.as_mut() {
         Some(ws) if need > 0 => {
-            let (base, guard) = ws.device_ptr_mut(stream);
+            let (base, guard) = ws.checked_ptr_mut(stream)?;
             (base, Some(guard))
         }
         _ => (0, None),
