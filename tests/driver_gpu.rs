@@ -709,3 +709,57 @@ fn device_ptr_guard_orders_raw_driver_calls() {
     }
     assert_eq!(out, xh);
 }
+
+/// Binds `other`, parks an error on `ctx`, drops `value`, and checks that the drop ran with `ctx`
+/// current (it used to return early from `bind_to_thread` and free under `other`) and that the
+/// parked error is still there to be reported.
+fn drop_binds_own_context<V>(what: &str, ctx: &Arc<CudaContext>, other: &Arc<CudaContext>, value: V) {
+    use prism_gpu::driver::result;
+    let parked = DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE);
+    other.bind_to_thread().unwrap();
+    assert_eq!(result::ctx::get_current().unwrap(), Some(other.cu_ctx()));
+    ctx.record_err::<()>(Err(parked));
+    drop(value);
+    assert_eq!(
+        result::ctx::get_current().unwrap(),
+        Some(ctx.cu_ctx()),
+        "dropping a {what} with an error parked did not bind its own context"
+    );
+    assert_eq!(ctx.check_err(), Err(parked), "the parked error was lost dropping a {what}");
+    assert_eq!(ctx.check_err(), Ok(()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn drop_binds_its_own_context_whatever_error_is_parked() {
+    let ctx = CudaContext::new(0).unwrap();
+    // A second context on the same device, so that "the wrong context" is a real one.
+    let other = CudaContext::new_non_primary(0, 0).unwrap();
+    assert_ne!(ctx.cu_ctx(), other.cu_ctx());
+
+    let stream = ctx.default_stream();
+    let slice = stream.alloc_zeros::<f32>(1000).unwrap();
+    drop_binds_own_context("slice", &ctx, &other, slice);
+
+    // A tracked slice in multi-stream mode: the drop waits on its events before freeing.
+    let side = ctx.new_stream().unwrap();
+    let tracked = side.clone_htod(&[1.0f32; 4096]).unwrap();
+    let _read_back = stream.clone_dtoh(&tracked).unwrap();
+    drop_binds_own_context("tracked slice", &ctx, &other, tracked);
+
+    let event = ctx.new_event(None).unwrap();
+    drop_binds_own_context("event", &ctx, &other, event);
+
+    // SAFETY: written by the copy below before it is read.
+    let mut pinned = unsafe { ctx.alloc_pinned::<f32>(256) }.unwrap();
+    let src = stream.clone_htod(&[3.0f32; 256]).unwrap();
+    stream.memcpy_dtoh(&src, &mut pinned).unwrap();
+    drop_binds_own_context("pinned host slice", &ctx, &other, pinned);
+
+    let module = ctx.load_module(compile_ptx(KERNELS).unwrap()).unwrap();
+    drop_binds_own_context("module", &ctx, &other, module);
+
+    drop_binds_own_context("stream", &ctx, &other, side);
+    drop(src);
+    stream.synchronize().unwrap();
+}

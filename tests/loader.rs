@@ -8,13 +8,16 @@ use prism_gpu::{probe_driver, Error};
 use std::ffi::CStr;
 
 fn open(path: &std::path::Path) -> Driver {
-    Driver::open(&[path.to_string_lossy().into_owned()]).expect("the fake driver loads")
+    // SAFETY: the path is the fake libcuda built by the test support from tests/support/fake_libcuda.c:
+    // it has no initialisers and every symbol it exports has its cuda.h signature.
+    unsafe { Driver::open(&[path.to_string_lossy().into_owned()]) }.expect("the fake driver loads")
 }
 
 #[test]
 fn a_missing_library_names_every_path_tried() {
     let names = vec!["/nonexistent/libcuda.so.1".to_string(), "libcuda-not-installed.so.7".to_string()];
-    let Err(err) = Driver::open(&names) else { panic!("a nonexistent library loaded") };
+    // SAFETY: neither name exists, so nothing is opened and no initialiser runs.
+    let Err(err) = (unsafe { Driver::open(&names) }) else { panic!("a nonexistent library loaded") };
     let LoadError::LibraryNotFound { library, tried } = &err else { panic!("wrong error: {err:?}") };
     assert_eq!(*library, "the CUDA driver library (libcuda)");
     assert_eq!(tried.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), names);

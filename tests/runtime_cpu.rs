@@ -181,3 +181,53 @@ fn the_seed_executor_entry_points() {
     prism_gpu::runtime::relu_inplace(&mut x).unwrap();
     checks::close(&x, &want, 0.0, "relu_inplace");
 }
+
+/// Sizes computed from the caller's dimensions overflow into errors, never a panic, an abort or a
+/// wild pointer (each of these panicked in a debug build, and the GEMM one crashed with SIGSEGV in
+/// release, before the extents were checked).
+#[test]
+fn overflowing_extents_are_shape_errors() {
+    use prism_gpu::kernels::gemm::Gemm;
+    let rt = rt();
+    // A batch stride whose extent wraps: min_lens used to wrap to a small length, pass
+    // validation, and the CPU GEMM read far outside `a`.
+    let g = Gemm::new(2, 2, 2).batched(3, usize::MAX / 2, 0, 4);
+    let (a, b, mut c) = (vec![1.0f32; 8], vec![1.0f32; 4], vec![0.0f32; 12]);
+    let e = shape_error(rt.gemm(&g, &a, &b, &mut c));
+    assert!(e.contains("`A`") && e.contains("overflows"), "{e}");
+    let g = Gemm::new(2, 2, 2).batched(usize::MAX, 0, 0, 4);
+    shape_error(rt.gemm(&g, &a, &b, &mut c));
+    let e = shape_error(prism_gpu::runtime::sgemm(
+        &rt,
+        false,
+        false,
+        2,
+        2,
+        2,
+        1.0,
+        &a,
+        usize::MAX,
+        &b,
+        2,
+        0.0,
+        &mut c,
+        2,
+    ));
+    assert!(e.contains("lda"), "{e}");
+
+    // k = 0: empty a and b match any m and n; the m x n output used to be allocated unchecked.
+    shape_error(rt.matmul(&[], &[], usize::MAX, 2, 0));
+    shape_error(rt.matmul(&[], &[], 1 << 31, 1 << 31, 0));
+    // Within the kernels' range but no host can hold 2^60 floats: refused, not an abort.
+    shape_error(rt.matmul(&[], &[], 1 << 30, 1 << 30, 0));
+
+    // rows + 1 offsets for rows = usize::MAX.
+    let csr = Csr { row_ptr: &[0, 1], col_idx: &[0], values: &[1.0] };
+    shape_error(rt.spectral_radius(Reservoir::Csr(csr), usize::MAX, 10, 1));
+
+    // n = 0 makes every input empty whatever p is; p * (t - w + 1) used to overflow.
+    shape_error(rt.pattern_correlation(&[], &[], Patterns { t: 2, n: 0, p: usize::MAX, w: 1 }));
+
+    // No operands at all.
+    assert!(matches!(prism_gpu::kernels::shape::same_len("add", &[]), Err(Error::Shape { .. })));
+}

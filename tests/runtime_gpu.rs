@@ -483,3 +483,35 @@ fn gpu_and_cpu_agree() {
     // the process-wide runtime is this GPU
     assert!(prism_gpu::runtime::get_global_executor().is_gpu());
 }
+
+/// A buffer of another context (here a non-primary context on the same device) is refused by the
+/// safe launchers with CUDA_ERROR_INVALID_CONTEXT instead of being launched on: its address and
+/// tracking events belong to the other context.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_of_another_context_are_refused() {
+    use prism_gpu::driver::{sys, CudaContext, DriverError};
+    use prism_gpu::kernels::elementwise::Binary;
+    let ops = GpuOps::new(CudaContext::new(0).unwrap()).unwrap();
+    let other = CudaContext::new_non_primary(0, 0).unwrap();
+    let foreign = other.default_stream().clone_htod(&[1.0f32; 257]).unwrap();
+    let ours = up(&ops, &[2.0f32; 257]);
+    let refused = |r: prism_gpu::Result<CudaSlice<f32>>| {
+        assert!(
+            matches!(
+                r,
+                Err(prism_gpu::Error::Driver(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT)))
+            ),
+            "{r:?}"
+        )
+    };
+    refused(ops.binary(Binary::Add, &ours, &foreign));
+    refused(ops.binary(Binary::Add, &foreign, &ours));
+    refused(ops.scale(2.0, &foreign));
+    refused(ops.activation(Activation::Relu, &foreign));
+    refused(ops.reduce(Reduce::Sum, &foreign));
+    refused(ops.transpose(&foreign, 1, 257));
+    assert!(ops.download(&foreign).is_err());
+    // Our own buffers still work.
+    assert_eq!(ops.download(&ops.binary(Binary::Add, &ours, &ours).unwrap()).unwrap(), vec![4.0f32; 257]);
+}

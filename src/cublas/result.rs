@@ -310,7 +310,7 @@ unsafe fn rounded(
     precision: Precision,
     [pa, pb, pc]: [u64; 3],
 ) -> crate::error::Result<()> {
-    let (na, nb, _) = g.min_lens();
+    let (na, nb, _) = g.min_lens()?;
     match precision {
         Precision::Bf16 => {
             let (a, b) = (

@@ -45,13 +45,19 @@ unsafe impl Sync for CudaContext {}
 
 impl Drop for CudaContext {
     fn drop(&mut self) {
-        self.record_err(self.bind_to_thread());
+        let bound = self.bind();
         let ctx = std::mem::replace(&mut self.cu_ctx, std::ptr::null_mut());
         if ctx.is_null() {
             return;
         }
-        // SAFETY: `ctx` is still alive here; no copy is in flight (copies hold the context).
-        self.record_err(unsafe { self.staging.free_all(ctx) });
+        if bound.is_ok() {
+            // SAFETY: `ctx` is alive and current here; no copy is in flight (copies hold the
+            // context).
+            self.record_err(unsafe { self.staging.free_all(ctx) });
+        }
+        // Without this context current the staging buffers are leaked rather than freed
+        // elsewhere; releasing or destroying the context itself needs no current context.
+        self.record_err(bound);
         if self.is_primary {
             // SAFETY: balances the retain in `new`; no child object is alive (they hold Arcs).
             self.record_err(unsafe { result::primary_ctx::release(self.cu_device) });
@@ -219,10 +225,18 @@ impl CudaContext {
         self.cu_ctx
     }
 
-    /// Makes this the calling thread's current context (first returning any parked error).
+    /// Makes this the calling thread's current context (first returning any parked error, as
+    /// cudarc does: a parked error is returned and the context is then *not* bound).
     #[doc(alias = "cuCtxSetCurrent")]
     pub fn bind_to_thread(&self) -> Result<(), DriverError> {
         self.check_err()?;
+        self.bind()
+    }
+
+    /// Makes this the calling thread's current context, whatever error is parked (the parked
+    /// error stays parked). Used by `Drop` impls and the tracking that must run even after an
+    /// error: they free or order work in this context, never in whatever context the thread has.
+    pub(crate) fn bind(&self) -> Result<(), DriverError> {
         if result::ctx::get_current()? != Some(self.cu_ctx) {
             // SAFETY: `cu_ctx` is alive for as long as `self`.
             unsafe { result::ctx::set_current(self.cu_ctx) }?;

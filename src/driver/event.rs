@@ -21,8 +21,13 @@ unsafe impl Sync for CudaEvent {}
 
 impl Drop for CudaEvent {
     fn drop(&mut self) {
-        self.ctx.record_err(self.ctx.bind_to_thread());
-        // SAFETY: we own the event; destroying one with pending work is allowed.
+        // Bind our own context whatever error is parked; if even that fails, leak the event
+        // rather than destroy it under another context.
+        if let Err(e) = self.ctx.bind() {
+            return self.ctx.record_err::<()>(Err(e));
+        }
+        // SAFETY: we own the event and its context is current; destroying one with pending work
+        // is allowed.
         self.ctx.record_err(unsafe { result::event::destroy(self.cu_event) });
     }
 }
@@ -31,8 +36,18 @@ impl CudaContext {
     /// Creates an event; `None` means `CU_EVENT_DISABLE_TIMING` (the cheapest kind).
     #[doc(alias = "cuEventCreate")]
     pub fn new_event(self: &Arc<Self>, flags: Option<sys::CUevent_flags>) -> Result<CudaEvent, DriverError> {
+        self.check_err()?;
+        self.new_event_tracking(flags)
+    }
+
+    /// [`new_event`](Self::new_event) for the crate's own bookkeeping: binds this context
+    /// whatever error is parked.
+    pub(crate) fn new_event_tracking(
+        self: &Arc<Self>,
+        flags: Option<sys::CUevent_flags>,
+    ) -> Result<CudaEvent, DriverError> {
         let flags = flags.unwrap_or(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
-        self.bind_to_thread()?;
+        self.bind()?;
         let cu_event = result::event::create(flags)?;
         Ok(CudaEvent { cu_event, ctx: self.clone() })
     }
@@ -58,6 +73,25 @@ impl CudaEvent {
         self.ctx.bind_to_thread()?;
         // SAFETY: both handles are alive and belong to the same context.
         unsafe { result::event::record(self.cu_event, stream.cu_stream) }
+    }
+
+    /// [`record`](Self::record) for the crate's own bookkeeping: binds the context whatever
+    /// error is parked, so ordering is kept after an error too.
+    pub(crate) fn record_tracking(&self, stream: &CudaStream) -> Result<(), DriverError> {
+        if self.ctx != stream.ctx {
+            return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT));
+        }
+        self.ctx.bind()?;
+        // SAFETY: both handles are alive and belong to the same context, which is current.
+        unsafe { result::event::record(self.cu_event, stream.cu_stream) }
+    }
+
+    /// [`synchronize`](Self::synchronize) for `Drop` paths: binds the context whatever error is
+    /// parked.
+    pub(crate) fn synchronize_tracking(&self) -> Result<(), DriverError> {
+        self.ctx.bind()?;
+        // SAFETY: the event is alive.
+        unsafe { result::event::synchronize(self.cu_event) }
     }
 
     /// Waits for the recorded work (blocks the thread only with `CU_EVENT_BLOCKING_SYNC`).

@@ -58,6 +58,9 @@ pub struct LaunchArgs<'a> {
     /// Tracked slices passed as arguments, for cross-stream waits and records.
     pub(crate) tracked: Vec<(&'a Arc<SliceEvents>, Access)>,
     pub(crate) flags: Option<sys::CUevent_flags>,
+    /// Set when a buffer of another context than the stream's was pushed: the launch is refused
+    /// (`CUDA_ERROR_INVALID_CONTEXT`), as the address means nothing in this context.
+    pub(crate) foreign_buffer: bool,
 }
 
 impl CudaStream {
@@ -70,6 +73,7 @@ impl CudaStream {
             arg_sizes: SmallVec::new(),
             tracked: Vec::new(),
             flags: None,
+            foreign_buffer: false,
         }
     }
 }
@@ -97,7 +101,11 @@ impl<'a> LaunchArgs<'a> {
         ptr: &'a sys::CUdeviceptr,
         events: Option<&'a Arc<SliceEvents>>,
         access: Access,
+        owner: &CudaStream,
     ) {
+        if !Arc::ptr_eq(&owner.ctx, &self.stream.ctx) && owner.ctx != self.stream.ctx {
+            self.foreign_buffer = true;
+        }
         self.push_raw(ptr);
         if let Some(events) = events {
             if self.stream.ctx.is_managing_stream_synchronization() {
@@ -155,8 +163,12 @@ impl<'a> LaunchArgs<'a> {
         // The launch returns cudarc's error type, which has no conversion from ours (one would
         // change type inference in callers' code): the mismatch is an invalid value, and
         // `check()` says which argument.
-        self.check().map_err(|_| DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))?;
         let stream = self.stream;
+        if self.foreign_buffer || *self.func.module.ctx != *stream.ctx {
+            // A buffer or the kernel belongs to another context than the stream.
+            return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT));
+        }
+        self.check().map_err(|_| DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))?;
         stream.ctx.bind_to_thread()?;
         let mode = if self.tracked.is_empty() { SyncMode::Off } else { stream.ctx.sync_mode(stream) };
         match mode {
@@ -329,7 +341,7 @@ unsafe impl<'a, 'b: 'a, T: DeviceRepr> PushKernelArg<&'b T> for LaunchArgs<'a> {
 unsafe impl<'a, 'b: 'a, T> PushKernelArg<&'b CudaSlice<T>> for LaunchArgs<'a> {
     #[inline(always)]
     fn arg(&mut self, arg: &'b CudaSlice<T>) -> &mut Self {
-        self.push_slice(&arg.cu_device_ptr, arg.events.as_ref(), Access::Read);
+        self.push_slice(&arg.cu_device_ptr, arg.events.as_ref(), Access::Read, &arg.stream);
         self
     }
 }
@@ -339,7 +351,7 @@ unsafe impl<'a, 'b: 'a, T> PushKernelArg<&'b mut CudaSlice<T>> for LaunchArgs<'a
     #[inline(always)]
     fn arg(&mut self, arg: &'b mut CudaSlice<T>) -> &mut Self {
         let arg: &'b CudaSlice<T> = arg;
-        self.push_slice(&arg.cu_device_ptr, arg.events.as_ref(), Access::Write);
+        self.push_slice(&arg.cu_device_ptr, arg.events.as_ref(), Access::Write, &arg.stream);
         self
     }
 }
@@ -348,7 +360,7 @@ unsafe impl<'a, 'b: 'a, T> PushKernelArg<&'b mut CudaSlice<T>> for LaunchArgs<'a
 unsafe impl<'a, 'b: 'a, 'c: 'b, T> PushKernelArg<&'b CudaView<'c, T>> for LaunchArgs<'a> {
     #[inline(always)]
     fn arg(&mut self, arg: &'b CudaView<'c, T>) -> &mut Self {
-        self.push_slice(&arg.ptr, arg.events, Access::Read);
+        self.push_slice(&arg.ptr, arg.events, Access::Read, arg.stream);
         self
     }
 }
@@ -358,7 +370,7 @@ unsafe impl<'a, 'b: 'a, 'c: 'b, T> PushKernelArg<&'b mut CudaViewMut<'c, T>> for
     #[inline(always)]
     fn arg(&mut self, arg: &'b mut CudaViewMut<'c, T>) -> &mut Self {
         let arg: &'b CudaViewMut<'c, T> = arg;
-        self.push_slice(&arg.ptr, arg.events, Access::Write);
+        self.push_slice(&arg.ptr, arg.events, Access::Write, arg.stream);
         self
     }
 }
@@ -378,9 +390,15 @@ mod tests {
 
     /// Host-only stand-ins (null handles): never dropped, so no driver call is made.
     fn fakes() -> (ManuallyDrop<Arc<CudaStream>>, ManuallyDrop<CudaFunction>) {
+        fakes_in(0)
+    }
+
+    /// [`fakes`] in a context whose (never used) handle is `ctx_id`: different ids are different
+    /// contexts.
+    fn fakes_in(ctx_id: usize) -> (ManuallyDrop<Arc<CudaStream>>, ManuallyDrop<CudaFunction>) {
         let ctx = Arc::new(CudaContext {
             cu_device: 0,
-            cu_ctx: std::ptr::null_mut(),
+            cu_ctx: std::ptr::without_provenance_mut(ctx_id),
             ordinal: 0,
             has_async_alloc: false,
             is_primary: true,
@@ -415,6 +433,60 @@ mod tests {
     }
     // SAFETY: repr(C) plain numbers.
     unsafe impl DeviceRepr for Meta {}
+
+    fn fake_slice(stream: &Arc<CudaStream>) -> ManuallyDrop<CudaSlice<f32>> {
+        ManuallyDrop::new(CudaSlice {
+            cu_device_ptr: 0x1000,
+            len: 4,
+            events: Some(Arc::new(SliceEvents::default())),
+            stream: Arc::clone(stream),
+            marker: PhantomData,
+        })
+    }
+
+    #[test]
+    fn buffers_and_kernels_of_another_context_are_refused() {
+        use crate::kernels::args::{same_context, CheckedPtr, CheckedPtrMut};
+        let (stream, func) = fakes_in(1);
+        let (other_stream, other_func) = fakes_in(2);
+        let ours = fake_slice(&stream);
+        let mut theirs = fake_slice(&other_stream);
+        let invalid_context = DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+        let cfg = LaunchConfig::for_num_elems(4);
+
+        // The launch builder: refused before any driver call (these handles are not real).
+        let mut builder = stream.launch_builder(&func);
+        builder.arg(&*ours);
+        assert!(!builder.foreign_buffer);
+        builder.arg(&*theirs);
+        assert!(builder.foreign_buffer);
+        // SAFETY: refused before anything is submitted.
+        assert_eq!(unsafe { builder.launch(cfg) }.map(|_| ()), Err(invalid_context));
+        let view = theirs.slice(1..3);
+        let mut builder = stream.launch_builder(&func);
+        builder.arg(&view);
+        assert!(builder.foreign_buffer);
+        let mut view_mut = theirs.slice_mut(0..2);
+        let mut builder = stream.launch_builder(&func);
+        builder.arg(&mut view_mut);
+        assert!(builder.foreign_buffer);
+        // A kernel loaded in another context.
+        let mut builder = stream.launch_builder(&other_func);
+        builder.arg(&*ours);
+        // SAFETY: refused before anything is submitted.
+        assert_eq!(unsafe { builder.launch(cfg) }.map(|_| ()), Err(invalid_context));
+
+        // The built-in launchers' address check.
+        assert!(same_context(&stream, &stream).is_ok());
+        assert!(matches!(
+            same_context(&other_stream, &stream),
+            Err(crate::Error::Driver(e)) if e == invalid_context
+        ));
+        assert!(ours.checked_ptr(&stream).is_ok());
+        assert!(theirs.checked_ptr(&stream).is_err());
+        assert!(theirs.checked_ptr_mut(&stream).is_err());
+        assert!(theirs.slice(0..1).checked_ptr(&stream).is_err());
+    }
 
     #[test]
     fn args_point_at_the_pushed_values_and_record_their_sizes() {

@@ -54,7 +54,7 @@ impl SliceEvents {
         if let Some(event) = cell.get() {
             return Some(event);
         }
-        match ctx.new_event(None) {
+        match ctx.new_event_tracking(None) {
             Ok(event) => {
                 // Another thread may have won the race; its event is as good as ours.
                 let _ = cell.set(event);
@@ -70,11 +70,11 @@ impl SliceEvents {
     /// Makes `stream` wait for the recorded uses that `access` conflicts with.
     pub(crate) fn wait_before(&self, access: Access, stream: &CudaStream) {
         if let Some(write) = self.write.get() {
-            stream.ctx.record_err(stream.wait(write));
+            stream.ctx.record_err(stream.wait_tracking(write));
         }
         if access == Access::Write {
             if let Some(read) = self.read.get() {
-                stream.ctx.record_err(stream.wait(read));
+                stream.ctx.record_err(stream.wait_tracking(read));
             }
         }
     }
@@ -82,7 +82,7 @@ impl SliceEvents {
     /// Records `access` as the latest of its kind, on `stream`.
     pub(crate) fn record_after(&self, access: Access, stream: &CudaStream) {
         if let Some(event) = self.event(access, &stream.ctx) {
-            stream.ctx.record_err(event.record(stream));
+            stream.ctx.record_err(event.record_tracking(stream));
         }
     }
 }
@@ -134,7 +134,11 @@ impl<T> Drop for CudaSlice<T> {
             return;
         }
         let ctx = &self.stream.ctx;
-        ctx.record_err(ctx.bind_to_thread());
+        // Bind our own context whatever error is parked; if even that fails, leak the memory
+        // rather than free it under another context.
+        if let Err(e) = ctx.bind() {
+            return ctx.record_err::<()>(Err(e));
+        }
         if let Some(events) = &self.events {
             if ctx.sync_mode(&self.stream) == SyncMode::On {
                 events.wait_before(Access::Write, &self.stream);
@@ -144,7 +148,7 @@ impl<T> Drop for CudaSlice<T> {
             // SAFETY: we own the allocation; pending uses are ordered before this stream above.
             ctx.record_err(unsafe { result::free_async(self.cu_device_ptr, self.stream.cu_stream) });
         } else {
-            ctx.record_err(self.stream.synchronize());
+            ctx.record_err(self.stream.synchronize_tracking());
             // SAFETY: we own the allocation and its stream has drained.
             ctx.record_err(unsafe { result::free_sync(self.cu_device_ptr) });
         }
@@ -703,12 +707,12 @@ impl Drop for SyncOnDrop<'_> {
         match self {
             SyncOnDrop::Record(target) => {
                 if let Some((event, stream)) = target.take() {
-                    stream.ctx.record_err(event.record(stream));
+                    stream.ctx.record_err(event.record_tracking(stream));
                 }
             }
             SyncOnDrop::Sync(target) => {
                 if let Some(stream) = target.take() {
-                    stream.ctx.record_err(stream.synchronize());
+                    stream.ctx.record_err(stream.synchronize_tracking());
                 }
             }
         }
@@ -846,7 +850,12 @@ unsafe impl<T> Sync for PinnedHostSlice<T> {}
 impl<T> Drop for PinnedHostSlice<T> {
     fn drop(&mut self) {
         let ctx = &self.event.ctx;
-        ctx.record_err(self.event.synchronize());
+        // Waits for the last copy using this memory whatever error is parked: freeing it with a
+        // copy still in flight would let the driver write freed host memory.
+        if let Err(e) = self.event.synchronize_tracking() {
+            // The copy may still be in flight: leak the memory rather than free it.
+            return ctx.record_err::<()>(Err(e));
+        }
         if self.len * size_of::<T>() > 0 {
             // SAFETY: we own the allocation and the last copy using it has finished.
             ctx.record_err(unsafe { result::free_host(self.ptr.cast()) });
@@ -918,7 +927,7 @@ impl<T> PinnedHostSlice<T> {
             return SyncOnDrop::Record(None);
         }
         if ctx.is_in_multi_stream_mode() {
-            ctx.record_err(stream.wait(&self.event));
+            ctx.record_err(stream.wait_tracking(&self.event));
         }
         SyncOnDrop::Record(Some((&self.event, stream)))
     }

@@ -34,7 +34,11 @@ unsafe impl Sync for CudaModule {}
 
 impl Drop for CudaModule {
     fn drop(&mut self) {
-        self.ctx.record_err(self.ctx.bind_to_thread());
+        // Bind our own context whatever error is parked; if even that fails, leak the module
+        // rather than unload it under another context.
+        if let Err(e) = self.ctx.bind() {
+            return self.ctx.record_err::<()>(Err(e));
+        }
         // SAFETY: we own the module; every CudaFunction holds an Arc to it, so none is left.
         self.ctx.record_err(unsafe { result::module::unload(self.cu_module) });
     }

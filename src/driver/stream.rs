@@ -43,7 +43,11 @@ impl Drop for CudaStream {
         if !self.owned {
             return;
         }
-        self.ctx.record_err(self.ctx.bind_to_thread());
+        // Bind our own context whatever error is parked; if even that fails, leak the stream
+        // rather than destroy it under another context.
+        if let Err(e) = self.ctx.bind() {
+            return self.ctx.record_err::<()>(Err(e));
+        }
         let cu_stream = std::mem::replace(&mut self.cu_stream, std::ptr::null_mut());
         if !cu_stream.is_null() {
             self.ctx.num_streams.fetch_sub(1, Ordering::Relaxed);
@@ -143,7 +147,14 @@ impl CudaStream {
     /// Waits for all work submitted to this stream.
     #[doc(alias = "cuStreamSynchronize")]
     pub fn synchronize(&self) -> Result<(), DriverError> {
-        self.ctx.bind_to_thread()?;
+        self.ctx.check_err()?;
+        self.synchronize_tracking()
+    }
+
+    /// [`synchronize`](Self::synchronize) for `Drop` paths: binds the context whatever error is
+    /// parked.
+    pub(crate) fn synchronize_tracking(&self) -> Result<(), DriverError> {
+        self.ctx.bind()?;
         // SAFETY: the stream is alive.
         unsafe { result::stream::synchronize(self.cu_stream) }
     }
@@ -158,7 +169,14 @@ impl CudaStream {
     /// Makes later work on this stream wait for the work recorded in `event`.
     #[doc(alias = "cuStreamWaitEvent")]
     pub fn wait(&self, event: &CudaEvent) -> Result<(), DriverError> {
-        self.ctx.bind_to_thread()?;
+        self.ctx.check_err()?;
+        self.wait_tracking(event)
+    }
+
+    /// [`wait`](Self::wait) for the crate's own bookkeeping: binds the context whatever error
+    /// is parked, so that ordering is kept after an error too.
+    pub(crate) fn wait_tracking(&self, event: &CudaEvent) -> Result<(), DriverError> {
+        self.ctx.bind()?;
         // SAFETY: both handles are alive.
         unsafe {
             result::stream::wait_event(

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use crate::driver::sys::CUdeviceptr;
-use crate::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, LaunchArgs, PushKernelArg};
+use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchArgs, PushKernelArg};
 use crate::error::Result;
+use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::{grid, shape, Kernels};
 
 /// An activation function, as the `prism_<name>_f32` kernels compute it (the CPU fallback's
@@ -91,8 +92,8 @@ pub fn forward(
     if n == 0 {
         return Ok(());
     }
-    let (xp, _read) = x.device_ptr(stream);
-    let (op, _write) = out.device_ptr_mut(stream);
+    let (xp, _read) = x.checked_ptr(stream)?;
+    let (op, _write) = out.checked_ptr_mut(stream)?;
     launch(kernels, stream, act, act.kernel(), &[xp, op], n)
 }
 
@@ -107,7 +108,7 @@ pub fn forward_inplace(
     if n == 0 {
         return Ok(());
     }
-    let (xp, _write) = x.device_ptr_mut(stream);
+    let (xp, _write) = x.checked_ptr_mut(stream)?;
     launch(kernels, stream, act, act.kernel(), &[xp, xp], n)
 }
 
@@ -124,9 +125,9 @@ pub fn backward(
     if n == 0 {
         return Ok(());
     }
-    let (gp, _read_dy) = dy.device_ptr(stream);
-    let (xp, _read_x) = x.device_ptr(stream);
-    let (dp, _write) = dx.device_ptr_mut(stream);
+    let (gp, _read_dy) = dy.checked_ptr(stream)?;
+    let (xp, _read_x) = x.checked_ptr(stream)?;
+    let (dp, _write) = dx.checked_ptr_mut(stream)?;
     launch(kernels, stream, act, act.backward_kernel(), &[gp, xp, dp], n)
 }
 
@@ -142,7 +143,7 @@ pub fn backward_inplace(
     if n == 0 {
         return Ok(());
     }
-    let (xp, _read) = x.device_ptr(stream);
-    let (gp, _write) = dy.device_ptr_mut(stream);
+    let (xp, _read) = x.checked_ptr(stream)?;
+    let (gp, _write) = dy.checked_ptr_mut(stream)?;
     launch(kernels, stream, act, act.backward_kernel(), &[gp, xp, gp], n)
 }

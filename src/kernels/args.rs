@@ -1,10 +1,46 @@
 //! Kernel arguments: sizes checked against the kernels' `int` parameters, and optional buffers
 //! passed as null pointers.
 
+use std::sync::Arc;
+
 use crate::driver::{
-    sys::CUdeviceptr, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop,
+    sys::{self, CUdeviceptr},
+    CudaContext, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, SyncOnDrop,
 };
 use crate::error::{Error, Result};
+
+/// `Ok` when `buffer_stream` (the stream a buffer was allocated on) belongs to the context of
+/// `stream`; a buffer of another context is refused with `CUDA_ERROR_INVALID_CONTEXT` (its
+/// address means nothing there, and its tracking events could not be waited on).
+pub fn same_context(buffer_stream: &CudaStream, stream: &CudaStream) -> Result<()> {
+    let (ours, theirs): (&Arc<CudaContext>, &Arc<CudaContext>) = (stream.context(), buffer_stream.context());
+    if Arc::ptr_eq(ours, theirs) || ours == theirs {
+        Ok(())
+    } else {
+        Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT).into())
+    }
+}
+
+/// A buffer's address for a launch on `stream`, after checking that it belongs to `stream`'s
+/// context ([`same_context`]). Every launcher takes its buffers' addresses through this.
+pub trait CheckedPtr<T>: DevicePtr<T> {
+    /// [`DevicePtr::device_ptr`], or an error for a buffer of another context.
+    fn checked_ptr<'a>(&'a self, stream: &'a CudaStream) -> Result<(CUdeviceptr, SyncOnDrop<'a>)> {
+        same_context(self.stream(), stream)?;
+        Ok(self.device_ptr(stream))
+    }
+}
+impl<T, S: DevicePtr<T> + ?Sized> CheckedPtr<T> for S {}
+
+/// The writable counterpart of [`CheckedPtr`].
+pub trait CheckedPtrMut<T>: DevicePtrMut<T> {
+    /// [`DevicePtrMut::device_ptr_mut`], or an error for a buffer of another context.
+    fn checked_ptr_mut<'a>(&'a mut self, stream: &'a CudaStream) -> Result<(CUdeviceptr, SyncOnDrop<'a>)> {
+        same_context(self.stream(), stream)?;
+        Ok(self.device_ptr_mut(stream))
+    }
+}
+impl<T, S: DevicePtrMut<T> + ?Sized> CheckedPtrMut<T> for S {}
 
 /// The null device pointer the kernels read as "absent" (gamma, beta, statistics outputs).
 pub const NULL: CUdeviceptr = 0;
@@ -22,13 +58,13 @@ pub fn int(op: &'static str, name: &str, value: usize) -> Result<i32> {
 pub fn input<'a, T>(
     view: Option<&'a CudaView<'_, T>>,
     stream: &'a CudaStream,
-) -> (CUdeviceptr, Option<SyncOnDrop<'a>>) {
+) -> Result<(CUdeviceptr, Option<SyncOnDrop<'a>>)> {
     match view {
         Some(v) => {
-            let (ptr, guard) = v.device_ptr(stream);
-            (ptr, Some(guard))
+            let (ptr, guard) = v.checked_ptr(stream)?;
+            Ok((ptr, Some(guard)))
         }
-        None => (NULL, None),
+        None => Ok((NULL, None)),
     }
 }
 
@@ -36,13 +72,13 @@ pub fn input<'a, T>(
 pub fn output<'a, T>(
     view: Option<&'a mut CudaViewMut<'_, T>>,
     stream: &'a CudaStream,
-) -> (CUdeviceptr, Option<SyncOnDrop<'a>>) {
+) -> Result<(CUdeviceptr, Option<SyncOnDrop<'a>>)> {
     match view {
         Some(v) => {
-            let (ptr, guard) = v.device_ptr_mut(stream);
-            (ptr, Some(guard))
+            let (ptr, guard) = v.checked_ptr_mut(stream)?;
+            Ok((ptr, Some(guard)))
         }
-        None => (NULL, None),
+        None => Ok((NULL, None)),
     }
 }
 

@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::driver::{CudaStream, CudaView, CudaViewMut, DevicePtrMut, PushKernelArg};
+use crate::driver::{CudaStream, CudaView, CudaViewMut, PushKernelArg};
 use crate::error::Result;
+use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::{grid, shape, Kernels};
 
 /// The binary operations `out = a ∘ b`.
@@ -121,7 +122,7 @@ pub fn scale_inplace(
     let count = n as u64;
     // The kernel allows its output to alias its input, so the one buffer is passed as both; the
     // guard records the write for other streams when it drops after the launch.
-    let (ptr, _write) = x.device_ptr_mut(stream);
+    let (ptr, _write) = x.checked_ptr_mut(stream)?;
     // SAFETY: reads and writes the n elements `x` holds, in place, which the kernel supports.
     unsafe {
         stream

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use crate::error::{Error, Result};
-use crate::kernels::{args, grid, Kernels};
+use crate::kernels::{args, grid, shape, Kernels};
 
 /// Warps (rows) per block of the row-per-warp kernel.
 const ROWS_PER_BLOCK: usize = 8;
@@ -46,10 +46,8 @@ impl Gemv {
                 got: format!("lda = {lda}"),
             });
         }
-        let need =
-            if m == 0 || n == 0 { Some(0) } else { (m - 1).checked_mul(lda).and_then(|v| v.checked_add(n)) };
-        match need {
-            Some(need) if a >= need => {}
+        match shape::strided_extent(op, "a", 1, 0, m, lda, n) {
+            Ok(need) if a >= need => {}
             _ => {
                 return Err(Error::Shape {
                     op,

@@ -5,10 +5,9 @@
 use std::sync::Arc;
 
 use crate::driver::sys::CUdeviceptr;
-use crate::driver::{
-    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg,
-};
+use crate::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use crate::error::{Error, Result};
+use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::gemv::{self, Gemv};
 use crate::kernels::{args, grid, shape, Kernels};
 
@@ -49,9 +48,12 @@ impl Csr<'_> {
     /// checked this way before it is uploaded.
     pub fn check(&self, op: &'static str, rows: usize, cols: usize) -> Result<()> {
         let bad = |expected: String, got: String| Err(Error::Shape { op, expected, got });
-        if self.row_ptr.len() != rows + 1 {
+        let Some(offsets) = rows.checked_add(1) else {
+            return bad(format!("at most {} rows", usize::MAX - 1), format!("{rows} rows"));
+        };
+        if self.row_ptr.len() != offsets {
             return bad(
-                format!("`row_ptr` of rows + 1 = {} offsets", rows + 1),
+                format!("`row_ptr` of rows + 1 = {offsets} offsets"),
                 format!("{} offsets", self.row_ptr.len()),
             );
         }
@@ -203,8 +205,8 @@ pub fn matvec_reservoir(
 ) -> Result<()> {
     let n = x.len();
     args::optional_len("matvec_reservoir", "out", Some(out.len()), n)?;
-    let (xp, _x) = x.device_ptr(stream);
-    let (op, _o) = out.device_ptr_mut(stream);
+    let (xp, _x) = x.checked_ptr(stream)?;
+    let (op, _o) = out.checked_ptr_mut(stream)?;
     reservoir_launch(kernels, stream, w, xp, op, n)
 }
 
@@ -336,7 +338,8 @@ impl Patterns {
         }
         shape::matrix(op, "spikes", spikes, t, n)?;
         shape::matrix(op, "templates", templates, p, w.saturating_mul(n))?;
-        Ok(p * self.positions())
+        // With n = 0 every length above is 0 whatever p is: the product is checked too.
+        shape::elements(op, "out", &[p, self.positions()])
     }
 }
 
@@ -365,7 +368,7 @@ pub fn pattern_correlation(
         return Ok(());
     }
     // The kernel also forms w * n and p * (t - w + 1) as `int`s.
-    args::int(OP, "w * n", dims.w * dims.n)?;
+    args::int(OP, "w * n", shape::elements(OP, "a template", &[dims.w, dims.n])?)?;
     args::int(OP, "p * (t - w + 1)", out.len())?;
     let (t, n) = (args::int(OP, "t", dims.t)?, args::int(OP, "n", dims.n)?);
     let (p, w) = (args::int(OP, "p", dims.p)?, args::int(OP, "w", dims.w)?);
@@ -450,12 +453,12 @@ pub fn spectral_radius(
     let mut norm = stream.alloc_zeros::<f32>(1)?;
     power_iteration_init(kernels, stream, &mut v.as_view_mut(), seed)?;
     {
-        let (vp, _v) = v.device_ptr_mut(stream);
+        let (vp, _v) = v.checked_ptr_mut(stream)?;
         normalize(kernels, stream, vp, vp, &mut norm, ni)?;
     }
     for _ in 0..iters {
-        let (vp, _v) = v.device_ptr_mut(stream);
-        let (tp, _t) = t.device_ptr_mut(stream);
+        let (vp, _v) = v.checked_ptr_mut(stream)?;
+        let (tp, _t) = t.checked_ptr_mut(stream)?;
         reservoir_launch(kernels, stream, w, vp, tp, n)?;
         normalize(kernels, stream, tp, vp, &mut norm, ni)?;
     }

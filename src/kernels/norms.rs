@@ -6,10 +6,9 @@ use std::sync::Arc;
 use half::bf16;
 
 use crate::driver::sys::CUdeviceptr;
-use crate::driver::{
-    CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
-};
+use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use crate::error::{Error, Result};
+use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::rows::{self, RowContract};
 use crate::kernels::{args, grid, shape, Kernels};
 
@@ -99,12 +98,12 @@ pub fn layer_norm<T: NormElement>(
     let (r, c) = (args::int(op, "rows", rows)?, args::int(op, "cols", cols)?);
     let function = kernels.function(op)?;
     let cfg = rows::config(kernels, &function, T::LAYER_NORM_ROWS, rows, cols)?;
-    let (xp, _x) = x.device_ptr(stream);
-    let (gp, _g) = args::input(gamma, stream);
-    let (bp, _b) = args::input(beta, stream);
-    let (op_, _o) = out.device_ptr_mut(stream);
-    let (mp, _m) = args::output(mean, stream);
-    let (sp, _s) = args::output(rstd, stream);
+    let (xp, _x) = x.checked_ptr(stream)?;
+    let (gp, _g) = args::input(gamma, stream)?;
+    let (bp, _b) = args::input(beta, stream)?;
+    let (op_, _o) = out.checked_ptr_mut(stream)?;
+    let (mp, _m) = args::output(mean, stream)?;
+    let (sp, _s) = args::output(rstd, stream)?;
     // SAFETY: x and out hold rows * cols elements, gamma/beta cols, mean/rstd rows (checked above)
     // or are null, which the kernel skips.
     unsafe {
@@ -154,10 +153,10 @@ pub fn rms_norm<T: NormElement>(
     let (r, c) = (args::int(op, "rows", rows)?, args::int(op, "cols", cols)?);
     let function = kernels.function(op)?;
     let cfg = rows::config(kernels, &function, T::RMS_NORM_ROWS, rows, cols)?;
-    let (xp, _x) = x.device_ptr(stream);
-    let (gp, _g) = args::input(gamma, stream);
-    let (op_, _o) = out.device_ptr_mut(stream);
-    let (sp, _s) = args::output(rstd, stream);
+    let (xp, _x) = x.checked_ptr(stream)?;
+    let (gp, _g) = args::input(gamma, stream)?;
+    let (op_, _o) = out.checked_ptr_mut(stream)?;
+    let (sp, _s) = args::output(rstd, stream)?;
     // SAFETY: x and out hold rows * cols elements, gamma cols, rstd rows (checked above) or null.
     unsafe {
         stream
@@ -224,10 +223,10 @@ fn batch_norm_launch(
     }
     let (ni, ci, hwi) = (args::int(OP, "n", n)?, args::int(OP, "c", c)?, args::int(OP, "hw", hw)?);
     let function = kernels.function(OP)?;
-    let (mp, _m) = channels.mean.device_ptr(stream);
-    let (vp, _v) = channels.var.device_ptr(stream);
-    let (gp, _g) = args::input(channels.gamma, stream);
-    let (bp, _b) = args::input(channels.beta, stream);
+    let (mp, _m) = channels.mean.checked_ptr(stream)?;
+    let (vp, _v) = channels.var.checked_ptr(stream)?;
+    let (gp, _g) = args::input(channels.gamma, stream)?;
+    let (bp, _b) = args::input(channels.beta, stream)?;
     // SAFETY: x and out address n * c * hw elements (checked by the callers and above), the
     // per-channel operands c elements or null; out may alias x.
     unsafe {
@@ -261,8 +260,8 @@ pub fn batch_norm(
 ) -> Result<()> {
     shape::same_len("prism_batch_norm_apply_f32", &[("x", x.len()), ("out", out.len())])?;
     let len = x.len();
-    let (xp, _x) = x.device_ptr(stream);
-    let (op, _o) = out.device_ptr_mut(stream);
+    let (xp, _x) = x.checked_ptr(stream)?;
+    let (op, _o) = out.checked_ptr_mut(stream)?;
     batch_norm_launch(kernels, stream, xp, op, channels, len, shape_, eps)
 }
 
@@ -276,7 +275,7 @@ pub fn batch_norm_inplace(
     eps: f32,
 ) -> Result<()> {
     let len = x.len();
-    let (xp, _x) = x.device_ptr_mut(stream);
+    let (xp, _x) = x.checked_ptr_mut(stream)?;
     batch_norm_launch(kernels, stream, xp, xp, channels, len, shape_, eps)
 }
 
@@ -337,12 +336,12 @@ pub fn batch_norm_stats(
     // SAFETY: the partials kernel writes all c * slices (count, mean, M2) triples before the finish
     // kernel, ordered after it on the stream, reads them.
     let mut part = unsafe { stream.alloc::<f64>(3 * c * slices) }?;
-    let (xp, _x) = x.device_ptr(stream);
-    let (pp, _p) = part.device_ptr_mut(stream);
-    let (mp, _m) = mean.device_ptr_mut(stream);
-    let (vp, _v) = var.device_ptr_mut(stream);
-    let (rmp, _rm) = args::output(rm, stream);
-    let (rvp, _rv) = args::output(rv, stream);
+    let (xp, _x) = x.checked_ptr(stream)?;
+    let (pp, _p) = part.checked_ptr_mut(stream)?;
+    let (mp, _m) = mean.checked_ptr_mut(stream)?;
+    let (vp, _v) = var.checked_ptr_mut(stream)?;
+    let (rmp, _rm) = args::output(rm, stream)?;
+    let (rvp, _rv) = args::output(rv, stream)?;
     let cfg = LaunchConfig {
         grid_dim: (c as u32, slices as u32, 1),
         block_dim: (BLOCK, 1, 1),

@@ -159,7 +159,7 @@ pub fn argmax(
     unsafe {
         stream.launch_builder(&partial).arg(x).arg(&mut values).arg(&mut indices).arg(&count).launch(cfg)
     }?;
-    let (vp, _v) = args::output(value, stream);
+    let (vp, _v) = args::output(value, stream)?;
     // SAFETY: reads the partials, writes index[0] and value[0] (or skips the null value).
     unsafe {
         stream

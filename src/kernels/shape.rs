@@ -2,9 +2,12 @@
 
 use crate::error::{Error, Result};
 
-/// The common length of `operands` (name, length), or [`Error::Shape`] naming the first mismatch.
+/// The common length of `operands` (name, length), or [`Error::Shape`] naming the first mismatch
+/// (or saying that no operand was given).
 pub fn same_len(op: &'static str, operands: &[(&str, usize)]) -> Result<usize> {
-    let (first_name, n) = operands[0];
+    let Some(&(first_name, n)) = operands.first() else {
+        return Err(Error::Shape { op, expected: "at least one operand".into(), got: "none".into() });
+    };
     match operands.iter().find(|(_, len)| *len != n) {
         None => Ok(n),
         Some((name, len)) => Err(Error::Shape {
@@ -13,6 +16,52 @@ pub fn same_len(op: &'static str, operands: &[(&str, usize)]) -> Result<usize> {
             got: format!("{len} elements"),
         }),
     }
+}
+
+/// The product of `dims` (the element count of a `dims[0] x dims[1] x ...` operand called `name`),
+/// or [`Error::Shape`] when it does not fit in `usize`. Every element count computed from a
+/// caller's dimensions goes through this or [`strided_extent`].
+pub fn elements(op: &'static str, name: &str, dims: &[usize]) -> Result<usize> {
+    dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| Error::Shape {
+        op,
+        expected: format!("`{name}` of {} elements, at most {}", show_dims(dims), usize::MAX),
+        got: "a product that overflows usize".into(),
+    })
+}
+
+/// The elements a strided operand called `name` spans: `count` blocks `stride` elements apart,
+/// each `rows` rows `ld` elements apart of `cols` elements, that is
+/// `(count - 1) * stride + (rows - 1) * ld + cols`, and 0 when `count`, `rows` or `cols` is 0.
+/// [`Error::Shape`] when that does not fit in `usize`.
+pub fn strided_extent(
+    op: &'static str,
+    name: &str,
+    count: usize,
+    stride: usize,
+    rows: usize,
+    ld: usize,
+    cols: usize,
+) -> Result<usize> {
+    if count == 0 || rows == 0 || cols == 0 {
+        return Ok(0);
+    }
+    (count - 1)
+        .checked_mul(stride)
+        .and_then(|blocks| (rows - 1).checked_mul(ld).and_then(|r| r.checked_add(blocks)))
+        .and_then(|span| span.checked_add(cols))
+        .ok_or_else(|| Error::Shape {
+            op,
+            expected: format!(
+                "`{name}` spanning at most {} elements ({count} x {rows} x {cols}, stride {stride}, \
+                 leading dimension {ld})",
+                usize::MAX
+            ),
+            got: "an extent that overflows usize".into(),
+        })
+}
+
+fn show_dims(dims: &[usize]) -> String {
+    dims.iter().map(usize::to_string).collect::<Vec<_>>().join(" x ")
 }
 
 /// Checks that `len` is `rows * cols` for a `rows x cols` operand called `name`.
@@ -36,6 +85,21 @@ mod tests {
         assert_eq!(same_len("add", &[("a", 3), ("b", 3), ("out", 3)]).unwrap(), 3);
         let err = same_len("add", &[("a", 3), ("b", 4)]).unwrap_err().to_string();
         assert_eq!(err, "add: expected `b` as long as `a` (3 elements), got 4 elements");
+        assert!(same_len("add", &[]).is_err());
+    }
+
+    #[test]
+    fn extents_are_checked() {
+        assert_eq!(elements("x", "a", &[3, 4, 5]).unwrap(), 60);
+        assert_eq!(elements("x", "a", &[]).unwrap(), 1);
+        assert!(elements("x", "a", &[usize::MAX, 2]).is_err());
+        assert_eq!(elements("x", "a", &[usize::MAX, 0]).unwrap(), 0);
+        assert_eq!(strided_extent("x", "a", 4, 21, 3, 7, 7).unwrap(), 84);
+        assert_eq!(strided_extent("x", "a", 0, usize::MAX, 3, 7, 7).unwrap(), 0);
+        assert_eq!(strided_extent("x", "a", 1, usize::MAX, 1, usize::MAX, 5).unwrap(), 5);
+        assert!(strided_extent("x", "a", 2, usize::MAX, 1, 1, 1).is_err());
+        assert!(strided_extent("x", "a", 1, 0, 3, usize::MAX / 2 + 1, 1).is_err());
+        assert!(strided_extent("x", "a", 2, usize::MAX - 1, 1, 1, 2).is_err());
     }
 
     #[test]

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use crate::driver::sys::CUdeviceptr;
-use crate::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, PushKernelArg};
+use crate::driver::{CudaStream, CudaView, CudaViewMut, PushKernelArg};
 use crate::error::Result;
+use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::rows::{self, RowContract};
 use crate::kernels::{args, shape, Kernels};
 
@@ -64,8 +65,8 @@ pub fn rows(
     if x.is_empty() {
         return Ok(());
     }
-    let (xp, _read) = x.device_ptr(stream);
-    let (op, _write) = out.device_ptr_mut(stream);
+    let (xp, _read) = x.checked_ptr(stream)?;
+    let (op, _write) = out.checked_ptr_mut(stream)?;
     launch(kernels, stream, kind, xp, op, rows, cols)
 }
 
@@ -82,6 +83,6 @@ pub fn rows_inplace(
     if x.is_empty() {
         return Ok(());
     }
-    let (xp, _write) = x.device_ptr_mut(stream);
+    let (xp, _write) = x.checked_ptr_mut(stream)?;
     launch(kernels, stream, kind, xp, xp, rows, cols)
 }

@@ -62,6 +62,7 @@ impl GpuOps {
 
     /// A host copy of `data` (waits for the work that writes it).
     pub fn download<T: DeviceRepr>(&self, data: &CudaSlice<T>) -> Result<Vec<T>> {
+        crate::kernels::args::same_context(data.stream(), &self.stream)?;
         Ok(self.stream.clone_dtoh(data)?)
     }
 

@@ -32,8 +32,18 @@ impl ProductionGpuRuntime {
     ) -> Result<Vec<f32>> {
         shape::matrix("matmul", "a", a.len(), m, k)?;
         shape::matrix("matmul", "b", b.len(), k, n)?;
-        let mut c = vec![0.0; m * n];
-        self.gemm(&Gemm::new(m, n, k).with_precision(precision), a, b, &mut c)?;
+        let g = Gemm::new(m, n, k).with_precision(precision);
+        // Every check before the m x n allocation (with k = 0, a and b are empty whatever m, n).
+        let c_len = shape::elements("matmul", "c", &[m, n])?;
+        g.validate(a.len(), b.len(), c_len)?;
+        let mut c = Vec::new();
+        c.try_reserve_exact(c_len).map_err(|_| crate::Error::Shape {
+            op: "matmul",
+            expected: format!("an m x n = {m} x {n} product that fits in host memory"),
+            got: format!("{c_len} f32 elements"),
+        })?;
+        c.resize(c_len, 0.0);
+        self.gemm(&g, a, b, &mut c)?;
         Ok(c)
     }
 
@@ -69,8 +79,10 @@ impl ProductionGpuRuntime {
         match &self.backend {
             Backend::Gpu(gpu) => gpu.host(|ops| {
                 let (da, db) = (ops.upload(a)?, ops.upload(b)?);
-                let (_, _, need_c) = g.min_lens();
-                let packed = need_c == c.len() && g.ldc == g.n && (g.batch == 1 || g.stride_c == g.m * g.n);
+                let (_, _, need_c) = g.min_lens()?;
+                let packed = need_c == c.len()
+                    && g.ldc == g.n
+                    && (g.batch == 1 || Some(g.stride_c) == g.m.checked_mul(g.n));
                 let mut dc = if g.beta == 0.0 && packed {
                     // SAFETY: a packed C with beta == 0: the GEMM writes every element.
                     unsafe { ops.stream().alloc::<TOut>(c.len()) }?
@@ -81,10 +93,7 @@ impl ProductionGpuRuntime {
                 ops.stream().memcpy_dtoh(&dc, c)?;
                 Ok(())
             }),
-            Backend::Cpu { .. } => {
-                cpu::gemm(g, precision, a, b, c);
-                Ok(())
-            }
+            Backend::Cpu { .. } => cpu::gemm(g, precision, a, b, c),
         }
     }
 
@@ -105,7 +114,7 @@ impl ProductionGpuRuntime {
         let mut checks = Vec::with_capacity(cases.len());
         for (precision, g, tolerance) in cases {
             let g = g.with_precision(precision);
-            let (la, lb, lc) = g.min_lens();
+            let (la, lb, lc) = g.min_lens()?;
             let (a, b, c0) = (rng.vec(la, -1.0, 1.0), rng.vec(lb, -1.0, 1.0), rng.vec(lc, -1.0, 1.0));
             let reference = reference(&g, &a, &b, &c0);
             let run = |rt: &Self| -> Result<Vec<f32>> {
@@ -141,7 +150,7 @@ impl ProductionGpuRuntime {
         c: &mut [TOut],
     ) -> Result<()> {
         g.validate(a.len(), b.len(), c.len())?;
-        let (need_a, need_b, _) = g.min_lens();
+        let (need_a, need_b, _) = g.min_lens()?;
         let (a, b) = (cpu::narrowed::<TIn, T>(&a[..need_a]), cpu::narrowed::<TIn, T>(&b[..need_b]));
         self.gemm::<T, TOut>(g, &a, &b, c)
     }
@@ -174,17 +183,15 @@ impl GpuOps {
         effective_precision::<f32, f32>(precision)?;
         shape::matrix("matmul", "a", a.len(), m, k)?;
         shape::matrix("matmul", "b", b.len(), k, n)?;
-        if m * n == 0 {
+        let g = Gemm::new(m, n, k).with_precision(precision);
+        let c_len = shape::elements("matmul", "c", &[m, n])?;
+        g.validate(a.len(), b.len(), c_len)?;
+        if c_len == 0 {
             return Ok(self.stream().null()?);
         }
         // SAFETY: with beta == 0 the GEMM writes all m x n elements (k == 0 included).
-        let mut c = unsafe { self.stream().alloc::<f32>(m * n) }?;
-        self.gemm(
-            &Gemm::new(m, n, k).with_precision(precision),
-            &a.as_view(),
-            &b.as_view(),
-            &mut c.as_view_mut(),
-        )?;
+        let mut c = unsafe { self.stream().alloc::<f32>(c_len) }?;
+        self.gemm(&g, &a.as_view(), &b.as_view(), &mut c.as_view_mut())?;
         Ok(c)
     }
 }

@@ -65,11 +65,24 @@ pub fn candidates(env_var: &str, names: &[&str]) -> Vec<String> {
 }
 
 /// Opens the first of `candidates` that the dynamic loader accepts.
-pub fn open_first(library: &'static str, candidates: &[String]) -> Result<libloading::Library, LoadError> {
+///
+/// # Safety
+/// Opening a library runs its initialisers (ELF constructors, `DllMain`), which may do anything, and
+/// on some platforms it is not thread-safe with respect to other loader calls (see
+/// [`libloading::Library::new`]). The caller must make sure every name in `candidates` that can be
+/// opened is a library whose initialisers are sound to run in this process.
+///
+/// ```compile_fail,E0133
+/// let _ = prism_gpu::sys::loader::open_first("libm", &["libm.so.6".to_string()]);
+/// ```
+pub unsafe fn open_first(
+    library: &'static str,
+    candidates: &[String],
+) -> Result<libloading::Library, LoadError> {
     let mut tried = Vec::with_capacity(candidates.len());
     for name in candidates {
-        // SAFETY: opening a CUDA library runs its initialisers, which have no preconditions; the
-        // libraries named here are the system's own CUDA libraries or ones the user pointed us to.
+        // SAFETY: the caller guarantees that any of `candidates` the loader opens has initialisers
+        // that are sound to run here (this function's contract).
         match unsafe { libloading::Library::new(name) } {
             Ok(lib) => return Ok(lib),
             Err(e) => tried.push(Attempt { name: name.clone(), reason: e.to_string() }),
@@ -110,10 +123,24 @@ pub type Nvrtc = Loaded<NvrtcFunctions>;
 
 impl Driver {
     /// Opens the first of `candidates` as the CUDA driver (no process-wide caching: see [`driver`]).
-    pub fn open(candidates: &[String]) -> Result<Self, LoadError> {
-        let library = open_first("the CUDA driver library (libcuda)", candidates)?;
-        // SAFETY: the library was found under a CUDA driver name, so its symbols follow cuda.h;
-        // the table is stored beside the library, which outlives it.
+    ///
+    /// # Safety
+    /// Opening runs the library's initialisers (see [`open_first`]), and the returned table calls
+    /// the library's exported functions with the signatures `cuda.h` gives them. The caller must
+    /// make sure the first of `candidates` that opens is a CUDA driver (or an ABI-compatible
+    /// implementation) whose initialisers are sound to run, and whose every exported symbol named
+    /// like a driver entry point has that entry point's C signature and behaviour. Opening an
+    /// unrelated library (say `libm.so.6`) is not an error this function can detect.
+    ///
+    /// Calling it from safe code does not compile:
+    /// ```compile_fail,E0133
+    /// let _ = prism_gpu::sys::Driver::open(&["libm.so.6".to_string()]);
+    /// ```
+    pub unsafe fn open(candidates: &[String]) -> Result<Self, LoadError> {
+        // SAFETY: the caller guarantees the candidates' initialisers are sound to run.
+        let library = unsafe { open_first("the CUDA driver library (libcuda)", candidates)? };
+        // SAFETY: the caller guarantees the library's symbols follow cuda.h; the table is stored
+        // beside the library, which outlives it.
         let functions = unsafe { DriverFunctions::load(&library) };
         Ok(Loaded { functions, _library: library })
     }
@@ -121,22 +148,55 @@ impl Driver {
 
 impl Nvrtc {
     /// Opens the first of `candidates` as NVRTC (no process-wide caching: see [`nvrtc`]).
-    pub fn open(candidates: &[String]) -> Result<Self, LoadError> {
-        let library = open_first("the NVRTC library", candidates)?;
-        // SAFETY: as for the driver: NVRTC names, nvrtc.h signatures, library kept beside the table.
+    ///
+    /// # Safety
+    /// As for [`Driver::open`]: the first of `candidates` that opens must be an NVRTC library whose
+    /// initialisers are sound to run and whose exported NVRTC entry points have the signatures and
+    /// behaviour `nvrtc.h` gives them.
+    ///
+    /// ```compile_fail,E0133
+    /// let _ = prism_gpu::sys::Nvrtc::open(&["libm.so.6".to_string()]);
+    /// ```
+    pub unsafe fn open(candidates: &[String]) -> Result<Self, LoadError> {
+        // SAFETY: the caller guarantees the candidates' initialisers are sound to run.
+        let library = unsafe { open_first("the NVRTC library", candidates)? };
+        // SAFETY: the caller guarantees nvrtc.h signatures; the library is kept beside the table.
         let functions = unsafe { NvrtcFunctions::load(&library) };
         Ok(Loaded { functions, _library: library })
     }
 }
 
 /// The process-wide CUDA driver, opened on first use.
+///
+/// This is safe to call although [`Driver::open`] is not: it opens only the well-known names of the
+/// system's CUDA driver (`libcuda.so.1`, `libcuda.so`, `nvcuda.dll`) or the path in
+/// `$PRISM_CUDA_DRIVER`. A library installed under the driver's own name is trusted to be the driver,
+/// as every libloading-based binding (cudarc with `dynamic-loading`, ash for `libvulkan`) trusts it;
+/// the environment override is the process owner's configuration, with the same standing as
+/// `LD_LIBRARY_PATH` or `LD_PRELOAD`, which can already substitute any library the process loads.
 pub fn driver() -> Result<&'static Driver, LoadError> {
     static DRIVER: OnceLock<Result<Driver, LoadError>> = OnceLock::new();
-    DRIVER.get_or_init(|| Driver::open(&candidates(DRIVER_ENV, DRIVER_NAMES))).as_ref().map_err(Clone::clone)
+    DRIVER
+        .get_or_init(|| {
+            // SAFETY: the candidates are the CUDA driver's well-known names and the process owner's
+            // override; a library found under them is trusted to be the driver (see above).
+            unsafe { Driver::open(&candidates(DRIVER_ENV, DRIVER_NAMES)) }
+        })
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// The process-wide NVRTC library, opened on first use.
+///
+/// Safe for the reason [`driver`] is: only NVRTC's well-known names and the process owner's
+/// `$PRISM_NVRTC_LIBRARY` override are opened.
 pub fn nvrtc() -> Result<&'static Nvrtc, LoadError> {
     static NVRTC: OnceLock<Result<Nvrtc, LoadError>> = OnceLock::new();
-    NVRTC.get_or_init(|| Nvrtc::open(&candidates(NVRTC_ENV, NVRTC_NAMES))).as_ref().map_err(Clone::clone)
+    NVRTC
+        .get_or_init(|| {
+            // SAFETY: NVRTC's well-known names and the process owner's override (see above).
+            unsafe { Nvrtc::open(&candidates(NVRTC_ENV, NVRTC_NAMES)) }
+        })
+        .as_ref()
+        .map_err(Clone::clone)
 }

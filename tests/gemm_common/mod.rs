@@ -82,7 +82,7 @@ impl Spec {
             stride(g.b_dims().0, g.ldb),
             stride(self.m, g.ldc),
         );
-        let (la, lb, lc) = g.min_lens();
+        let (la, lb, lc) = g.min_lens().expect("test shapes fit in usize");
         let c = if self.beta == 0.0 { vec![f32::NAN; lc] } else { rng.vec(lc, -1.0, 1.0) };
         Case { g, a: rng.vec(la, -1.0, 1.0), b: rng.vec(lb, -1.0, 1.0), c }
     }

@@ -14,11 +14,12 @@ use std::sync::{Arc, Mutex};
 
 use crate::driver::sys::CUfunction_attribute;
 use crate::driver::{
-    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, LaunchConfig,
-    PushKernelArg,
+    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg,
 };
 use crate::error::{Error, Result};
+use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::grid::{self, GRID_YZ_MAX};
+use crate::kernels::shape;
 use crate::kernels::Kernels;
 
 use dispatch::{Device, Feed, Plan, TmaReady, SIMT64_TILE_M, SIMT_TILE_N, TILE_M, TMA_FAST_PITCH};
@@ -66,9 +67,9 @@ pub fn gemm<TIn: Element, TOut: Element>(
     }
     // The guards record the reads and the write for other streams when they drop, after the
     // launches below.
-    let (pa, _read_a) = a.device_ptr(stream);
-    let (pb, _read_b) = b.device_ptr(stream);
-    let (pc, _write_c) = c.device_ptr_mut(stream);
+    let (pa, _read_a) = a.checked_ptr(stream)?;
+    let (pb, _read_b) = b.checked_ptr(stream)?;
+    let (pc, _write_c) = c.checked_ptr_mut(stream)?;
     // SAFETY: `validate` checked that the three views hold every element `g` touches.
     unsafe { run::<TIn, TOut>(kernels, stream, workspace, g, precision, [pa, pb, pc]) }
 }
@@ -111,7 +112,7 @@ unsafe fn run<TIn: Element, TOut: Element>(
     if g.k == 0 {
         // C = beta * C: a k = 1 product of zeros (alpha 0), read through zero strides.
         let zeros = stream.clone_htod(&[TIn::from_f32(0.0); SMALL_TILE])?;
-        let (pz, _read_z) = zeros.device_ptr(stream);
+        let (pz, _read_z) = zeros.checked_ptr(stream)?;
         // Leading dimensions 0 with A as stored and B transposed: every read is element 0.
         let scale_only = Gemm {
             k: 1,
@@ -372,7 +373,7 @@ impl SplitK<'_> {
         // SAFETY: the partial launches write every element of the `parts` m x n matrices before
         // the reduction reads them.
         unsafe { grow(&mut scratch, stream, parts * outputs * size_of::<f32>()) }?;
-        let (partials, _write_partials) = scratch.as_mut().expect("grown above").device_ptr_mut(stream);
+        let (partials, _write_partials) = scratch.as_mut().expect("grown above").checked_ptr_mut(stream)?;
 
         // The next slice of k is `depth` columns further along A stored m x k, rows along k x m.
         let step_a = if g.trans_a { depth * g.lda } else { depth };
@@ -474,12 +475,21 @@ fn sm90<TIn: Element, TOut: Element>(
     // pitch), A's then B's, in one workspace; every matrix starts on a 128-byte boundary.
     let most = g.batch.min(GRID_YZ_MAX);
     let region = |feed: Feed, (rows, cols): (usize, usize), k_major_rows: usize| match feed {
-        Feed::InPlace => 0,
-        Feed::Transpose => most * k_major_rows * staged_ld * size_of::<f32>(),
-        Feed::Repitch => rows * repitched_ld(cols) * es as usize,
+        Feed::InPlace => Ok(0),
+        Feed::Transpose => {
+            shape::elements("gemm", "workspace", &[most, k_major_rows, staged_ld, size_of::<f32>()])
+        }
+        Feed::Repitch => shape::elements("gemm", "workspace", &[rows, repitched_ld(cols), es as usize]),
     };
-    let bytes_a = region(feed_a, g.a_dims(), g.m).next_multiple_of(TMA_FAST_PITCH);
-    let need = bytes_a + region(feed_b, g.b_dims(), g.n);
+    let (bytes_a, bytes_b) = (region(feed_a, g.a_dims(), g.m)?, region(feed_b, g.b_dims(), g.n)?);
+    let (bytes_a, need) = bytes_a
+        .checked_next_multiple_of(TMA_FAST_PITCH)
+        .and_then(|bytes_a| Some((bytes_a, bytes_a.checked_add(bytes_b)?)))
+        .ok_or_else(|| Error::Shape {
+            op: "gemm",
+            expected: "a workspace that fits in usize".into(),
+            got: format!("{bytes_a} + {bytes_b} bytes"),
+        })?;
     let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: each launch's transposes and copies write every element that its GEMM reads (rows x
     // k of each entry, or the stored matrix) before the GEMM runs; the pitch padding is never read
@@ -488,7 +498,7 @@ fn sm90<TIn: Element, TOut: Element>(
     // The guard orders the workspace writes after the buffer's earlier uses and records them.
     let (scratch_base, _write_scratch) = match scratch.as_mut() {
         Some(ws) if need > 0 => {
-            let (base, guard) = ws.device_ptr_mut(stream);
+            let (base, guard) = ws.checked_ptr_mut(stream)?;
             (base, Some(guard))
         }
         _ => (0, None),

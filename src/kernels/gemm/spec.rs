@@ -5,6 +5,7 @@ use half::{bf16, f16};
 
 use crate::driver::DeviceRepr;
 use crate::error::{Error, Result};
+use crate::kernels::shape;
 
 /// How the products are computed. Accumulation is always f32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -179,9 +180,11 @@ impl Gemm {
             ldb: n,
             ldc: n,
             batch: 1,
-            stride_a: m * k,
-            stride_b: k * n,
-            stride_c: m * n,
+            // Saturating: the strides of one matrix are never used, and `validate` refuses
+            // dimensions this large before anything runs.
+            stride_a: m.saturating_mul(k),
+            stride_b: k.saturating_mul(n),
+            stride_c: m.saturating_mul(n),
             precision: Precision::F32,
         }
     }
@@ -248,24 +251,20 @@ impl Gemm {
         2.0 * self.m as f64 * self.n as f64 * self.k as f64 * self.batch as f64
     }
 
-    /// Elements that the operands must hold at least: (A, B, C).
-    pub fn min_lens(&self) -> (usize, usize, usize) {
-        let need = |(rows, cols): (usize, usize), ld: usize, stride: usize| {
-            let one = if rows == 0 || cols == 0 { 0 } else { (rows - 1) * ld + cols };
-            if one == 0 || self.batch == 0 {
-                0
-            } else {
-                (self.batch - 1) * stride + one
-            }
-        };
+    /// Elements that the operands must hold at least: (A, B, C), or [`Error::Shape`] when one of
+    /// them does not fit in `usize` (computed with [`shape::strided_extent`]).
+    pub fn min_lens(&self) -> Result<(usize, usize, usize)> {
         if self.is_empty() {
-            return (0, 0, 0);
+            return Ok((0, 0, 0));
         }
-        (
-            need(self.a_dims(), self.lda, self.stride_a),
-            need(self.b_dims(), self.ldb, self.stride_b),
-            need((self.m, self.n), self.ldc, self.stride_c),
-        )
+        let need = |name: &str, (rows, cols): (usize, usize), ld: usize, stride: usize| {
+            shape::strided_extent("gemm", name, self.batch, stride, rows, ld, cols)
+        };
+        Ok((
+            need("A", self.a_dims(), self.lda, self.stride_a)?,
+            need("B", self.b_dims(), self.ldb, self.stride_b)?,
+            need("C", (self.m, self.n), self.ldc, self.stride_c)?,
+        ))
     }
 
     /// Checks the shape against the operands' lengths: leading dimensions at least the stored
@@ -299,14 +298,14 @@ impl Gemm {
         if self.is_empty() {
             return Ok(());
         }
-        let c_one = (self.m - 1) * self.ldc + self.n;
+        let c_one = shape::strided_extent("gemm", "C", 1, 0, self.m, self.ldc, self.n)?;
         if self.batch > 1 && self.stride_c < c_one {
             return shape(
                 format!("stride_c >= {c_one} (batch entries of C must not overlap)"),
                 format!("stride_c = {}", self.stride_c),
             );
         }
-        let (need_a, need_b, need_c) = self.min_lens();
+        let (need_a, need_b, need_c) = self.min_lens()?;
         for (name, need, len) in [("A", need_a, a_len), ("B", need_b, b_len), ("C", need_c, c_len)] {
             if len < need {
                 return shape(
@@ -329,13 +328,13 @@ mod tests {
     #[test]
     fn packed_shapes_need_exactly_their_elements() {
         let g = Gemm::new(3, 5, 7);
-        assert_eq!(g.min_lens(), (21, 35, 15));
+        assert_eq!(g.min_lens().unwrap(), (21, 35, 15));
         assert!(g.validate(21, 35, 15).is_ok());
         let t = g.transposed(true, true);
         assert_eq!((t.lda, t.ldb), (3, 7));
-        assert_eq!(t.min_lens(), (21, 35, 15));
+        assert_eq!(t.min_lens().unwrap(), (21, 35, 15));
         let b = g.batched(4, 21, 0, 15);
-        assert_eq!(b.min_lens(), (84, 35, 60));
+        assert_eq!(b.min_lens().unwrap(), (84, 35, 60));
     }
 
     #[test]
@@ -352,11 +351,22 @@ mod tests {
     }
 
     #[test]
+    fn extents_that_overflow_are_shape_errors() {
+        // A batch stride this large used to wrap in min_lens and pass validation.
+        let g = Gemm::new(2, 2, 2).batched(3, usize::MAX / 2, 0, 4);
+        assert!(g.min_lens().is_err());
+        let err = g.validate(8, 4, 12).unwrap_err().to_string();
+        assert!(err.contains("`A`") && err.contains("overflows"), "{err}");
+        let g = Gemm::new(2, 2, 2).batched(usize::MAX, 4, 4, 4);
+        assert!(g.validate(usize::MAX, usize::MAX, usize::MAX).is_err());
+    }
+
+    #[test]
     fn empty_shapes_need_nothing() {
-        assert_eq!(Gemm::new(0, 5, 7).min_lens(), (0, 0, 0));
+        assert_eq!(Gemm::new(0, 5, 7).min_lens().unwrap(), (0, 0, 0));
         assert!(Gemm::new(0, 5, 7).validate(0, 0, 0).is_ok());
         // k = 0: no A or B elements, C still m x n.
-        assert_eq!(Gemm::new(2, 3, 0).min_lens(), (0, 0, 6));
+        assert_eq!(Gemm::new(2, 3, 0).min_lens().unwrap(), (0, 0, 6));
     }
 
     #[test]

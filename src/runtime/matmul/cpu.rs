@@ -4,6 +4,7 @@
 
 use rayon::prelude::*;
 
+use crate::error::{Error, Result};
 use crate::kernels::gemm::{Element, Gemm, Precision};
 
 /// Operands larger than this are converted on several threads.
@@ -18,9 +19,16 @@ pub(super) fn gemm<TIn: Element, TOut: Element>(
     a: &[TIn],
     b: &[TIn],
     c: &mut [TOut],
-) {
-    let (need_a, need_b, need_c) = g.min_lens();
-    debug_assert!(a.len() >= need_a && b.len() >= need_b && c.len() >= need_c && g.k > 0);
+) -> Result<()> {
+    let (need_a, need_b, need_c) = g.min_lens()?;
+    if a.len() < need_a || b.len() < need_b || c.len() < need_c || g.k == 0 {
+        // Not reached after `validate`; refused rather than trusted by the unsafe block below.
+        return Err(Error::Shape {
+            op: "gemm",
+            expected: format!("operands of at least ({need_a}, {need_b}, {need_c}) elements and k > 0"),
+            got: format!("({}, {}, {}) elements, k = {}", a.len(), b.len(), c.len(), g.k),
+        });
+    }
     let a = rounded(&a[..need_a], precision);
     let b = rounded(&b[..need_b], precision);
     let (rsa, csa) = if g.trans_a { (1, g.lda) } else { (g.lda, 1) };
@@ -35,7 +43,7 @@ pub(super) fn gemm<TIn: Element, TOut: Element>(
             }
         }
         // SAFETY: with the strides above, element (i, p) of op(A) is a[z*stride_a + i*rsa + p*csa]
-        // for i < m, p < k, which `validate` showed lies within `need_a` elements (likewise for B);
+        // for i < m, p < k, which lies within the `need_a` elements checked above (likewise for B);
         // `block` is a packed m x n matrix. With beta == 0 matrixmultiply does not read `block`.
         unsafe {
             matrixmultiply::sgemm(
@@ -60,6 +68,7 @@ pub(super) fn gemm<TIn: Element, TOut: Element>(
             dst.iter_mut().zip(row).for_each(|(d, &s)| *d = TOut::from_f32(s));
         }
     }
+    Ok(())
 }
 
 /// `C = beta * C` on every m x n block (the k = 0 product); beta 0 writes zeros without reading.
