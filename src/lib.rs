@@ -15,29 +15,46 @@
 //!
 //! The driver is opened at run time (`$PRISM_CUDA_DRIVER`, then `libcuda.so.1`, `libcuda.so`), so a
 //! machine without CUDA builds, runs, and gets a typed error or the CPU fallback.
+//!
+//! ## Cargo features
+//! Every feature name of cudarc 0.19.10 exists, and the default set is cudarc's (`std cublas cublaslt
+//! curand driver runtime nvrtc fallback-dynamic-loading`), so a cudarc dependency line keeps building
+//! when only its source changes (`cudarc = { package = "prism-gpu", ... }`).
+//! - Engine: prism-gpu's own unless `legacy-gpu` is named (the real cudarc 0.19 under the same paths).
+//!   `production-gpu` is accepted and changes nothing; naming it with `legacy-gpu` is an error.
+//! - Always compiled, whatever the features: [`driver`] and [`nvrtc`] (the runtime needs both).
+//! - Element types: `f16` is a no-op (`half` is always a dependency); `f8` adds the `float8` types
+//!   and `f4` the `float4` types to `DeviceRepr`, `ValidAsZeroBits` and [`types::CudaTypeName`].
+//! - Library modules: `cublas` turns on [`cublas`] (cudarc's cuBLAS API on our own GEMM kernels; no
+//!   libcublas is loaded). `cublaslt`, `curand`, `nccl` (and `nccl-020xx`) are reserved names with
+//!   our engine until their modules land; with `legacy-gpu` each turns on and re-exports cudarc's.
+//! - Not provided: `cudnn` (and `cudnn-0xxxx`), `cufft`, `cufile`, `cupti`, `cusolver`, `cusolvermg`,
+//!   `cusparse`, `cutensor` (and `cutensor-020xx`), `nvtx`, `runtime`: the feature builds, and calling
+//!   the module's entry points (`cudnn::Cudnn::new`, `runtime::result::version::get`, ...) is a compile
+//!   error saying prism-gpu does not provide it.
+//! - No-ops: `std`, `no-std`; CUDA versions (`cuda-11040` ... `cuda-13040`, `fallback-latest`,
+//!   `cuda-version-from-build-system`) and library versions (`*-version-from-build-system`), since
+//!   every entry point is looked up at run time and the driver says what it supports; linking
+//!   (`dynamic-loading`, `dynamic-linking`, `static-linking`, `fallback-dynamic-loading`), since
+//!   libraries are always opened at run time.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 #[cfg(all(feature = "production-gpu", feature = "legacy-gpu"))]
 compile_error!(
-    "prism-gpu: enable exactly one engine: `production-gpu` (default) or `legacy-gpu` \
-     (use `default-features = false, features = [\"legacy-gpu\"]` for the cudarc engine)"
-);
-#[cfg(not(any(feature = "production-gpu", feature = "legacy-gpu")))]
-compile_error!(
-    "prism-gpu: enable exactly one engine: `production-gpu` (the default, our own engine) or \
-     `legacy-gpu` (the real cudarc 0.19 under the same paths)"
+    "prism-gpu: `production-gpu` and `legacy-gpu` name two engines: drop `production-gpu` to use the \
+     real cudarc 0.19 (`legacy-gpu`), or drop `legacy-gpu` to use prism-gpu's own engine (the default)"
 );
 
 pub mod bench;
-#[cfg(not(feature = "legacy-gpu"))]
+#[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 pub mod cublas;
-#[cfg(feature = "production-gpu")]
+#[cfg(not(feature = "legacy-gpu"))]
 pub mod driver;
 pub mod error;
 pub mod kernels;
 mod legacy;
-#[cfg(feature = "production-gpu")]
+#[cfg(not(feature = "legacy-gpu"))]
 pub mod nvrtc;
 mod probe;
 pub mod runtime;
@@ -45,6 +62,23 @@ pub mod selftest;
 pub mod sys;
 #[cfg(feature = "legacy-gpu")]
 pub use cudarc::nvrtc;
+pub mod types;
+mod unprovided;
+#[allow(unused_imports)] // with no module feature on, there is nothing to re-export
+pub use unprovided::*;
+
+/// cudarc's cuBLAS module (`cudarc::cublas`), with the `legacy-gpu` engine.
+#[cfg(all(feature = "legacy-gpu", feature = "cublas"))]
+pub use cudarc::cublas;
+/// cudarc's cuBLASLt module (`cudarc::cublaslt`), with the `legacy-gpu` engine.
+#[cfg(all(feature = "legacy-gpu", feature = "cublaslt"))]
+pub use cudarc::cublaslt;
+/// cudarc's cuRAND module (`cudarc::curand`), with the `legacy-gpu` engine.
+#[cfg(all(feature = "legacy-gpu", feature = "curand"))]
+pub use cudarc::curand;
+/// cudarc's NCCL module (`cudarc::nccl`), with the `legacy-gpu` engine.
+#[cfg(all(feature = "legacy-gpu", feature = "nccl"))]
+pub use cudarc::nccl;
 
 /// The CUDA driver API of the real cudarc 0.19 (`cudarc::driver`), plus the legacy cudarc 0.9–0.13
 /// [`CudaDevice`](driver::CudaDevice) / [`LaunchAsync`](driver::LaunchAsync) API under the same paths

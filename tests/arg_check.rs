@@ -1,7 +1,7 @@
 //! Launch-argument checks of our engine: a launch whose argument count or sizes do not match the
 //! kernel's parameters is refused with `CUDA_ERROR_INVALID_VALUE`, and `LaunchArgs::check` says why.
 //! (cudarc does not check, so these run on the production engine only.)
-#![cfg(feature = "production-gpu")]
+#![cfg(not(feature = "legacy-gpu"))]
 
 use prism_gpu::driver::{sys, ArgumentMismatch, CudaContext, DriverError, LaunchConfig, PushKernelArg};
 use prism_gpu::nvrtc::compile_ptx;

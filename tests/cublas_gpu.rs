@@ -1,7 +1,7 @@
 //! `prism_gpu::cublas` on a GPU against f64 references (column-major, as cuBLAS defines it), and
 //! (feature `bench-anchors`) against the real cuBLAS through cudarc. Seeds are printed; outputs
 //! are poisoned with NaN first; errors are scaled per element by `|alpha| sum |a||b| + |beta c|`.
-#![cfg(not(feature = "legacy-gpu"))]
+#![cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! over a NaN C) go through both with the same arguments; C is compared element-wise within
 //! `tol * (|alpha| sum_k |a||b| + |beta c|)`, computed on the host in f64. Elements outside C's
 //! blocks must be left bit-for-bit as they were. The seed is printed; `PRISM_SEED` overrides it.
-#![cfg(feature = "bench-anchors")]
+#![cfg(all(feature = "bench-anchors", feature = "cublas", not(feature = "legacy-gpu")))]
 
 use std::any::TypeId;
 use std::ffi::c_void;

@@ -1,7 +1,7 @@
 //! Host-side parts of `prism_gpu::driver` / `prism_gpu::nvrtc` that need no GPU. These check
 //! prism-gpu's own engine (no-driver errors, public `CompileOptions::build`), so they are not
 //! built for the `legacy-gpu` (real cudarc) engine.
-#![cfg(feature = "production-gpu")]
+#![cfg(not(feature = "legacy-gpu"))]
 
 use prism_gpu::driver::{sys, CudaContext, DriverError, LaunchConfig};
 use prism_gpu::nvrtc::{compile_ptx, CompileError, CompileOptions, Ptx};

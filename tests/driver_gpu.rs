@@ -235,7 +235,7 @@ fn kernel_launch_matches_cpu_reference() {
     assert!(got[..200].iter().chain(&got[700..]).all(|v| v.is_nan()));
     let want: Vec<f32> = xh[200..700].iter().map(|v| 3.0 * v + 1.0).collect();
     assert_close(&got[200..700], &want, "affine on views");
-    #[cfg(feature = "production-gpu")] // a prism-gpu extension
+    #[cfg(not(feature = "legacy-gpu"))] // a prism-gpu extension
     if !under_sanitizer() {
         // The parameter walk ends on the driver's CUDA_ERROR_INVALID_VALUE.
         assert_eq!(f.param_sizes().unwrap(), [8, 8, 4, 4, 4]);
@@ -263,9 +263,9 @@ fn scalar_and_struct_arguments_arrive_intact() {
     let (fl, db) = (3.25f32, -1.0e-300f64);
     let hb = half::f16::from_f32(-2.5);
     // The real cudarc implements DeviceRepr for half types only with its `f16` feature.
-    #[cfg(feature = "production-gpu")]
+    #[cfg(not(feature = "legacy-gpu"))]
     let half_arg = hb;
-    #[cfg(not(feature = "production-gpu"))]
+    #[cfg(feature = "legacy-gpu")]
     let half_arg = hb.to_bits();
     let p = Pair { a: -7, b: 0.5, c: 1.0e10 };
     // SAFETY: arguments match `scalars` (the f16 travels as its 16 bits).
@@ -396,7 +396,7 @@ fn freeing_waits_for_pending_use_on_another_stream() {
 
 /// cudarc 0.19 fails this code with CUDA_ERROR_STREAM_CAPTURE_ISOLATION unless event tracking is
 /// switched off, so it is a test of prism-gpu's engine only.
-#[cfg(feature = "production-gpu")]
+#[cfg(not(feature = "legacy-gpu"))]
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn graph_capture_of_the_natural_code() {
@@ -541,7 +541,7 @@ fn drop_order_does_not_matter() {
     assert_close(&s2.clone_dtoh(&y).unwrap(), &want, "after parents dropped");
     drop(s2);
     drop(x);
-    #[cfg(feature = "production-gpu")] // `close` is a prism-gpu extension
+    #[cfg(not(feature = "legacy-gpu"))] // `close` is a prism-gpu extension
     y.close().unwrap();
     ctx.check_err().unwrap();
     drop(ctx);
@@ -571,7 +571,7 @@ fn errors_carry_the_driver_code() {
     assert_eq!(module.load_function("nope").unwrap_err(), DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND));
     assert_eq!(CudaContext::new(10_000).unwrap_err(), DriverError(sys::CUresult::CUDA_ERROR_INVALID_DEVICE));
     // Bad PTX: the JIT log says why (`load_module_with_log` is a prism-gpu extension).
-    #[cfg(feature = "production-gpu")]
+    #[cfg(not(feature = "legacy-gpu"))]
     {
         let bad = Ptx::from_src(
             ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k() { bogus_instruction; }\n",

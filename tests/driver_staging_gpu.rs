@@ -7,7 +7,7 @@
 //! Our engine only: the staging is ours, and cudarc 0.19's `memcpy_dtoh` into a host slice longer
 //! than the source copies the destination's length and fails with CUDA_ERROR_INVALID_VALUE (seen
 //! on the H100 with `legacy-gpu`), where ours copies the source's length as the docs promise.
-#![cfg(feature = "production-gpu")]
+#![cfg(not(feature = "legacy-gpu"))]
 
 use std::sync::Arc;
 

@@ -64,7 +64,7 @@ impl Kernels {
     }
 }
 
-#[cfg(feature = "production-gpu")]
+#[cfg(not(feature = "legacy-gpu"))]
 fn load_image(ctx: &Arc<CudaContext>, family: &'static str, bytes: &[u8]) -> Result<Arc<CudaModule>> {
     ctx.load_module_with_log(Ptx::from_binary(bytes.to_vec())).map_err(|e| Error::ModuleLoad {
         family,

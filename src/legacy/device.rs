@@ -335,7 +335,7 @@ impl CudaDevice {
     }
 }
 
-#[cfg(feature = "production-gpu")]
+#[cfg(not(feature = "legacy-gpu"))]
 impl<T> CudaSlice<T> {
     /// The [`CudaDevice`] whose stream the slice lives on (cudarc 0.9–0.13).
     pub fn device(&self) -> Arc<CudaDevice> {

@@ -2,7 +2,7 @@
 //! [`crate::driver`] so that code written for those cudarc versions compiles unchanged.
 //!
 //! Everything here is written over the modern, cudarc-0.19-shaped API (`CudaContext`,
-//! `CudaStream`, `launch_builder`), so it works the same on both engines: ours (`production-gpu`)
+//! `CudaStream`, `launch_builder`), so it works the same on both engines: ours (the default)
 //! and the real cudarc 0.19 (`legacy-gpu`).
 //!
 //! ```no_run

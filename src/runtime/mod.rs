@@ -9,6 +9,25 @@ pub mod cpu;
 mod gpu;
 mod matmul;
 
+// cudarc's `runtime` module (the CUDA runtime API, feature `runtime`) shares this module's name and is
+// not provided: its entry points exist here under cudarc's paths and calling one is a compile error.
+#[cfg(feature = "runtime")]
+crate::unprovided::unprovided!(@here [crate::runtime::NotProvided], "prism-gpu does not provide cudarc::runtime (the CUDA runtime API, cudart); prism_gpu::runtime is prism-gpu's own runtime" {
+    pub mod result {
+        pub enum RuntimeError;
+        pub mod version {
+            pub fn get() -> Result<i32, super::RuntimeError>;
+            pub fn get_runtime_version() -> Result<i32, super::RuntimeError>;
+            pub fn get_driver_version() -> Result<i32, super::RuntimeError>;
+        }
+        pub mod device {
+            pub fn get_count() -> Result<i32, super::RuntimeError>;
+            pub fn set(ordinal) -> Result<(), super::RuntimeError>;
+            pub fn get() -> Result<i32, super::RuntimeError>;
+        }
+    }
+});
+
 use std::sync::{Arc, OnceLock};
 
 use half::{bf16, f16};

@@ -1,8 +1,11 @@
 //! cudarc-style code, unchanged: the modern API (cudarc 0.19) and the legacy one (cudarc 0.9–0.13).
 
+#[path = "../../common/device.rs"]
+mod device;
+
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaContext, CudaDevice, DriverError, LaunchAsync, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaDevice, LaunchAsync, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::compile_ptx;
 
 const SRC: &str = r#"
@@ -42,14 +45,7 @@ fn legacy(x: &[f32], y: &[f32], a: f32) -> Result<Vec<f32>, Box<dyn std::error::
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let ctx = match CudaContext::new(0) {
-        Ok(ctx) => ctx,
-        Err(e @ DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)) => {
-            println!("cudarc drop-in: built against prism-gpu; no CUDA device here ({e}), nothing to run");
-            return Ok(());
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let Some(ctx) = device::open("cudarc-dropin")? else { return Ok(()) };
     let n = 100_003;
     let x: Vec<f32> = (0..n).map(|i| ((i * 37 % 1009) as f32 - 504.0) / 97.0).collect();
     let y: Vec<f32> = (0..n).map(|i| ((i * 53 % 997) as f32 - 498.0) / 89.0).collect();
@@ -62,6 +58,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         println!("cudarc drop-in: {what} API saxpy over {n} values on {} matches the CPU", ctx.name()?);
+        println!(
+            "RESULT cudarc-dropin {what} n={n} digest={:016x}",
+            device::digest(got.iter().map(|v| v.to_bits() as u64))
+        );
     }
     Ok(())
 }
