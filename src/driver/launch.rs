@@ -416,6 +416,7 @@ mod tests {
             capture_log: Mutex::new(None),
         });
         let module = Arc::new(CudaModule {
+            globals: Default::default(),
             cu_module: std::ptr::null_mut(),
             ctx,
             ptx_param_counts: Default::default(),
