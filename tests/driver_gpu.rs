@@ -763,3 +763,33 @@ fn drop_binds_its_own_context_whatever_error_is_parked() {
     drop(src);
     stream.synchronize().unwrap();
 }
+
+/// A copy to or from pageable host memory while the stream is capturing is refused: the graph
+/// would record a copy from memory the caller may free before launching it. Pinned copies are
+/// captured as before, and the capture is not invalidated by the refusals.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pageable_copies_are_refused_during_capture() {
+    let ctx = CudaContext::new(0).unwrap();
+    let s = ctx.new_stream().unwrap();
+    let n = 4096;
+    let mut y = s.alloc_zeros::<f32>(n).unwrap();
+    // SAFETY: written below before any read.
+    let mut pinned = unsafe { ctx.alloc_pinned::<f32>(n) }.unwrap();
+    pinned.as_mut_slice().unwrap().fill(5.0);
+    let unsupported = Err(DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED));
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    let host = vec![1.0f32; n];
+    assert_eq!(s.memcpy_htod(&host, &mut y), unsupported);
+    assert_eq!(s.clone_htod(&host).map(|_| ()), unsupported);
+    let mut back = vec![0.0f32; n];
+    assert_eq!(s.memcpy_dtoh(&y, &mut back), unsupported);
+    assert_eq!(s.clone_dtoh(&y).map(|_| ()), unsupported);
+    s.memcpy_htod(&pinned, &mut y).unwrap();
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph with the pinned copy");
+    graph.launch().unwrap();
+    assert_eq!(s.clone_dtoh(&y).unwrap(), vec![5.0f32; n]);
+}

@@ -835,6 +835,20 @@ impl<T> HostSlice<T> for Vec<T> {
 
 /// Page-locked host memory, allocated with [`CudaContext::alloc_pinned`]. Copies to and from it
 /// are truly asynchronous; an event records the last one, and the accessors wait for it.
+///
+/// It owns its values like a `Vec<T>`: `Send` when `T: Send`, `Sync` when `T: Sync`.
+/// ```
+/// fn shareable<T: Send + Sync>() {}
+/// shareable::<prism_gpu::driver::PinnedHostSlice<f32>>();
+/// ```
+/// ```compile_fail,E0277
+/// fn sendable<T: Send>() {}
+/// sendable::<prism_gpu::driver::PinnedHostSlice<std::rc::Rc<u8>>>();
+/// ```
+/// ```compile_fail,E0277
+/// fn shareable<T: Sync>() {}
+/// shareable::<prism_gpu::driver::PinnedHostSlice<std::cell::Cell<u8>>>();
+/// ```
 #[derive(Debug)]
 pub struct PinnedHostSlice<T> {
     pub(crate) ptr: *mut T,
@@ -842,10 +856,12 @@ pub struct PinnedHostSlice<T> {
     pub(crate) event: CudaEvent,
 }
 
-// SAFETY: the memory is owned by this object and only handed out through `&`/`&mut` borrows.
-unsafe impl<T> Send for PinnedHostSlice<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for PinnedHostSlice<T> {}
+// SAFETY: the slice owns its `T`s like a `Vec<T>` (handed out only through `&`/`&mut` borrows
+// of `self`), so moving it to another thread moves them: sound exactly when `T: Send`.
+unsafe impl<T: Send> Send for PinnedHostSlice<T> {}
+// SAFETY: `&PinnedHostSlice<T>` hands out `&[T]` (and `&T` through it) to any thread: sound
+// exactly when `T: Sync`, as for `Vec<T>`.
+unsafe impl<T: Sync> Sync for PinnedHostSlice<T> {}
 
 impl<T> Drop for PinnedHostSlice<T> {
     fn drop(&mut self) {
@@ -988,6 +1004,20 @@ fn is_plain_host(guard: &SyncOnDrop<'_>) -> bool {
     matches!(guard, SyncOnDrop::Sync(None))
 }
 
+impl CudaStream {
+    /// Refuses a copy to or from pageable host memory (`guard` is its host side's guard) while
+    /// this stream is being captured, with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`: the graph
+    /// would record a copy from or into memory (or a reused staging buffer) that the caller may
+    /// free or reuse before the graph is launched. Pinned memory is fine (its owner waits).
+    /// Asks the driver only for pageable copies, so captures begun outside this crate are seen.
+    fn refuse_pageable_in_capture(&self, guard: &SyncOnDrop<'_>) -> Result<(), DriverError> {
+        if is_plain_host(guard) && self.is_capturing_now() {
+            return Err(DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED));
+        }
+        Ok(())
+    }
+}
+
 /// New host buffers at least this large are faulted in by several threads before a direct
 /// (unstaged) copy into them.
 const PREFAULT_BYTES: usize = 64 << 20;
@@ -1116,10 +1146,11 @@ impl CudaStream {
         self.ctx.bind_to_thread()?;
         // SAFETY: the host slice is used only for this copy on `self`.
         let (src, record_src) = unsafe { src.stream_synced_slice(self) };
-        let (dst, _record_dst) = dst.device_ptr_mut(self);
         if src.is_empty() {
             return Ok(());
         }
+        self.refuse_pageable_in_capture(&record_src)?;
+        let (dst, _record_dst) = dst.device_ptr_mut(self);
         // Plain host memory (its guard does nothing) is pageable: large copies are staged.
         if is_plain_host(&record_src) {
             // SAFETY: `src` is readable for its length during the call; `dst` holds at least as
@@ -1151,6 +1182,9 @@ impl CudaStream {
         self.ctx.bind_to_thread()?;
         let len = src.len();
         let bytes = byte_len::<T>(len)?;
+        if bytes > 0 {
+            self.refuse_pageable_in_capture(&SyncOnDrop::Sync(None))?;
+        }
         let mut dst: Vec<T> = Vec::with_capacity(len);
         {
             let (ptr, _record_src) = src.device_ptr(self);
@@ -1183,12 +1217,13 @@ impl CudaStream {
         assert!(dst.len() >= src.len(), "memcpy_dtoh: destination shorter than source");
         self.ctx.bind_to_thread()?;
         let n = src.len();
-        let (src, _record_src) = src.device_ptr(self);
         // SAFETY: the host slice is used only for this copy on `self`.
         let (dst, record_dst) = unsafe { dst.stream_synced_mut_slice(self) };
         if n == 0 || size_of::<T>() == 0 {
             return Ok(());
         }
+        self.refuse_pageable_in_capture(&record_dst)?;
+        let (src, _record_src) = src.device_ptr(self);
         // Plain host memory (its guard does nothing) is pageable: large copies are staged.
         if is_plain_host(&record_dst) {
             let dst = &mut dst[..n];
