@@ -793,3 +793,40 @@ fn pageable_copies_are_refused_during_capture() {
     graph.launch().unwrap();
     assert_eq!(s.clone_dtoh(&y).unwrap(), vec![5.0f32; n]);
 }
+
+/// Readers on two streams, then a write on a third: the write waits for both reads. With one read
+/// event per slice it waited only for the last reader (the quick one) and overwrote `x` while the
+/// slow reader on the first stream had yet to read it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_write_waits_for_the_reads_on_every_stream() {
+    let (ctx, module) = setup();
+    let affine = module.load_function("affine").unwrap();
+    let slow = module.load_function("slow_affine").unwrap();
+    let (a, b, c) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let n = 4099;
+    let mut rng = Rng::new(11);
+    let xh = rng.f32s(n);
+    let mut x = c.clone_htod(&xh).unwrap();
+    let mut y_slow = a.alloc_zeros::<f32>(n).unwrap();
+    let mut y_quick = b.alloc_zeros::<f32>(n).unwrap();
+    launch_slow(&a, &slow, &mut y_slow, &x); // reads x late, on a
+    launch_affine(&b, &affine, &mut y_quick, &x, 2.0, 1.0); // reads x at once, on b
+                                                            // Overwrite x on c: must wait for the read on a as well as the one on b.
+    let zeros = c.alloc_zeros::<f32>(n).unwrap();
+    launch_affine(&c, &affine, &mut x, &zeros, 1.0, -7.0);
+    let want: Vec<f32> = xh.iter().map(|v| 2.0 * v + 1.0).collect();
+    assert_close(&a.clone_dtoh(&y_slow).unwrap(), &want, "slow reader on a");
+    assert_close(&b.clone_dtoh(&y_quick).unwrap(), &want, "quick reader on b");
+    assert_close(&c.clone_dtoh(&x).unwrap(), &vec![-7.0; n], "the write on c");
+
+    // The same through a free: dropping x on c must wait for a slow read on a and a quick one on b.
+    let x2 = c.clone_htod(&xh).unwrap();
+    launch_slow(&a, &slow, &mut y_slow, &x2);
+    launch_affine(&b, &affine, &mut y_quick, &x2, 2.0, 1.0);
+    drop(x2);
+    // A new allocation may reuse x2's memory at once; fill it so a premature free shows.
+    let reuse = c.clone_htod(&vec![1e6f32; n]).unwrap();
+    assert_close(&a.clone_dtoh(&y_slow).unwrap(), &want, "slow reader before the free");
+    drop(reuse);
+}

@@ -414,6 +414,7 @@ mod tests {
             ctx: ctx.clone(),
             owned: false,
             capture_log: Mutex::new(None),
+            id: crate::driver::stream::next_id(),
         });
         let module = Arc::new(CudaModule {
             globals: Default::default(),

@@ -2,9 +2,10 @@
 //! the marker traits, and the allocation and copy methods of [`CudaStream`].
 //!
 //! # Cross-stream ordering
-//! A tracked slice (the default) owns two lazily created events: one recorded after its last
-//! read, one after its last write. A use on any stream first waits for what it conflicts with
-//! (a read waits for the last write; a write waits for both) and then records its own. So work
+//! A tracked slice (the default) owns lazily created events: one recorded after its last write,
+//! and one per stream that has read it, recorded after that stream's last read. A use on any
+//! stream first waits for what it conflicts with (a read waits for the last write; a write, or
+//! the free, waits for it and for the last read on every other stream) and then records its own. So work
 //! on stream B sees a write made on stream A without the caller synchronising, and a slice is
 //! freed only after its pending uses. None of this happens while the context has only its
 //! default stream: the events are not even created. While a stream is being captured into a
@@ -14,7 +15,9 @@
 use std::marker::PhantomData;
 use std::mem::{size_of, ManuallyDrop};
 use std::ops::{Bound, RangeBounds};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use smallvec::SmallVec;
 
 use super::context::{CudaContext, SyncMode};
 use super::event::CudaEvent;
@@ -33,55 +36,85 @@ pub(crate) enum Access {
 /// A tracked slice used by captured work, and how.
 pub(crate) type Touched = (Arc<SliceEvents>, Access);
 
-/// A slice's read and write events, created on first use in multi-stream mode.
+/// A slice's events, created on first use in multi-stream mode: one recorded after the last
+/// write, and one per stream that has read the slice, recorded after that stream's last read.
+/// Reads on several streams are all waited for by the next write (or the free): a single read
+/// event would keep only the last reader's.
 #[derive(Debug, Default)]
 pub(crate) struct SliceEvents {
-    read: OnceLock<CudaEvent>,
+    /// `(stream id, event)`: each stream's last read. Entries are boxed and never removed or
+    /// replaced while the slice's events live, so a `&CudaEvent` into one stays valid (guards
+    /// hold such references); there is one per stream that ever read the slice.
+    #[allow(clippy::vec_box)] // the boxes give each event a fixed address (see above)
+    reads: Mutex<Vec<Box<(u64, CudaEvent)>>>,
     write: OnceLock<CudaEvent>,
 }
 
 impl SliceEvents {
-    fn cell(&self, access: Access) -> &OnceLock<CudaEvent> {
-        match access {
-            Access::Read => &self.read,
-            Access::Write => &self.write,
+    /// The event recording `access` on `stream`, created if need be (a creation error is
+    /// parked): the write event, or `stream`'s read event.
+    pub(crate) fn event(&self, access: Access, stream: &CudaStream) -> Option<&CudaEvent> {
+        let ctx = &stream.ctx;
+        if access == Access::Write {
+            if let Some(event) = self.write.get() {
+                return Some(event);
+            }
+            return match ctx.new_event_tracking(None) {
+                Ok(event) => {
+                    // Another thread may have won the race; its event is as good as ours.
+                    let _ = self.write.set(event);
+                    self.write.get()
+                }
+                Err(e) => {
+                    ctx.record_err::<()>(Err(e));
+                    None
+                }
+            };
         }
+        let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        let event: *const CudaEvent = match reads.iter().find(|slot| slot.0 == stream.id) {
+            Some(slot) => &slot.1,
+            None => match ctx.new_event_tracking(None) {
+                Ok(event) => {
+                    reads.push(Box::new((stream.id, event)));
+                    &reads[reads.len() - 1].1
+                }
+                Err(e) => {
+                    ctx.record_err::<()>(Err(e));
+                    return None;
+                }
+            },
+        };
+        drop(reads);
+        // SAFETY: the event lives in a Box that stays in `reads`, unmoved and unreplaced, until
+        // `self` drops (entries are only ever added), and it is only used through `&`.
+        Some(unsafe { &*event })
     }
 
-    /// The event for `access`, created in `ctx` if need be (a creation error is parked).
-    pub(crate) fn event(&self, access: Access, ctx: &Arc<CudaContext>) -> Option<&CudaEvent> {
-        let cell = self.cell(access);
-        if let Some(event) = cell.get() {
-            return Some(event);
-        }
-        match ctx.new_event_tracking(None) {
-            Ok(event) => {
-                // Another thread may have won the race; its event is as good as ours.
-                let _ = cell.set(event);
-                cell.get()
-            }
-            Err(e) => {
-                ctx.record_err::<()>(Err(e));
-                None
-            }
-        }
+    /// The read events of streams other than `stream`.
+    fn other_reads(&self, stream: &CudaStream) -> SmallVec<[*const CudaEvent; 4]> {
+        let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        reads.iter().filter(|slot| slot.0 != stream.id).map(|slot| &slot.1 as *const CudaEvent).collect()
     }
 
-    /// Makes `stream` wait for the recorded uses that `access` conflicts with.
+    /// Makes `stream` wait for the recorded uses that `access` conflicts with: a read waits for
+    /// the last write; a write waits for it and for the last read on every other stream.
     pub(crate) fn wait_before(&self, access: Access, stream: &CudaStream) {
         if let Some(write) = self.write.get() {
             stream.ctx.record_err(stream.wait_tracking(write));
         }
         if access == Access::Write {
-            if let Some(read) = self.read.get() {
+            for read in self.other_reads(stream) {
+                // SAFETY: as in `event`: the boxed events stay in place while `self` lives.
+                let read = unsafe { &*read };
                 stream.ctx.record_err(stream.wait_tracking(read));
             }
         }
     }
 
-    /// Records `access` as the latest of its kind, on `stream`.
+    /// Records `access` as the latest of its kind on `stream`.
     pub(crate) fn record_after(&self, access: Access, stream: &CudaStream) {
-        if let Some(event) = self.event(access, &stream.ctx) {
+        if let Some(event) = self.event(access, stream) {
             stream.ctx.record_err(event.record_tracking(stream));
         }
     }
@@ -105,7 +138,7 @@ fn begin_use<'a>(
         }
         SyncMode::On => {
             events.wait_before(access, stream);
-            SyncOnDrop::Record(events.event(access, &stream.ctx).map(|e| (e, stream)))
+            SyncOnDrop::Record(events.event(access, stream).map(|e| (e, stream)))
         }
     }
 }

@@ -23,6 +23,15 @@ pub struct CudaStream {
     /// While this stream captures a graph: the tracked slices the captured work touched, so the
     /// graph can do their cross-stream waits and records when it is launched.
     pub(crate) capture_log: Mutex<Option<Vec<Touched>>>,
+    /// Unique for the life of the process (unlike the driver's handle, which may be reused
+    /// once a stream is destroyed): keys the per-stream read events of tracked slices.
+    pub(crate) id: u64,
+}
+
+/// A new [`CudaStream::id`].
+pub(crate) fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 // SAFETY: the handle is owned by (or borrowed for the life of) this object; stream calls are
@@ -59,7 +68,13 @@ impl Drop for CudaStream {
 
 impl CudaStream {
     fn wrap(ctx: &Arc<CudaContext>, cu_stream: sys::CUstream, owned: bool) -> Arc<Self> {
-        Arc::new(CudaStream { cu_stream, ctx: ctx.clone(), owned, capture_log: Mutex::new(None) })
+        Arc::new(CudaStream {
+            cu_stream,
+            ctx: ctx.clone(),
+            owned,
+            capture_log: Mutex::new(None),
+            id: next_id(),
+        })
     }
 
     /// Whether the driver says this stream is capturing now (one driver call).
