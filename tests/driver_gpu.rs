@@ -830,3 +830,46 @@ fn a_write_waits_for_the_reads_on_every_stream() {
     assert_close(&a.clone_dtoh(&y_slow).unwrap(), &want, "slow reader before the free");
     drop(reuse);
 }
+
+/// A graph owns the tracked buffers its captured work reads and writes: dropping them after the
+/// capture leaves them alive until the graph drops, so later replays still read the captured
+/// input (not a reallocation of its memory filled with something else) and write the output.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_graph_keeps_the_buffers_it_touches_alive() {
+    let (ctx, module) = setup();
+    let affine = module.load_function("affine").unwrap();
+    let s = ctx.new_stream().unwrap();
+    let n = 1 << 20;
+    let mut rng = Rng::new(5);
+    let xh = rng.f32s(n);
+    let x = s.clone_htod(&xh).unwrap();
+    let mut y = s.alloc_zeros::<f32>(n).unwrap();
+    let mut t = s.alloc_zeros::<f32>(n).unwrap();
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    launch_affine(&s, &affine, &mut t, &x, 2.0, 1.0);
+    launch_affine(&s, &affine, &mut y, &t, 0.5, -1.0);
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph");
+    let y_ptr = {
+        let (ptr, _guard) = y.device_ptr(&s);
+        ptr
+    };
+    drop(x);
+    drop(t);
+    drop(y);
+    // New allocations of the same size, filled with garbage: they would reuse freed memory.
+    let garbage: Vec<_> = (0..4).map(|_| s.clone_htod(&vec![1e30f32; n]).unwrap()).collect();
+    graph.launch().unwrap();
+    s.synchronize().unwrap();
+    for g in &garbage {
+        let (ptr, _guard) = g.device_ptr(&s);
+        assert_ne!(ptr, y_ptr, "the graph's output buffer was freed and reallocated");
+        assert_eq!(s.clone_dtoh(g).unwrap(), vec![1e30f32; n], "the graph wrote a reallocated buffer");
+    }
+    drop(graph);
+    s.synchronize().unwrap();
+    ctx.check_err().unwrap();
+}

@@ -19,6 +19,11 @@ use super::sys;
 /// their earlier uses on other streams and records its own, like a kernel launch does. So
 /// buffers written before the capture and used inside it need no `disable_event_tracking`.
 ///
+/// The graph also owns the tracked device buffers its captured work touched: a
+/// [`CudaSlice`](super::CudaSlice) dropped while a graph using it is alive hands its allocation to the graph,
+/// which frees it, after its pending launches, when the last such graph drops. Pinned host
+/// buffers used by captured copies are not (yet) kept alive: keep them until the graph drops.
+///
 /// Not thread safe (CUDA graphs are not): it is neither `Send` nor `Sync`.
 pub struct CudaGraph {
     cu_graph: sys::CUgraph,
@@ -155,8 +160,8 @@ impl CudaGraph {
                 events.wait_before(*access, stream);
             }
         }
-        // SAFETY: both handles are alive; the graph's buffers are the caller's to keep alive,
-        // as with any captured work.
+        // SAFETY: both handles are alive; the tracked device buffers the graph touches are kept
+        // alive by it (their allocations are freed only when their last graph drops).
         unsafe { result::graph::launch(self.cu_graph_exec, stream.cu_stream) }?;
         if mode == SyncMode::On {
             for (events, access) in &self.touched {

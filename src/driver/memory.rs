@@ -48,6 +48,44 @@ pub(crate) struct SliceEvents {
     #[allow(clippy::vec_box)] // the boxes give each event a fixed address (see above)
     reads: Mutex<Vec<Box<(u64, CudaEvent)>>>,
     write: OnceLock<CudaEvent>,
+    /// The allocation of a slice dropped while a captured graph (or a capture in progress) still
+    /// refers to these events: freed, after the graph's pending uses, when the last of them
+    /// drops. This is how a graph owns the buffers it touches.
+    deferred: Mutex<Option<(sys::CUdeviceptr, Arc<CudaStream>)>>,
+}
+
+impl Drop for SliceEvents {
+    fn drop(&mut self) {
+        let deferred = self.deferred.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((ptr, stream)) = deferred {
+            // The events are still alive here (fields drop after this body).
+            free_allocation(ptr, &stream, Some(self));
+        }
+    }
+}
+
+/// Frees `ptr`, allocated on `stream`, after the uses `events` recorded on other streams, with
+/// `stream`'s context bound whatever error is parked (errors are parked).
+fn free_allocation(ptr: sys::CUdeviceptr, stream: &CudaStream, events: Option<&SliceEvents>) {
+    let ctx = &stream.ctx;
+    // Bind our own context whatever error is parked; if even that fails, leak the memory rather
+    // than free it under another context.
+    if let Err(e) = ctx.bind() {
+        return ctx.record_err::<()>(Err(e));
+    }
+    if let Some(events) = events {
+        if ctx.sync_mode(stream) == SyncMode::On {
+            events.wait_before(Access::Write, stream);
+        }
+    }
+    if ctx.has_async_alloc {
+        // SAFETY: the caller owns the allocation; pending uses are ordered before `stream` above.
+        ctx.record_err(unsafe { result::free_async(ptr, stream.cu_stream) });
+    } else {
+        ctx.record_err(stream.synchronize_tracking());
+        // SAFETY: the caller owns the allocation and its stream has drained.
+        ctx.record_err(unsafe { result::free_sync(ptr) });
+    }
 }
 
 impl SliceEvents {
@@ -166,25 +204,19 @@ impl<T> Drop for CudaSlice<T> {
         if self.cu_device_ptr == 0 {
             return;
         }
-        let ctx = &self.stream.ctx;
-        // Bind our own context whatever error is parked; if even that fails, leak the memory
-        // rather than free it under another context.
-        if let Err(e) = ctx.bind() {
-            return ctx.record_err::<()>(Err(e));
-        }
         if let Some(events) = &self.events {
-            if ctx.sync_mode(&self.stream) == SyncMode::On {
-                events.wait_before(Access::Write, &self.stream);
+            // Only capture logs and graphs clone a slice's events (while the slice is borrowed,
+            // so not concurrently with this drop): a second owner is a graph that may still be
+            // launched. It gets the allocation, freed when it drops. A slice dropped while its
+            // own stream is capturing is freed in the capture, as before.
+            if Arc::strong_count(events) > 1 && self.stream.ctx.sync_mode(&self.stream) != SyncMode::Capturing
+            {
+                let mut deferred = events.deferred.lock().unwrap_or_else(|e| e.into_inner());
+                *deferred = Some((self.cu_device_ptr, self.stream.clone()));
+                return;
             }
         }
-        if ctx.has_async_alloc {
-            // SAFETY: we own the allocation; pending uses are ordered before this stream above.
-            ctx.record_err(unsafe { result::free_async(self.cu_device_ptr, self.stream.cu_stream) });
-        } else {
-            ctx.record_err(self.stream.synchronize_tracking());
-            // SAFETY: we own the allocation and its stream has drained.
-            ctx.record_err(unsafe { result::free_sync(self.cu_device_ptr) });
-        }
+        free_allocation(self.cu_device_ptr, &self.stream, self.events.as_deref());
     }
 }
 
