@@ -873,3 +873,43 @@ fn a_graph_keeps_the_buffers_it_touches_alive() {
     s.synchronize().unwrap();
     ctx.check_err().unwrap();
 }
+
+/// A graph owns the page-locked memory its captured copies use, and its launches are recorded on
+/// that memory's event: the host accessors wait for a replay's copy, and dropping the
+/// `PinnedHostSlice` before replaying leaves the memory allocated for the graph.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_graph_keeps_its_pinned_memory_and_orders_its_host_accessors() {
+    let (ctx, module) = setup();
+    let slow = module.load_function("slow_affine").unwrap();
+    let s = ctx.new_stream().unwrap();
+    let n = 1 << 16;
+    let mut rng = Rng::new(9);
+    let xh = rng.f32s(n);
+    let x = s.clone_htod(&xh).unwrap();
+    let mut y = s.alloc_zeros::<f32>(n).unwrap();
+    // SAFETY: filled before any read.
+    let mut out = unsafe { ctx.alloc_pinned::<f32>(n) }.unwrap();
+    out.as_mut_slice().unwrap().fill(f32::NAN);
+    // SAFETY: filled before any read.
+    let mut input = unsafe { ctx.alloc_pinned::<f32>(n) }.unwrap();
+    input.as_mut_slice().unwrap().copy_from_slice(&xh);
+    let mut x2 = s.alloc_zeros::<f32>(n).unwrap();
+
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    launch_slow(&s, &slow, &mut y, &x); // y = 2x + 1, late
+    s.memcpy_dtoh(&y, &mut out).unwrap();
+    s.memcpy_htod(&input, &mut x2).unwrap();
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph");
+    drop(input); // the graph still copies from it
+    graph.launch().unwrap();
+    // No synchronisation: the accessor must wait for the replay's copy into `out`.
+    let want: Vec<f32> = xh.iter().map(|v| 2.0 * v + 1.0).collect();
+    assert_close(out.as_slice().unwrap(), &want, "pinned output read right after the replay");
+    assert_close(&s.clone_dtoh(&x2).unwrap(), &xh, "copy from a dropped pinned input");
+    drop(graph);
+    ctx.check_err().unwrap();
+}

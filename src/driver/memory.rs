@@ -918,17 +918,28 @@ impl<T> HostSlice<T> for Vec<T> {
 pub struct PinnedHostSlice<T> {
     pub(crate) ptr: *mut T,
     pub(crate) len: usize,
+    /// The allocation and its last-copy event, shared with the graphs whose captured copies
+    /// use it, so that it outlives them.
+    pub(crate) memory: Arc<PinnedMemory>,
+}
+
+/// A page-locked allocation and the event recording its last copy; freed, after that copy,
+/// when the last of its [`PinnedHostSlice`] and the graphs that captured copies of it drops.
+#[derive(Debug)]
+pub(crate) struct PinnedMemory {
+    ptr: *mut u8,
+    bytes: usize,
     pub(crate) event: CudaEvent,
 }
 
-// SAFETY: the slice owns its `T`s like a `Vec<T>` (handed out only through `&`/`&mut` borrows
-// of `self`), so moving it to another thread moves them: sound exactly when `T: Send`.
-unsafe impl<T: Send> Send for PinnedHostSlice<T> {}
-// SAFETY: `&PinnedHostSlice<T>` hands out `&[T]` (and `&T` through it) to any thread: sound
-// exactly when `T: Sync`, as for `Vec<T>`.
-unsafe impl<T: Sync> Sync for PinnedHostSlice<T> {}
+// SAFETY: the allocation is owned by this object and only freed by its Drop; the event is
+// thread safe. The memory's contents are reached only through `PinnedHostSlice`, whose own
+// Send/Sync impls carry the `T` bounds.
+unsafe impl Send for PinnedMemory {}
+// SAFETY: as above; `&PinnedMemory` gives access to nothing but the event.
+unsafe impl Sync for PinnedMemory {}
 
-impl<T> Drop for PinnedHostSlice<T> {
+impl Drop for PinnedMemory {
     fn drop(&mut self) {
         let ctx = &self.event.ctx;
         // Waits for the last copy using this memory whatever error is parked: freeing it with a
@@ -937,12 +948,19 @@ impl<T> Drop for PinnedHostSlice<T> {
             // The copy may still be in flight: leak the memory rather than free it.
             return ctx.record_err::<()>(Err(e));
         }
-        if self.len * size_of::<T>() > 0 {
+        if self.bytes > 0 {
             // SAFETY: we own the allocation and the last copy using it has finished.
             ctx.record_err(unsafe { result::free_host(self.ptr.cast()) });
         }
     }
 }
+
+// SAFETY: the slice owns its `T`s like a `Vec<T>` (handed out only through `&`/`&mut` borrows
+// of `self`), so moving it to another thread moves them: sound exactly when `T: Send`.
+unsafe impl<T: Send> Send for PinnedHostSlice<T> {}
+// SAFETY: `&PinnedHostSlice<T>` hands out `&[T]` (and `&T` through it) to any thread: sound
+// exactly when `T: Sync`, as for `Vec<T>`.
+unsafe impl<T: Sync> Sync for PinnedHostSlice<T> {}
 
 impl CudaContext {
     /// Allocates `len` values of page-locked, write-combined host memory.
@@ -977,14 +995,18 @@ impl CudaContext {
             // SAFETY: a plain allocation; freed in Drop.
             unsafe { result::malloc_host(bytes, flags) }?.cast::<T>()
         };
-        Ok(PinnedHostSlice { ptr, len, event })
+        Ok(PinnedHostSlice { ptr, len, memory: Arc::new(PinnedMemory { ptr: ptr.cast(), bytes, event }) })
     }
 }
 
 impl<T> PinnedHostSlice<T> {
+    fn event(&self) -> &CudaEvent {
+        &self.memory.event
+    }
+
     /// The context the memory was allocated in.
     pub fn context(&self) -> &Arc<CudaContext> {
-        &self.event.ctx
+        &self.event().ctx
     }
 
     /// Number of elements.
@@ -1005,31 +1027,33 @@ impl<T> PinnedHostSlice<T> {
     fn guard<'a>(&'a self, stream: &'a CudaStream) -> SyncOnDrop<'a> {
         let ctx = &stream.ctx;
         if ctx.active_captures.load(std::sync::atomic::Ordering::Acquire) > 0 && stream.is_capturing_now() {
+            // The graph keeps the memory alive and records its launches' copies on its event.
+            stream.log_pinned(&self.memory);
             return SyncOnDrop::Record(None);
         }
         if ctx.is_in_multi_stream_mode() {
-            ctx.record_err(stream.wait_tracking(&self.event));
+            ctx.record_err(stream.wait_tracking(self.event()));
         }
-        SyncOnDrop::Record(Some((&self.event, stream)))
+        SyncOnDrop::Record(Some((self.event(), stream)))
     }
 }
 
 impl<T: ValidAsZeroBits> PinnedHostSlice<T> {
     /// Waits for pending copies, then gives the address.
     pub fn as_ptr(&self) -> Result<*const T, DriverError> {
-        self.event.synchronize()?;
+        self.event().synchronize()?;
         Ok(self.ptr)
     }
 
     /// Waits for pending copies, then gives the address.
     pub fn as_mut_ptr(&mut self) -> Result<*mut T, DriverError> {
-        self.event.synchronize()?;
+        self.event().synchronize()?;
         Ok(self.ptr)
     }
 
     /// Waits for pending copies, then borrows the memory.
     pub fn as_slice(&self) -> Result<&[T], DriverError> {
-        self.event.synchronize()?;
+        self.event().synchronize()?;
         // SAFETY: `ptr` holds `len` values (zeroable, so any bytes the device wrote are valid),
         // no copy is pending, and the borrow of `self` keeps the memory alive.
         Ok(unsafe { std::slice::from_raw_parts(self.ptr, self.len) })
@@ -1037,7 +1061,7 @@ impl<T: ValidAsZeroBits> PinnedHostSlice<T> {
 
     /// Waits for pending copies, then borrows the memory mutably.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T], DriverError> {
-        self.event.synchronize()?;
+        self.event().synchronize()?;
         // SAFETY: as for `as_slice`, and `&mut self` makes the borrow unique.
         Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
