@@ -763,3 +763,153 @@ fn drop_binds_its_own_context_whatever_error_is_parked() {
     drop(src);
     stream.synchronize().unwrap();
 }
+
+/// A copy to or from pageable host memory while the stream is capturing is refused: the graph
+/// would record a copy from memory the caller may free before launching it. Pinned copies are
+/// captured as before, and the capture is not invalidated by the refusals.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pageable_copies_are_refused_during_capture() {
+    let ctx = CudaContext::new(0).unwrap();
+    let s = ctx.new_stream().unwrap();
+    let n = 4096;
+    let mut y = s.alloc_zeros::<f32>(n).unwrap();
+    // SAFETY: written below before any read.
+    let mut pinned = unsafe { ctx.alloc_pinned::<f32>(n) }.unwrap();
+    pinned.as_mut_slice().unwrap().fill(5.0);
+    let unsupported = Err(DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED));
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    let host = vec![1.0f32; n];
+    assert_eq!(s.memcpy_htod(&host, &mut y), unsupported);
+    assert_eq!(s.clone_htod(&host).map(|_| ()), unsupported);
+    let mut back = vec![0.0f32; n];
+    assert_eq!(s.memcpy_dtoh(&y, &mut back), unsupported);
+    assert_eq!(s.clone_dtoh(&y).map(|_| ()), unsupported);
+    s.memcpy_htod(&pinned, &mut y).unwrap();
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph with the pinned copy");
+    graph.launch().unwrap();
+    assert_eq!(s.clone_dtoh(&y).unwrap(), vec![5.0f32; n]);
+}
+
+/// Readers on two streams, then a write on a third: the write waits for both reads. With one read
+/// event per slice it waited only for the last reader (the quick one) and overwrote `x` while the
+/// slow reader on the first stream had yet to read it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_write_waits_for_the_reads_on_every_stream() {
+    let (ctx, module) = setup();
+    let affine = module.load_function("affine").unwrap();
+    let slow = module.load_function("slow_affine").unwrap();
+    let (a, b, c) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let n = 4099;
+    let mut rng = Rng::new(11);
+    let xh = rng.f32s(n);
+    let mut x = c.clone_htod(&xh).unwrap();
+    let mut y_slow = a.alloc_zeros::<f32>(n).unwrap();
+    let mut y_quick = b.alloc_zeros::<f32>(n).unwrap();
+    launch_slow(&a, &slow, &mut y_slow, &x); // reads x late, on a
+    launch_affine(&b, &affine, &mut y_quick, &x, 2.0, 1.0); // reads x at once, on b
+                                                            // Overwrite x on c: must wait for the read on a as well as the one on b.
+    let zeros = c.alloc_zeros::<f32>(n).unwrap();
+    launch_affine(&c, &affine, &mut x, &zeros, 1.0, -7.0);
+    let want: Vec<f32> = xh.iter().map(|v| 2.0 * v + 1.0).collect();
+    assert_close(&a.clone_dtoh(&y_slow).unwrap(), &want, "slow reader on a");
+    assert_close(&b.clone_dtoh(&y_quick).unwrap(), &want, "quick reader on b");
+    assert_close(&c.clone_dtoh(&x).unwrap(), &vec![-7.0; n], "the write on c");
+
+    // The same through a free: dropping x on c must wait for a slow read on a and a quick one on b.
+    let x2 = c.clone_htod(&xh).unwrap();
+    launch_slow(&a, &slow, &mut y_slow, &x2);
+    launch_affine(&b, &affine, &mut y_quick, &x2, 2.0, 1.0);
+    drop(x2);
+    // A new allocation may reuse x2's memory at once; fill it so a premature free shows.
+    let reuse = c.clone_htod(&vec![1e6f32; n]).unwrap();
+    assert_close(&a.clone_dtoh(&y_slow).unwrap(), &want, "slow reader before the free");
+    drop(reuse);
+}
+
+/// A graph owns the tracked buffers its captured work reads and writes: dropping them after the
+/// capture leaves them alive until the graph drops, so later replays still read the captured
+/// input (not a reallocation of its memory filled with something else) and write the output.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_graph_keeps_the_buffers_it_touches_alive() {
+    let (ctx, module) = setup();
+    let affine = module.load_function("affine").unwrap();
+    let s = ctx.new_stream().unwrap();
+    let n = 1 << 20;
+    let mut rng = Rng::new(5);
+    let xh = rng.f32s(n);
+    let x = s.clone_htod(&xh).unwrap();
+    let mut y = s.alloc_zeros::<f32>(n).unwrap();
+    let mut t = s.alloc_zeros::<f32>(n).unwrap();
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    launch_affine(&s, &affine, &mut t, &x, 2.0, 1.0);
+    launch_affine(&s, &affine, &mut y, &t, 0.5, -1.0);
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph");
+    let y_ptr = {
+        let (ptr, _guard) = y.device_ptr(&s);
+        ptr
+    };
+    drop(x);
+    drop(t);
+    drop(y);
+    // New allocations of the same size, filled with garbage: they would reuse freed memory.
+    let garbage: Vec<_> = (0..4).map(|_| s.clone_htod(&vec![1e30f32; n]).unwrap()).collect();
+    graph.launch().unwrap();
+    s.synchronize().unwrap();
+    for g in &garbage {
+        let (ptr, _guard) = g.device_ptr(&s);
+        assert_ne!(ptr, y_ptr, "the graph's output buffer was freed and reallocated");
+        assert_eq!(s.clone_dtoh(g).unwrap(), vec![1e30f32; n], "the graph wrote a reallocated buffer");
+    }
+    drop(graph);
+    s.synchronize().unwrap();
+    ctx.check_err().unwrap();
+}
+
+/// A graph owns the page-locked memory its captured copies use, and its launches are recorded on
+/// that memory's event: the host accessors wait for a replay's copy, and dropping the
+/// `PinnedHostSlice` before replaying leaves the memory allocated for the graph.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_graph_keeps_its_pinned_memory_and_orders_its_host_accessors() {
+    let (ctx, module) = setup();
+    let slow = module.load_function("slow_affine").unwrap();
+    let s = ctx.new_stream().unwrap();
+    let n = 1 << 16;
+    let mut rng = Rng::new(9);
+    let xh = rng.f32s(n);
+    let x = s.clone_htod(&xh).unwrap();
+    let mut y = s.alloc_zeros::<f32>(n).unwrap();
+    // SAFETY: filled before any read.
+    let mut out = unsafe { ctx.alloc_pinned::<f32>(n) }.unwrap();
+    out.as_mut_slice().unwrap().fill(f32::NAN);
+    // SAFETY: filled before any read.
+    let mut input = unsafe { ctx.alloc_pinned::<f32>(n) }.unwrap();
+    input.as_mut_slice().unwrap().copy_from_slice(&xh);
+    let mut x2 = s.alloc_zeros::<f32>(n).unwrap();
+
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    launch_slow(&s, &slow, &mut y, &x); // y = 2x + 1, late
+    s.memcpy_dtoh(&y, &mut out).unwrap();
+    s.memcpy_htod(&input, &mut x2).unwrap();
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .expect("a graph");
+    drop(input); // the graph still copies from it
+    graph.launch().unwrap();
+    // No synchronisation: the accessor must wait for the replay's copy into `out`.
+    let want: Vec<f32> = xh.iter().map(|v| 2.0 * v + 1.0).collect();
+    assert_close(out.as_slice().unwrap(), &want, "pinned output read right after the replay");
+    assert_close(&s.clone_dtoh(&x2).unwrap(), &xh, "copy from a dropped pinned input");
+    drop(graph);
+    ctx.check_err().unwrap();
+}

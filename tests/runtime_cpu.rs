@@ -227,6 +227,8 @@ fn overflowing_extents_are_shape_errors() {
 
     // n = 0 makes every input empty whatever p is; p * (t - w + 1) used to overflow.
     shape_error(rt.pattern_correlation(&[], &[], Patterns { t: 2, n: 0, p: usize::MAX, w: 1 }));
+    // A product that fits in usize but in no host: an error, not a capacity-overflow panic.
+    shape_error(rt.pattern_correlation(&[], &[], Patterns { t: 1, n: 0, p: 1 << 62, w: 1 }));
 
     // No operands at all.
     assert!(matches!(prism_gpu::kernels::shape::same_len("add", &[]), Err(Error::Shape { .. })));

@@ -5,9 +5,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::context::SyncMode;
-use super::memory::{Access, SliceEvents, Touched};
+use super::memory::{Access, PinnedMemory, SliceEvents, Touched};
 use super::result::{self, DriverError};
-use super::stream::CudaStream;
+use super::stream::{CaptureLog, CudaStream};
 use super::sys;
 
 /// An instantiated graph, made by [`CudaStream::begin_capture`] / [`CudaStream::end_capture`] and
@@ -19,12 +19,24 @@ use super::sys;
 /// their earlier uses on other streams and records its own, like a kernel launch does. So
 /// buffers written before the capture and used inside it need no `disable_event_tracking`.
 ///
+/// The graph also owns the tracked device buffers its captured work touched: a
+/// [`CudaSlice`](super::CudaSlice) dropped while a graph using it is alive hands its allocation to the graph,
+/// which frees it, after its pending launches, when the last such graph drops. Likewise the
+/// page-locked memory of a [`PinnedHostSlice`](super::PinnedHostSlice) used by a captured copy
+/// stays allocated while the graph lives, and each launch is recorded on it, so its host
+/// accessors wait for the replay's copies. Untracked slices (made while
+/// [`disable_event_tracking`](super::CudaContext::disable_event_tracking) was in force) are the
+/// caller's to keep alive, as that function's contract says.
+///
 /// Not thread safe (CUDA graphs are not): it is neither `Send` nor `Sync`.
 pub struct CudaGraph {
     cu_graph: sys::CUgraph,
     cu_graph_exec: sys::CUgraphExec,
     stream: Arc<CudaStream>,
     touched: Vec<Touched>,
+    /// Page-locked memory the captured copies use: kept allocated while the graph lives, and
+    /// each launch records its copies on the memory's event, which the host accessors wait for.
+    pinned: Vec<Arc<PinnedMemory>>,
 }
 
 impl std::fmt::Debug for CudaGraph {
@@ -68,7 +80,7 @@ impl CudaStream {
         match unsafe { result::stream::begin_capture(self.cu_stream, mode) } {
             Ok(()) => {
                 if let Ok(mut log) = self.capture_log.lock() {
-                    *log = Some(Vec::new());
+                    *log = Some(CaptureLog::default());
                 }
                 Ok(())
             }
@@ -106,11 +118,13 @@ impl CudaStream {
                 return Err(e);
             }
         };
+        let log = log.unwrap_or_default();
         Ok(Some(CudaGraph {
             cu_graph,
             cu_graph_exec,
             stream: self.clone(),
-            touched: merge(log.unwrap_or_default()),
+            touched: merge(log.slices),
+            pinned: log.pinned,
         }))
     }
 
@@ -155,12 +169,30 @@ impl CudaGraph {
                 events.wait_before(*access, stream);
             }
         }
-        // SAFETY: both handles are alive; the graph's buffers are the caller's to keep alive,
-        // as with any captured work.
+        // Page-locked memory: a launch inside another capture hands it to that capture's graph;
+        // otherwise the launch is ordered after the memory's earlier copies and recorded as its
+        // latest, so the host accessors (and the memory's free) wait for it.
+        let pinned_capturing = !self.pinned.is_empty()
+            && stream.ctx.active_captures.load(Ordering::Acquire) > 0
+            && stream.is_capturing_now();
+        if pinned_capturing {
+            self.pinned.iter().for_each(|memory| stream.log_pinned(memory));
+        } else if stream.ctx.is_in_multi_stream_mode() {
+            for memory in &self.pinned {
+                stream.ctx.record_err(stream.wait_tracking(&memory.event));
+            }
+        }
+        // SAFETY: both handles are alive; the tracked device buffers and the page-locked memory
+        // the graph touches are kept alive by it (freed only when their last owner drops).
         unsafe { result::graph::launch(self.cu_graph_exec, stream.cu_stream) }?;
         if mode == SyncMode::On {
             for (events, access) in &self.touched {
                 events.record_after(*access, stream);
+            }
+        }
+        if !pinned_capturing {
+            for memory in &self.pinned {
+                stream.ctx.record_err(memory.event.record_tracking(stream));
             }
         }
         Ok(())

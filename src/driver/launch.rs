@@ -414,8 +414,10 @@ mod tests {
             ctx: ctx.clone(),
             owned: false,
             capture_log: Mutex::new(None),
+            id: crate::driver::stream::next_id(),
         });
         let module = Arc::new(CudaModule {
+            globals: Default::default(),
             cu_module: std::ptr::null_mut(),
             ctx,
             ptx_param_counts: Default::default(),

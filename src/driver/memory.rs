@@ -2,9 +2,10 @@
 //! the marker traits, and the allocation and copy methods of [`CudaStream`].
 //!
 //! # Cross-stream ordering
-//! A tracked slice (the default) owns two lazily created events: one recorded after its last
-//! read, one after its last write. A use on any stream first waits for what it conflicts with
-//! (a read waits for the last write; a write waits for both) and then records its own. So work
+//! A tracked slice (the default) owns lazily created events: one recorded after its last write,
+//! and one per stream that has read it, recorded after that stream's last read. A use on any
+//! stream first waits for what it conflicts with (a read waits for the last write; a write, or
+//! the free, waits for it and for the last read on every other stream) and then records its own. So work
 //! on stream B sees a write made on stream A without the caller synchronising, and a slice is
 //! freed only after its pending uses. None of this happens while the context has only its
 //! default stream: the events are not even created. While a stream is being captured into a
@@ -14,7 +15,9 @@
 use std::marker::PhantomData;
 use std::mem::{size_of, ManuallyDrop};
 use std::ops::{Bound, RangeBounds};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use smallvec::SmallVec;
 
 use super::context::{CudaContext, SyncMode};
 use super::event::CudaEvent;
@@ -33,55 +36,123 @@ pub(crate) enum Access {
 /// A tracked slice used by captured work, and how.
 pub(crate) type Touched = (Arc<SliceEvents>, Access);
 
-/// A slice's read and write events, created on first use in multi-stream mode.
+/// A slice's events, created on first use in multi-stream mode: one recorded after the last
+/// write, and one per stream that has read the slice, recorded after that stream's last read.
+/// Reads on several streams are all waited for by the next write (or the free): a single read
+/// event would keep only the last reader's.
 #[derive(Debug, Default)]
 pub(crate) struct SliceEvents {
-    read: OnceLock<CudaEvent>,
+    /// `(stream id, event)`: each stream's last read. Entries are boxed and never removed or
+    /// replaced while the slice's events live, so a `&CudaEvent` into one stays valid (guards
+    /// hold such references); there is one per stream that ever read the slice.
+    #[allow(clippy::vec_box)] // the boxes give each event a fixed address (see above)
+    reads: Mutex<Vec<Box<(u64, CudaEvent)>>>,
     write: OnceLock<CudaEvent>,
+    /// The allocation of a slice dropped while a captured graph (or a capture in progress) still
+    /// refers to these events: freed, after the graph's pending uses, when the last of them
+    /// drops. This is how a graph owns the buffers it touches.
+    deferred: Mutex<Option<(sys::CUdeviceptr, Arc<CudaStream>)>>,
+}
+
+impl Drop for SliceEvents {
+    fn drop(&mut self) {
+        let deferred = self.deferred.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((ptr, stream)) = deferred {
+            // The events are still alive here (fields drop after this body).
+            free_allocation(ptr, &stream, Some(self));
+        }
+    }
+}
+
+/// Frees `ptr`, allocated on `stream`, after the uses `events` recorded on other streams, with
+/// `stream`'s context bound whatever error is parked (errors are parked).
+fn free_allocation(ptr: sys::CUdeviceptr, stream: &CudaStream, events: Option<&SliceEvents>) {
+    let ctx = &stream.ctx;
+    // Bind our own context whatever error is parked; if even that fails, leak the memory rather
+    // than free it under another context.
+    if let Err(e) = ctx.bind() {
+        return ctx.record_err::<()>(Err(e));
+    }
+    if let Some(events) = events {
+        if ctx.sync_mode(stream) == SyncMode::On {
+            events.wait_before(Access::Write, stream);
+        }
+    }
+    if ctx.has_async_alloc {
+        // SAFETY: the caller owns the allocation; pending uses are ordered before `stream` above.
+        ctx.record_err(unsafe { result::free_async(ptr, stream.cu_stream) });
+    } else {
+        ctx.record_err(stream.synchronize_tracking());
+        // SAFETY: the caller owns the allocation and its stream has drained.
+        ctx.record_err(unsafe { result::free_sync(ptr) });
+    }
 }
 
 impl SliceEvents {
-    fn cell(&self, access: Access) -> &OnceLock<CudaEvent> {
-        match access {
-            Access::Read => &self.read,
-            Access::Write => &self.write,
+    /// The event recording `access` on `stream`, created if need be (a creation error is
+    /// parked): the write event, or `stream`'s read event.
+    pub(crate) fn event(&self, access: Access, stream: &CudaStream) -> Option<&CudaEvent> {
+        let ctx = &stream.ctx;
+        if access == Access::Write {
+            if let Some(event) = self.write.get() {
+                return Some(event);
+            }
+            return match ctx.new_event_tracking(None) {
+                Ok(event) => {
+                    // Another thread may have won the race; its event is as good as ours.
+                    let _ = self.write.set(event);
+                    self.write.get()
+                }
+                Err(e) => {
+                    ctx.record_err::<()>(Err(e));
+                    None
+                }
+            };
         }
+        let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        let event: *const CudaEvent = match reads.iter().find(|slot| slot.0 == stream.id) {
+            Some(slot) => &slot.1,
+            None => match ctx.new_event_tracking(None) {
+                Ok(event) => {
+                    reads.push(Box::new((stream.id, event)));
+                    &reads[reads.len() - 1].1
+                }
+                Err(e) => {
+                    ctx.record_err::<()>(Err(e));
+                    return None;
+                }
+            },
+        };
+        drop(reads);
+        // SAFETY: the event lives in a Box that stays in `reads`, unmoved and unreplaced, until
+        // `self` drops (entries are only ever added), and it is only used through `&`.
+        Some(unsafe { &*event })
     }
 
-    /// The event for `access`, created in `ctx` if need be (a creation error is parked).
-    pub(crate) fn event(&self, access: Access, ctx: &Arc<CudaContext>) -> Option<&CudaEvent> {
-        let cell = self.cell(access);
-        if let Some(event) = cell.get() {
-            return Some(event);
-        }
-        match ctx.new_event_tracking(None) {
-            Ok(event) => {
-                // Another thread may have won the race; its event is as good as ours.
-                let _ = cell.set(event);
-                cell.get()
-            }
-            Err(e) => {
-                ctx.record_err::<()>(Err(e));
-                None
-            }
-        }
+    /// The read events of streams other than `stream`.
+    fn other_reads(&self, stream: &CudaStream) -> SmallVec<[*const CudaEvent; 4]> {
+        let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        reads.iter().filter(|slot| slot.0 != stream.id).map(|slot| &slot.1 as *const CudaEvent).collect()
     }
 
-    /// Makes `stream` wait for the recorded uses that `access` conflicts with.
+    /// Makes `stream` wait for the recorded uses that `access` conflicts with: a read waits for
+    /// the last write; a write waits for it and for the last read on every other stream.
     pub(crate) fn wait_before(&self, access: Access, stream: &CudaStream) {
         if let Some(write) = self.write.get() {
             stream.ctx.record_err(stream.wait_tracking(write));
         }
         if access == Access::Write {
-            if let Some(read) = self.read.get() {
+            for read in self.other_reads(stream) {
+                // SAFETY: as in `event`: the boxed events stay in place while `self` lives.
+                let read = unsafe { &*read };
                 stream.ctx.record_err(stream.wait_tracking(read));
             }
         }
     }
 
-    /// Records `access` as the latest of its kind, on `stream`.
+    /// Records `access` as the latest of its kind on `stream`.
     pub(crate) fn record_after(&self, access: Access, stream: &CudaStream) {
-        if let Some(event) = self.event(access, &stream.ctx) {
+        if let Some(event) = self.event(access, stream) {
             stream.ctx.record_err(event.record_tracking(stream));
         }
     }
@@ -105,7 +176,7 @@ fn begin_use<'a>(
         }
         SyncMode::On => {
             events.wait_before(access, stream);
-            SyncOnDrop::Record(events.event(access, &stream.ctx).map(|e| (e, stream)))
+            SyncOnDrop::Record(events.event(access, stream).map(|e| (e, stream)))
         }
     }
 }
@@ -133,25 +204,19 @@ impl<T> Drop for CudaSlice<T> {
         if self.cu_device_ptr == 0 {
             return;
         }
-        let ctx = &self.stream.ctx;
-        // Bind our own context whatever error is parked; if even that fails, leak the memory
-        // rather than free it under another context.
-        if let Err(e) = ctx.bind() {
-            return ctx.record_err::<()>(Err(e));
-        }
         if let Some(events) = &self.events {
-            if ctx.sync_mode(&self.stream) == SyncMode::On {
-                events.wait_before(Access::Write, &self.stream);
+            // Only capture logs and graphs clone a slice's events (while the slice is borrowed,
+            // so not concurrently with this drop): a second owner is a graph that may still be
+            // launched. It gets the allocation, freed when it drops. A slice dropped while its
+            // own stream is capturing is freed in the capture, as before.
+            if Arc::strong_count(events) > 1 && self.stream.ctx.sync_mode(&self.stream) != SyncMode::Capturing
+            {
+                let mut deferred = events.deferred.lock().unwrap_or_else(|e| e.into_inner());
+                *deferred = Some((self.cu_device_ptr, self.stream.clone()));
+                return;
             }
         }
-        if ctx.has_async_alloc {
-            // SAFETY: we own the allocation; pending uses are ordered before this stream above.
-            ctx.record_err(unsafe { result::free_async(self.cu_device_ptr, self.stream.cu_stream) });
-        } else {
-            ctx.record_err(self.stream.synchronize_tracking());
-            // SAFETY: we own the allocation and its stream has drained.
-            ctx.record_err(unsafe { result::free_sync(self.cu_device_ptr) });
-        }
+        free_allocation(self.cu_device_ptr, &self.stream, self.events.as_deref());
     }
 }
 
@@ -854,19 +919,46 @@ impl<T> HostSlice<T> for Vec<T> {
 
 /// Page-locked host memory, allocated with [`CudaContext::alloc_pinned`]. Copies to and from it
 /// are truly asynchronous; an event records the last one, and the accessors wait for it.
+///
+/// It owns its values like a `Vec<T>`: `Send` when `T: Send`, `Sync` when `T: Sync`.
+/// ```
+/// fn shareable<T: Send + Sync>() {}
+/// shareable::<prism_gpu::driver::PinnedHostSlice<f32>>();
+/// ```
+/// ```compile_fail,E0277
+/// fn sendable<T: Send>() {}
+/// sendable::<prism_gpu::driver::PinnedHostSlice<std::rc::Rc<u8>>>();
+/// ```
+/// ```compile_fail,E0277
+/// fn shareable<T: Sync>() {}
+/// shareable::<prism_gpu::driver::PinnedHostSlice<std::cell::Cell<u8>>>();
+/// ```
 #[derive(Debug)]
 pub struct PinnedHostSlice<T> {
     pub(crate) ptr: *mut T,
     pub(crate) len: usize,
+    /// The allocation and its last-copy event, shared with the graphs whose captured copies
+    /// use it, so that it outlives them.
+    pub(crate) memory: Arc<PinnedMemory>,
+}
+
+/// A page-locked allocation and the event recording its last copy; freed, after that copy,
+/// when the last of its [`PinnedHostSlice`] and the graphs that captured copies of it drops.
+#[derive(Debug)]
+pub(crate) struct PinnedMemory {
+    ptr: *mut u8,
+    bytes: usize,
     pub(crate) event: CudaEvent,
 }
 
-// SAFETY: the memory is owned by this object and only handed out through `&`/`&mut` borrows.
-unsafe impl<T> Send for PinnedHostSlice<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for PinnedHostSlice<T> {}
+// SAFETY: the allocation is owned by this object and only freed by its Drop; the event is
+// thread safe. The memory's contents are reached only through `PinnedHostSlice`, whose own
+// Send/Sync impls carry the `T` bounds.
+unsafe impl Send for PinnedMemory {}
+// SAFETY: as above; `&PinnedMemory` gives access to nothing but the event.
+unsafe impl Sync for PinnedMemory {}
 
-impl<T> Drop for PinnedHostSlice<T> {
+impl Drop for PinnedMemory {
     fn drop(&mut self) {
         let ctx = &self.event.ctx;
         // Waits for the last copy using this memory whatever error is parked: freeing it with a
@@ -875,12 +967,19 @@ impl<T> Drop for PinnedHostSlice<T> {
             // The copy may still be in flight: leak the memory rather than free it.
             return ctx.record_err::<()>(Err(e));
         }
-        if self.len * size_of::<T>() > 0 {
+        if self.bytes > 0 {
             // SAFETY: we own the allocation and the last copy using it has finished.
             ctx.record_err(unsafe { result::free_host(self.ptr.cast()) });
         }
     }
 }
+
+// SAFETY: the slice owns its `T`s like a `Vec<T>` (handed out only through `&`/`&mut` borrows
+// of `self`), so moving it to another thread moves them: sound exactly when `T: Send`.
+unsafe impl<T: Send> Send for PinnedHostSlice<T> {}
+// SAFETY: `&PinnedHostSlice<T>` hands out `&[T]` (and `&T` through it) to any thread: sound
+// exactly when `T: Sync`, as for `Vec<T>`.
+unsafe impl<T: Sync> Sync for PinnedHostSlice<T> {}
 
 impl CudaContext {
     /// Allocates `len` values of page-locked, write-combined host memory.
@@ -915,14 +1014,18 @@ impl CudaContext {
             // SAFETY: a plain allocation; freed in Drop.
             unsafe { result::malloc_host(bytes, flags) }?.cast::<T>()
         };
-        Ok(PinnedHostSlice { ptr, len, event })
+        Ok(PinnedHostSlice { ptr, len, memory: Arc::new(PinnedMemory { ptr: ptr.cast(), bytes, event }) })
     }
 }
 
 impl<T> PinnedHostSlice<T> {
+    fn event(&self) -> &CudaEvent {
+        &self.memory.event
+    }
+
     /// The context the memory was allocated in.
     pub fn context(&self) -> &Arc<CudaContext> {
-        &self.event.ctx
+        &self.event().ctx
     }
 
     /// Number of elements.
@@ -943,31 +1046,33 @@ impl<T> PinnedHostSlice<T> {
     fn guard<'a>(&'a self, stream: &'a CudaStream) -> SyncOnDrop<'a> {
         let ctx = &stream.ctx;
         if ctx.active_captures.load(std::sync::atomic::Ordering::Acquire) > 0 && stream.is_capturing_now() {
+            // The graph keeps the memory alive and records its launches' copies on its event.
+            stream.log_pinned(&self.memory);
             return SyncOnDrop::Record(None);
         }
         if ctx.is_in_multi_stream_mode() {
-            ctx.record_err(stream.wait_tracking(&self.event));
+            ctx.record_err(stream.wait_tracking(self.event()));
         }
-        SyncOnDrop::Record(Some((&self.event, stream)))
+        SyncOnDrop::Record(Some((self.event(), stream)))
     }
 }
 
 impl<T: ValidAsZeroBits> PinnedHostSlice<T> {
     /// Waits for pending copies, then gives the address.
     pub fn as_ptr(&self) -> Result<*const T, DriverError> {
-        self.event.synchronize()?;
+        self.event().synchronize()?;
         Ok(self.ptr)
     }
 
     /// Waits for pending copies, then gives the address.
     pub fn as_mut_ptr(&mut self) -> Result<*mut T, DriverError> {
-        self.event.synchronize()?;
+        self.event().synchronize()?;
         Ok(self.ptr)
     }
 
     /// Waits for pending copies, then borrows the memory.
     pub fn as_slice(&self) -> Result<&[T], DriverError> {
-        self.event.synchronize()?;
+        self.event().synchronize()?;
         // SAFETY: `ptr` holds `len` values (zeroable, so any bytes the device wrote are valid),
         // no copy is pending, and the borrow of `self` keeps the memory alive.
         Ok(unsafe { std::slice::from_raw_parts(self.ptr, self.len) })
@@ -975,7 +1080,7 @@ impl<T: ValidAsZeroBits> PinnedHostSlice<T> {
 
     /// Waits for pending copies, then borrows the memory mutably.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T], DriverError> {
-        self.event.synchronize()?;
+        self.event().synchronize()?;
         // SAFETY: as for `as_slice`, and `&mut self` makes the borrow unique.
         Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
@@ -1005,6 +1110,20 @@ impl<T> HostSlice<T> for PinnedHostSlice<T> {
 /// `[T; N]` and `Vec<T>` does nothing, as copies with pageable memory need no later sync.
 fn is_plain_host(guard: &SyncOnDrop<'_>) -> bool {
     matches!(guard, SyncOnDrop::Sync(None))
+}
+
+impl CudaStream {
+    /// Refuses a copy to or from pageable host memory (`guard` is its host side's guard) while
+    /// this stream is being captured, with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`: the graph
+    /// would record a copy from or into memory (or a reused staging buffer) that the caller may
+    /// free or reuse before the graph is launched. Pinned memory is fine (its owner waits).
+    /// Asks the driver only for pageable copies, so captures begun outside this crate are seen.
+    fn refuse_pageable_in_capture(&self, guard: &SyncOnDrop<'_>) -> Result<(), DriverError> {
+        if is_plain_host(guard) && self.is_capturing_now() {
+            return Err(DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED));
+        }
+        Ok(())
+    }
 }
 
 /// New host buffers at least this large are faulted in by several threads before a direct
@@ -1135,10 +1254,11 @@ impl CudaStream {
         self.ctx.bind_to_thread()?;
         // SAFETY: the host slice is used only for this copy on `self`.
         let (src, record_src) = unsafe { src.stream_synced_slice(self) };
-        let (dst, _record_dst) = dst.device_ptr_mut(self);
         if src.is_empty() {
             return Ok(());
         }
+        self.refuse_pageable_in_capture(&record_src)?;
+        let (dst, _record_dst) = dst.device_ptr_mut(self);
         // Plain host memory (its guard does nothing) is pageable: large copies are staged.
         if is_plain_host(&record_src) {
             // SAFETY: `src` is readable for its length during the call; `dst` holds at least as
@@ -1170,6 +1290,9 @@ impl CudaStream {
         self.ctx.bind_to_thread()?;
         let len = src.len();
         let bytes = byte_len::<T>(len)?;
+        if bytes > 0 {
+            self.refuse_pageable_in_capture(&SyncOnDrop::Sync(None))?;
+        }
         let mut dst: Vec<T> = Vec::with_capacity(len);
         {
             let (ptr, _record_src) = src.device_ptr(self);
@@ -1202,12 +1325,13 @@ impl CudaStream {
         assert!(dst.len() >= src.len(), "memcpy_dtoh: destination shorter than source");
         self.ctx.bind_to_thread()?;
         let n = src.len();
-        let (src, _record_src) = src.device_ptr(self);
         // SAFETY: the host slice is used only for this copy on `self`.
         let (dst, record_dst) = unsafe { dst.stream_synced_mut_slice(self) };
         if n == 0 || size_of::<T>() == 0 {
             return Ok(());
         }
+        self.refuse_pageable_in_capture(&record_dst)?;
+        let (src, _record_src) = src.device_ptr(self);
         // Plain host memory (its guard does nothing) is pageable: large copies are staged.
         if is_plain_host(&record_dst) {
             let dst = &mut dst[..n];

@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CString};
 use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::context::CudaContext;
-use super::memory::CudaViewMut;
+use super::memory::{CudaViewMut, SliceEvents};
 use super::result::{self, DriverError};
 use super::stream::CudaStream;
 use super::sys;
@@ -25,6 +25,11 @@ pub struct CudaModule {
     /// (empty for binary images). Lets launches learn a kernel's exact parameter count without
     /// asking the driver for a parameter past the last one.
     pub(crate) ptx_param_counts: HashMap<String, usize>,
+    /// The tracking events of each global handed out by [`CudaModule::get_global`], by address.
+    /// Entries are never removed and each is boxed, so a reference to one lives as long as the
+    /// module (views borrow the module).
+    #[allow(clippy::redundant_allocation)] // views hold `&Arc`: the Arc itself needs a fixed address
+    pub(crate) globals: Mutex<HashMap<sys::CUdeviceptr, Box<Arc<SliceEvents>>>>,
 }
 
 // SAFETY: the handle is owned by this object; module calls are thread safe in the driver.
@@ -122,6 +127,7 @@ impl CudaContext {
             unsafe { result::module::load_data_with_logs(image.as_ptr().cast::<c_void>(), JIT_LOG_BYTES) };
         match module {
             Ok(cu_module) => Ok(Arc::new(CudaModule {
+                globals: Mutex::default(),
                 cu_module,
                 ctx: self.clone(),
                 ptx_param_counts: ptx_text(&image).map(ptx_param_counts).unwrap_or_default(),
@@ -151,6 +157,12 @@ impl CudaModule {
     }
 
     /// The `__device__` / `__constant__` variable `name` as bytes, for copies on `stream`.
+    ///
+    /// cudarc 0.19's signature: the view comes from `&self`, so several views of one global can
+    /// exist at once. They are device memory (never host references), and every view of a global
+    /// shares that global's tracking events, as every view of one [`CudaSlice`](super::CudaSlice)
+    /// shares the slice's: a write through any of them waits for the earlier reads and writes
+    /// through all of them on other streams, so aliasing views are ordered, never racing.
     #[doc(alias = "cuModuleGetGlobal")]
     pub fn get_global<'a>(
         self: &'a Arc<Self>,
@@ -158,10 +170,26 @@ impl CudaModule {
         stream: &'a Arc<CudaStream>,
     ) -> Result<CudaViewMut<'a, u8>, DriverError> {
         let name = CString::new(name).map_err(|_| DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))?;
+        if *stream.ctx != *self.ctx {
+            return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT));
+        }
         self.ctx.bind_to_thread()?;
         // SAFETY: the module is loaded for as long as `self` lives.
         let (ptr, len) = unsafe { result::module::get_global(self.cu_module, name) }?;
-        Ok(CudaViewMut { ptr, len, events: None, stream, marker: PhantomData })
+        let events = if self.ctx.is_event_tracking() { Some(self.global_events(ptr)) } else { None };
+        Ok(CudaViewMut { ptr, len, events, stream, marker: PhantomData })
+    }
+
+    /// The tracking events of the global at `ptr`, shared by every view of it.
+    fn global_events(&self, ptr: sys::CUdeviceptr) -> &Arc<SliceEvents> {
+        let mut globals = self.globals.lock().unwrap_or_else(|e| e.into_inner());
+        let entry: &Arc<SliceEvents> = globals.entry(ptr).or_default();
+        let entry: *const Arc<SliceEvents> = entry;
+        drop(globals);
+        // SAFETY: the Arc lives in its own Box, which is never removed from the map, moved out
+        // of, or replaced until the module drops (entries are only ever added), so it stays at
+        // this address for as long as `&self` is borrowed; it is only read through `&`.
+        unsafe { &*entry }
     }
 
     /// The raw handle (owned by this object: do not unload it).

@@ -5,7 +5,16 @@ use std::sync::{Arc, Mutex};
 
 use super::context::CudaContext;
 use super::event::CudaEvent;
-use super::memory::{Access, SliceEvents, Touched};
+use super::memory::{Access, PinnedMemory, SliceEvents, Touched};
+
+/// What the work captured on a stream uses, for the graph it becomes.
+#[derive(Debug, Default)]
+pub(crate) struct CaptureLog {
+    /// Tracked slices and how they were used (one entry per use).
+    pub(crate) slices: Vec<Touched>,
+    /// Page-locked memory that captured copies read or write (one entry each).
+    pub(crate) pinned: Vec<Arc<PinnedMemory>>,
+}
 use super::result::{self, stream::StreamKind, DriverError};
 use super::sys;
 
@@ -22,7 +31,16 @@ pub struct CudaStream {
     pub(crate) owned: bool,
     /// While this stream captures a graph: the tracked slices the captured work touched, so the
     /// graph can do their cross-stream waits and records when it is launched.
-    pub(crate) capture_log: Mutex<Option<Vec<Touched>>>,
+    pub(crate) capture_log: Mutex<Option<CaptureLog>>,
+    /// Unique for the life of the process (unlike the driver's handle, which may be reused
+    /// once a stream is destroyed): keys the per-stream read events of tracked slices.
+    pub(crate) id: u64,
+}
+
+/// A new [`CudaStream::id`].
+pub(crate) fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 // SAFETY: the handle is owned by (or borrowed for the life of) this object; stream calls are
@@ -59,7 +77,13 @@ impl Drop for CudaStream {
 
 impl CudaStream {
     fn wrap(ctx: &Arc<CudaContext>, cu_stream: sys::CUstream, owned: bool) -> Arc<Self> {
-        Arc::new(CudaStream { cu_stream, ctx: ctx.clone(), owned, capture_log: Mutex::new(None) })
+        Arc::new(CudaStream {
+            cu_stream,
+            ctx: ctx.clone(),
+            owned,
+            capture_log: Mutex::new(None),
+            id: next_id(),
+        })
     }
 
     /// Whether the driver says this stream is capturing now (one driver call).
@@ -75,7 +99,18 @@ impl CudaStream {
     pub(crate) fn log_capture(&self, events: &Arc<SliceEvents>, access: Access) {
         if let Ok(mut log) = self.capture_log.lock() {
             if let Some(log) = log.as_mut() {
-                log.push((events.clone(), access));
+                log.slices.push((events.clone(), access));
+            }
+        }
+    }
+
+    /// Notes page-locked memory used by a captured copy on this stream.
+    pub(crate) fn log_pinned(&self, memory: &Arc<PinnedMemory>) {
+        if let Ok(mut log) = self.capture_log.lock() {
+            if let Some(log) = log.as_mut() {
+                if !log.pinned.iter().any(|m| Arc::ptr_eq(m, memory)) {
+                    log.pinned.push(memory.clone());
+                }
             }
         }
     }

@@ -60,6 +60,19 @@ pub fn strided_extent(
         })
 }
 
+/// A host vector of `len` zeros for an output called `name`, or [`Error::Shape`] when the host
+/// cannot allocate it (instead of aborting the process on a size taken from the caller).
+pub fn zeroed<T: Clone + Default>(op: &'static str, name: &str, len: usize) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| Error::Shape {
+        op,
+        expected: format!("`{name}` of a size the host can allocate"),
+        got: format!("{len} elements of {} bytes", std::mem::size_of::<T>()),
+    })?;
+    out.resize(len, T::default());
+    Ok(out)
+}
+
 fn show_dims(dims: &[usize]) -> String {
     dims.iter().map(usize::to_string).collect::<Vec<_>>().join(" x ")
 }
@@ -100,6 +113,8 @@ mod tests {
         assert!(strided_extent("x", "a", 2, usize::MAX, 1, 1, 1).is_err());
         assert!(strided_extent("x", "a", 1, 0, 3, usize::MAX / 2 + 1, 1).is_err());
         assert!(strided_extent("x", "a", 2, usize::MAX - 1, 1, 1, 2).is_err());
+        assert_eq!(zeroed::<f32>("x", "out", 3).unwrap(), [0.0; 3]);
+        assert!(zeroed::<f32>("x", "out", usize::MAX / 4).is_err());
     }
 
     #[test]

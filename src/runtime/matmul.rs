@@ -36,13 +36,7 @@ impl ProductionGpuRuntime {
         // Every check before the m x n allocation (with k = 0, a and b are empty whatever m, n).
         let c_len = shape::elements("matmul", "c", &[m, n])?;
         g.validate(a.len(), b.len(), c_len)?;
-        let mut c = Vec::new();
-        c.try_reserve_exact(c_len).map_err(|_| crate::Error::Shape {
-            op: "matmul",
-            expected: format!("an m x n = {m} x {n} product that fits in host memory"),
-            got: format!("{c_len} f32 elements"),
-        })?;
-        c.resize(c_len, 0.0);
+        let mut c = shape::zeroed("matmul", "c", c_len)?;
         self.gemm(&g, a, b, &mut c)?;
         Ok(c)
     }

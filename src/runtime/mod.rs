@@ -851,7 +851,8 @@ impl ProductionGpuRuntime {
             return Ok(Vec::new());
         }
         if dims.n == 0 {
-            return Ok(vec![0.0; dims.p * dims.positions()]);
+            // Checked above; an output the host cannot hold is an error, not an abort.
+            return shape::zeroed("pattern_correlation", "out", dims.p * dims.positions());
         }
         self.dispatch(
             |g| g.download(&g.pattern_correlation(&g.upload(spikes)?, &g.upload(templates)?, dims)?),
