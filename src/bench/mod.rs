@@ -6,6 +6,8 @@ pub mod cpu;
 pub mod driver;
 pub mod gemm;
 pub mod kernels;
+#[cfg(feature = "production-gpu")]
+pub mod nvrtc;
 pub mod plot;
 pub mod report;
 pub mod suite;

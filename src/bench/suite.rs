@@ -14,7 +14,8 @@ use crate::error::{Error, Result};
 /// A group of benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Group {
-    /// Launch, allocation and copies beside cudarc 0.19 and the raw driver loop.
+    /// Launch, allocation and copies beside cudarc 0.19 and the raw driver loop; NVRTC's cache hit
+    /// beside a cold compile.
     Driver,
     /// Memory-bound kernels beside a device-to-device copy.
     Kernels,
@@ -88,7 +89,11 @@ pub fn run(
         let before = rows.len();
         let t = Instant::now();
         match group {
-            Group::Driver => rows.extend(driver::run(0, settings)?),
+            Group::Driver => {
+                rows.extend(driver::run(0, settings)?);
+                #[cfg(feature = "production-gpu")]
+                rows.extend(super::nvrtc::run(settings)?);
+            }
             Group::Kernels => {
                 let ctx = gpu.as_ref().map_err(|e| Error::Driver(*e))?;
                 let mut sizes = kernels::Sizes::default();

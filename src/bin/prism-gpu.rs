@@ -1,4 +1,4 @@
-//! The `prism-gpu` command line: `info` (the default), `selftest`, `bench`.
+//! The `prism-gpu` command line: `info` (the default), `selftest`, `bench`, `replot`, `cache`.
 
 use std::process::ExitCode;
 
@@ -6,7 +6,8 @@ use prism_gpu::bench::suite;
 use prism_gpu::selftest::{self, SplitMix64};
 use prism_gpu::ProductionGpuRuntime;
 
-const USAGE: &str = "usage: prism-gpu [info | selftest | bench [OPTIONS] | help]
+const USAGE: &str =
+    "usage: prism-gpu [info | selftest | bench [OPTIONS] | replot FILE [DIR] | cache stats|clear | help]
   info      what the machine offers (driver, devices), then the self-test (the default)
   selftest  every operation on the GPU and on the CPU fallback, against f64 references
   bench     side-by-side benchmarks (a short run by default), written as Markdown, JSON and SVG:
@@ -17,7 +18,9 @@ const USAGE: &str = "usage: prism-gpu [info | selftest | bench [OPTIONS] | help]
               --out DIR            where to write bench.md, bench.json and the plots (default target/bench)
   replot FILE [DIR]  redraw the Markdown table and plots of a bench.json (default DIR: its folder)
             cudarc and cuBLAS anchors need the build feature bench-anchors:
-              cargo run --release --features bench-anchors -- bench";
+              cargo run --release --features bench-anchors -- bench
+  cache stats|clear  the on-disk NVRTC cache (PRISM_CACHE_DIR, PRISM_CACHE_MAX_BYTES): its folder,
+            entries and size, or remove every entry";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         ["replot", json, rest @ ..] if rest.len() <= 1 => {
             suite::replot(json.as_ref(), rest.first().map(|d| d.as_ref()))
         }
+        ["cache", action @ ("stats" | "clear")] => cache(action),
         ["help" | "-h" | "--help"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -56,6 +60,39 @@ fn info() {
         Ok(probe) => print!("{probe}"),
         Err(err) => println!("No usable CUDA driver: {err}"),
     }
+}
+
+#[cfg(feature = "production-gpu")]
+fn cache(action: &str) -> ExitCode {
+    use prism_gpu::nvrtc::cache::{CacheStats, NvrtcCache};
+    let cache = NvrtcCache::from_env();
+    let describe = |s: &CacheStats| format!("{} entries, {} bytes", s.entries, s.bytes);
+    let Some(dir) = cache.dir() else {
+        println!("NVRTC cache: off (PRISM_CACHE_DIR is `off` or empty, or there is no home folder)");
+        return ExitCode::SUCCESS;
+    };
+    if action == "clear" {
+        return match cache.clear() {
+            Ok(removed) => {
+                println!("NVRTC cache {}: removed {}", dir.display(), describe(&removed));
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("NVRTC cache {}: could not clear it: {err}", dir.display());
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let stats = cache.stats();
+    println!("NVRTC cache {}", dir.display());
+    println!("  {} (cap {} bytes)", describe(&stats), stats.max_bytes);
+    ExitCode::SUCCESS
+}
+
+#[cfg(not(feature = "production-gpu"))]
+fn cache(_action: &str) -> ExitCode {
+    eprintln!("the NVRTC cache belongs to the production engine; this build uses cudarc's NVRTC");
+    ExitCode::from(2)
 }
 
 fn run_selftest() -> ExitCode {

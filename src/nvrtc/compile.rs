@@ -3,6 +3,7 @@
 use std::ffi::{c_char, CString};
 use std::path::PathBuf;
 
+use super::cache::NvrtcCache;
 use super::result::{self, NvrtcError};
 use super::sys;
 
@@ -185,11 +186,25 @@ pub fn compile_ptx<S: AsRef<str>>(src: S) -> Result<Ptx, CompileError> {
     compile_ptx_with_opts(src, CompileOptions::default())
 }
 
-/// Compiles CUDA C++ source to PTX with `opts`.
+/// Compiles CUDA C++ source to PTX with `opts`, through the on-disk cache
+/// ([`NvrtcCache::global`]; a prism-gpu extension): a cached result is byte for byte what NVRTC
+/// returned for the same source, options, NVRTC version and architecture.
 #[doc(alias = "nvrtcCompileProgram")]
 pub fn compile_ptx_with_opts<S: AsRef<str>>(src: S, opts: CompileOptions) -> Result<Ptx, CompileError> {
+    NvrtcCache::global().compile_ptx_with_opts(src, opts)
+}
+
+impl Ptx {
+    /// NVRTC output (with its NUL), as [`compile_to_bytes`] returns it.
+    pub(super) fn from_nvrtc_bytes(bytes: Vec<u8>) -> Self {
+        Ptx(PtxKind::Image(bytes.into_iter().map(|b| b as c_char).collect()))
+    }
+}
+
+/// Compiles with NVRTC, no cache: the PTX bytes NVRTC returns (with its NUL).
+pub(super) fn compile_to_bytes(src: &str, opts: CompileOptions) -> Result<Vec<u8>, CompileError> {
     let invalid_input = CompileError::CreationError(NvrtcError(sys::nvrtcResult::NVRTC_ERROR_INVALID_INPUT));
-    let src = CString::new(src.as_ref()).map_err(|_| invalid_input.clone())?;
+    let src = CString::new(src).map_err(|_| invalid_input.clone())?;
     let name = match opts.name.as_deref().map(CString::new) {
         None => None,
         Some(Ok(name)) => Some(name),
@@ -208,7 +223,7 @@ pub fn compile_ptx_with_opts<S: AsRef<str>>(src: S, opts: CompileOptions) -> Res
     // SAFETY: as above; the program compiled.
     let image = unsafe { result::get_ptx(prog.0) }.map_err(CompileError::GetPtxError)?;
     prog.destroy().map_err(CompileError::DestroyError)?;
-    Ok(Ptx(PtxKind::Image(image)))
+    Ok(image.into_iter().map(|c| c as u8).collect())
 }
 
 /// Owns an `nvrtcProgram`; destroys it on drop (ignoring errors: drop never panics).

@@ -2,6 +2,7 @@
 //! cudarc 0.19's `cudarc::nvrtc`. NVRTC is loaded when first used; when it cannot be,
 //! compiling returns an error (never a panic).
 
+pub mod cache;
 mod compile;
 pub mod result;
 

@@ -38,6 +38,15 @@ fn lib() -> Result<&'static Nvrtc, NvrtcError> {
     crate::sys::nvrtc().map_err(|_| NOT_LOADED)
 }
 
+/// NVRTC's version, (major, minor). (A prism-gpu extension.)
+#[doc(alias = "nvrtcVersion")]
+pub fn version() -> Result<(i32, i32), NvrtcError> {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: two valid out-pointers.
+    unsafe { lib()?.nvrtcVersion(&mut major, &mut minor) }.map_err(|_| NOT_LOADED)?.result()?;
+    Ok((major, minor))
+}
+
 /// Creates a program from CUDA C++ source `src`, optionally named `name`.
 #[doc(alias = "nvrtcCreateProgram")]
 pub fn create_program(src: &CStr, name: Option<&CStr>) -> Result<sys::nvrtcProgram, NvrtcError> {
