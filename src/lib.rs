@@ -8,6 +8,7 @@
 //! | probe | [`probe()`] | what the machine offers: driver version, devices, or why nothing is usable |
 //! | safe driver API | [`driver`] | cudarc-0.19-compatible contexts, streams, slices, modules, launches, graphs |
 //! | runtime compilation | [`nvrtc`] | cudarc-0.19-compatible NVRTC: `compile_ptx`, `Ptx`, `CompileOptions` |
+//! | random numbers | [`curand`] | cudarc-0.19-compatible cuRAND API on a built-in Philox4x32-10 kernel |
 //! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
 //! | benchmarks | [`mod@bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
@@ -32,6 +33,8 @@ compile_error!(
 pub mod bench;
 #[cfg(not(feature = "legacy-gpu"))]
 pub mod cublas;
+#[cfg(not(feature = "legacy-gpu"))]
+pub mod curand;
 #[cfg(feature = "production-gpu")]
 pub mod driver;
 pub mod error;
