@@ -3,6 +3,7 @@
 //! f64 normals within 4 ulp, odd lengths and lengths that are not multiples of 4, unaligned
 //! views, a counter that carries past 2^64, outputs poisoned first. Run on a machine with a CUDA
 //! GPU: `cargo test --release --test random_gpu -- --include-ignored`.
+#![cfg(not(feature = "legacy-gpu"))] // prism_gpu::curand is our engine's
 
 use prism_gpu::curand::CudaRng;
 use prism_gpu::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
