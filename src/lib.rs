@@ -8,6 +8,7 @@
 //! | probe | [`probe()`] | what the machine offers: driver version, devices, or why nothing is usable |
 //! | safe driver API | [`driver`] | cudarc-0.19-compatible contexts, streams, slices, modules, launches, graphs |
 //! | runtime compilation | [`nvrtc`] | cudarc-0.19-compatible NVRTC: `compile_ptx`, `Ptx`, `CompileOptions` |
+//! | random numbers | [`curand`] | cudarc-0.19-compatible cuRAND API on a built-in Philox4x32-10 kernel |
 //! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
 //! | benchmarks | [`mod@bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
@@ -26,8 +27,9 @@
 //! - Element types: `f16` is a no-op (`half` is always a dependency); `f8` adds the `float8` types
 //!   and `f4` the `float4` types to `DeviceRepr`, `ValidAsZeroBits` and [`types::CudaTypeName`].
 //! - Library modules: `cublas` turns on [`cublas`] (cudarc's cuBLAS API on our own GEMM kernels; no
-//!   libcublas is loaded). `cublaslt`, `curand`, `nccl` (and `nccl-020xx`) are reserved names with
-//!   our engine until their modules land; with `legacy-gpu` each turns on and re-exports cudarc's.
+//!   libcublas is loaded), `curand` turns on [`curand`] (cudarc's cuRAND API on our Philox kernel; no
+//!   libcurand). `cublaslt`, `nccl` (and `nccl-020xx`) are reserved names with our engine until
+//!   their modules land. With `legacy-gpu` each turns on and re-exports cudarc's module.
 //! - Not provided: `cudnn` (and `cudnn-0xxxx`), `cufft`, `cufile`, `cupti`, `cusolver`, `cusolvermg`,
 //!   `cusparse`, `cutensor` (and `cutensor-020xx`), `nvtx`, `runtime`: the feature builds, and calling
 //!   the module's entry points (`cudnn::Cudnn::new`, `runtime::result::version::get`, ...) is a compile
@@ -49,6 +51,8 @@ compile_error!(
 pub mod bench;
 #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 pub mod cublas;
+#[cfg(all(feature = "curand", not(feature = "legacy-gpu")))]
+pub mod curand;
 #[cfg(not(feature = "legacy-gpu"))]
 pub mod driver;
 pub mod error;

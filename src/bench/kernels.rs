@@ -15,6 +15,7 @@ use crate::kernels::elementwise::{self, Binary};
 use crate::kernels::gemv::{self, Gemv};
 use crate::kernels::neuromorphic::{self, DeviceReservoir, Reservoir};
 use crate::kernels::norms;
+use crate::kernels::random::{self, Normal, Philox};
 use crate::kernels::reductions::{self, Reduce};
 use crate::kernels::softmax::{self, Softmax};
 use crate::kernels::{convert, transpose, Kernels};
@@ -148,6 +149,7 @@ pub fn run(stream: &Arc<CudaStream>, settings: Settings, sizes: &Sizes) -> Resul
     reductions_family(&mut b, sizes.elements, sizes.rows[0])?;
     gemv_family(&mut b, sizes.gemv)?;
     transpose_and_batch_norm(&mut b, sizes.transpose, sizes.batch_norm)?;
+    random_family(&mut b, sizes.elements)?;
     reservoir_step(&mut b, sizes.reservoir)?;
     Ok(b.rows)
 }
@@ -365,6 +367,38 @@ fn transpose_and_batch_norm(b: &mut Bench, side: usize, (bn, bc, bhw): (usize, u
 
 /// Steps timed per repeat, so launch overhead is averaged.
 const STEPS: usize = 100;
+
+/// The Philox fills (write-only) against a memset of the same bytes, the write-only bound.
+fn random_family(b: &mut Bench, n: usize) -> Result<()> {
+    let sets = sets_for(4 * n);
+    let mut out = b.outputs::<f32>(sets, n)?;
+    let (k, s, settings) = (b.kernels, b.stream, b.settings);
+    let memset = time_gpu(s, settings, |i| Ok(s.memset_zeros(&mut out[i % sets])?))?;
+    let memset = gigabytes_per_second((4 * n) as f64, memset.median_ms);
+    let draws: [(&str, Option<Normal<f32>>); 2] =
+        [("uniform", None), ("normal", Some(Normal::Normal { mean: 0.0, std: 1.0 }))];
+    for (name, draw) in draws {
+        let t = time_gpu(s, settings, |i| {
+            let (view, at) = (&mut out[i % sets].as_view_mut(), Philox { seed: 42, offset: i as u64 });
+            match draw {
+                None => random::uniform(k, s, view, at),
+                Some(d) => random::normal(k, s, view, at, d),
+            }
+            .map(|_| ())
+        })?;
+        b.rows.push(Row {
+            group: "kernels".into(),
+            name: format!("philox {name} 2^{} f32", n.trailing_zeros()),
+            series: None,
+            ours: gigabytes_per_second((4 * n) as f64, t.median_ms),
+            anchor: "memset".into(),
+            anchor_value: Some(memset),
+            unit: "GB/s".into(),
+            higher_is_better: true,
+        });
+    }
+    Ok(())
+}
 
 fn reservoir_step(b: &mut Bench, (n, n_in): (usize, usize)) -> Result<()> {
     let (w_in, w, u) = (b.random(n * n_in)?, b.random(n * n)?, b.random(n_in)?);

@@ -167,6 +167,18 @@ pub static FAMILIES: &[Family] = &[
         ],
     },
     Family {
+        name: "random",
+        entries: &[
+            "prism_random_bits",
+            "prism_random_uniform_f32",
+            "prism_random_uniform_f64",
+            "prism_random_normal_f32",
+            "prism_random_normal_f64",
+            "prism_random_log_normal_f32",
+            "prism_random_log_normal_f64",
+        ],
+    },
+    Family {
         name: "reductions",
         entries: &[
             "prism_sum_partial_f32",

@@ -12,6 +12,7 @@ pub mod grid;
 mod modules;
 pub mod neuromorphic;
 pub mod norms;
+pub mod random;
 pub mod reductions;
 pub mod rows;
 pub mod shape;

@@ -12,6 +12,7 @@ use crate::kernels::gemm::Workspace;
 use crate::kernels::gemv::{self, Gemv};
 use crate::kernels::neuromorphic::{self, Csr, DeviceCsr, DeviceReservoir, Patterns};
 use crate::kernels::norms::{self, Channels, Nchw, NormElement, Running};
+use crate::kernels::random::{self, Normal, Philox};
 use crate::kernels::reductions::{self, Reduce};
 use crate::kernels::softmax::{self, Softmax};
 use crate::kernels::{convert, shape, transpose, Kernels};
@@ -120,6 +121,26 @@ impl GpuOps {
     pub fn fill(&self, len: usize, value: f32) -> Result<CudaSlice<f32>> {
         let mut out = self.output(len)?;
         elementwise::fill(&self.kernels, &self.stream, &mut out.as_view_mut(), value)?;
+        Ok(out)
+    }
+
+    /// A new buffer of `len` uniform f32 in (0, 1] from the Philox stream at `at`.
+    pub fn rand_uniform(&self, len: usize, at: Philox) -> Result<CudaSlice<f32>> {
+        let mut out = self.output(len)?;
+        random::uniform(&self.kernels, &self.stream, &mut out.as_view_mut(), at)?;
+        Ok(out)
+    }
+
+    /// A new buffer of `len` f32 from `N(mean, std^2)` on the Philox stream at `at`.
+    pub fn rand_normal(&self, len: usize, mean: f32, std: f32, at: Philox) -> Result<CudaSlice<f32>> {
+        let mut out = self.output(len)?;
+        random::normal(
+            &self.kernels,
+            &self.stream,
+            &mut out.as_view_mut(),
+            at,
+            Normal::Normal { mean, std },
+        )?;
         Ok(out)
     }
 

@@ -39,6 +39,7 @@ use crate::kernels::elementwise::Binary;
 use crate::kernels::gemv::Gemv;
 use crate::kernels::neuromorphic::{self, DeviceReservoir, Patterns, Reservoir};
 use crate::kernels::norms::{self, Nchw};
+use crate::kernels::random::Philox;
 use crate::kernels::reductions::{self, Reduce};
 use crate::kernels::softmax::Softmax;
 use crate::kernels::{args, shape};
@@ -197,6 +198,39 @@ impl ProductionGpuRuntime {
             Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.fill(n, value)?)),
             Backend::Cpu { .. } => Ok(vec![value; n]),
         }
+    }
+
+    /// `n` uniform f32 in (0, 1] from the Philox4x32-10 stream at `at` (see
+    /// [`kernels::random`](crate::kernels::random)); the next fill of the stream starts at
+    /// `at.after::<f32>(n)`. Bit-identical on GPU and CPU.
+    pub fn rand_uniform(&self, n: usize, at: Philox) -> Result<Vec<f32>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| g.download(&g.rand_uniform(n, at)?),
+            || {
+                let mut out = vec![0.0; n];
+                cpu::random::uniform_f32(&mut out, at);
+                out
+            },
+        )
+    }
+
+    /// `n` f32 from `N(mean, std^2)` (Box-Muller on the Philox stream at `at`, any `n`); the next
+    /// fill starts at `at.after::<f32>(n)`. GPU and CPU agree to 1 ulp.
+    pub fn rand_normal(&self, n: usize, mean: f32, std: f32, at: Philox) -> Result<Vec<f32>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| g.download(&g.rand_normal(n, mean, std, at)?),
+            || {
+                let mut out = vec![0.0; n];
+                cpu::random::normal_f32(&mut out, at, mean, std, false);
+                out
+            },
+        )
     }
 }
 

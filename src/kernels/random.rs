@@ -1,0 +1,217 @@
+//! Typed launchers for `cuda/random.cu`: Philox4x32-10 fills of device buffers.
+//!
+//! A fill of `n` elements at [`Philox`] `{ seed, offset }` computes block `b` (four 32-bit words)
+//! as Philox4x32-10 with key `seed` and 128-bit counter `offset + b`, for the blocks `0..n /
+//! PER_BLOCK` (rounded up); element `i` depends only on `(seed, offset, i)`. How the words become
+//! values is documented in `cuda/random.cu`; `runtime::cpu::random` computes the same numbers.
+//! The values differ from cuRAND's Philox generator (another counter layout and conversions).
+
+use std::sync::Arc;
+
+use crate::driver::{sys::CUdeviceptr, CudaStream, CudaViewMut, DeviceRepr, PushKernelArg};
+use crate::error::{Error, Result};
+use crate::kernels::args::CheckedPtrMut as _;
+use crate::kernels::{grid, Kernels};
+
+/// Where a fill starts: the key and the first counter of a Philox4x32-10 stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Philox {
+    /// The key.
+    pub seed: u64,
+    /// The counter of the fill's first block (blocks of four 32-bit words).
+    pub offset: u64,
+}
+
+impl Philox {
+    /// The stream `seed` from its start.
+    pub fn new(seed: u64) -> Self {
+        Self { seed, offset: 0 }
+    }
+
+    /// The position after a fill of `n` elements of `T`: the offset advanced by the blocks the
+    /// fill consumed (modulo 2^64), so consecutive fills draw fresh numbers.
+    pub fn after<T: RandomElement>(self, n: usize) -> Self {
+        let blocks = (n as u64).div_ceil(T::PER_BLOCK as u64);
+        Self { seed: self.seed, offset: self.offset.wrapping_add(blocks) }
+    }
+}
+
+/// An element type with uniform fills: f32 and f64 in (0, 1], u32 and u64 raw bits.
+pub trait RandomElement: DeviceRepr + Copy {
+    /// Elements one Philox block yields (its 16 bytes of output).
+    const PER_BLOCK: usize;
+    /// The uniform entry point, and how many of its elements one `Self` is.
+    const UNIFORM: (&'static str, usize);
+}
+
+/// The float types with normal and log-normal fills.
+pub trait NormalElement: RandomElement {
+    /// The normal entry point.
+    const NORMAL: &'static str;
+    /// The log-normal entry point.
+    const LOG_NORMAL: &'static str;
+}
+
+impl RandomElement for u32 {
+    const PER_BLOCK: usize = 4;
+    const UNIFORM: (&'static str, usize) = ("prism_random_bits", 1);
+}
+impl RandomElement for u64 {
+    const PER_BLOCK: usize = 2;
+    // Little-endian: a u64 fill is the u32 fill of twice as many words.
+    const UNIFORM: (&'static str, usize) = ("prism_random_bits", 2);
+}
+impl RandomElement for f32 {
+    const PER_BLOCK: usize = 4;
+    const UNIFORM: (&'static str, usize) = ("prism_random_uniform_f32", 1);
+}
+impl RandomElement for f64 {
+    const PER_BLOCK: usize = 2;
+    const UNIFORM: (&'static str, usize) = ("prism_random_uniform_f64", 1);
+}
+impl NormalElement for f32 {
+    const NORMAL: &'static str = "prism_random_normal_f32";
+    const LOG_NORMAL: &'static str = "prism_random_log_normal_f32";
+}
+impl NormalElement for f64 {
+    const NORMAL: &'static str = "prism_random_normal_f64";
+    const LOG_NORMAL: &'static str = "prism_random_log_normal_f64";
+}
+
+/// What a normal-family fill draws.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Normal<T> {
+    /// `N(mean, std^2)`.
+    Normal {
+        /// Mean.
+        mean: T,
+        /// Standard deviation.
+        std: T,
+    },
+    /// `exp(N(mean, std^2))`.
+    LogNormal {
+        /// Mean of the underlying normal.
+        mean: T,
+        /// Standard deviation of the underlying normal.
+        std: T,
+    },
+}
+
+/// Fills `out` with uniform values at `at`; returns the position after the fill.
+pub fn uniform<T: RandomElement>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    out: &mut CudaViewMut<T>,
+    at: Philox,
+) -> Result<Philox> {
+    let n = out.len();
+    let (ptr, _write) = out.checked_ptr_mut(stream)?;
+    // SAFETY: `ptr` addresses the `n` elements of `out`, a buffer of `stream`'s context.
+    unsafe { uniform_raw::<T>(kernels, stream, ptr, n, at) }
+}
+
+/// Fills `out` with normal or log-normal values at `at`; returns the position after the fill.
+pub fn normal<T: NormalElement>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    out: &mut CudaViewMut<T>,
+    at: Philox,
+    draw: Normal<T>,
+) -> Result<Philox> {
+    let n = out.len();
+    let (ptr, _write) = out.checked_ptr_mut(stream)?;
+    // SAFETY: `ptr` addresses the `n` elements of `out`, a buffer of `stream`'s context.
+    unsafe { normal_raw(kernels, stream, ptr, n, at, draw) }
+}
+
+/// [`uniform`] on a raw device address.
+///
+/// # Safety
+/// `ptr` must be a device address in `stream`'s context, aligned for `T`, with `n` elements of
+/// `T` writable and not in use by other work until the fill is done.
+pub unsafe fn uniform_raw<T: RandomElement>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    ptr: CUdeviceptr,
+    n: usize,
+    at: Philox,
+) -> Result<Philox> {
+    let (entry, units) = T::UNIFORM;
+    let words = n.checked_mul(units).ok_or_else(|| too_long(entry, n))?;
+    // SAFETY: the caller's obligation; the kernel writes `words` of its elements, `n` of `T`.
+    unsafe { launch(kernels, stream, entry, ptr, words, T::PER_BLOCK * units, at, None::<(T, T)>)? };
+    Ok(at.after::<T>(n))
+}
+
+/// [`normal`] on a raw device address.
+///
+/// # Safety
+/// As [`uniform_raw`].
+pub unsafe fn normal_raw<T: NormalElement>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    ptr: CUdeviceptr,
+    n: usize,
+    at: Philox,
+    draw: Normal<T>,
+) -> Result<Philox> {
+    let (entry, mean, std) = match draw {
+        Normal::Normal { mean, std } => (T::NORMAL, mean, std),
+        Normal::LogNormal { mean, std } => (T::LOG_NORMAL, mean, std),
+    };
+    // SAFETY: the caller's obligation; the kernel writes `n` elements of `T`.
+    unsafe { launch(kernels, stream, entry, ptr, n, T::PER_BLOCK, at, Some((mean, std)))? };
+    Ok(at.after::<T>(n))
+}
+
+fn too_long(op: &'static str, n: usize) -> Error {
+    Error::Shape { op, expected: "a length whose 32-bit words fit in usize".into(), got: n.to_string() }
+}
+
+/// One launch of `entry` over `n` of its elements, `per_block` to a thread.
+///
+/// # Safety
+/// `ptr` holds `n` writable elements of the kernel's type in `stream`'s context.
+#[allow(clippy::too_many_arguments)] // the kernel's argument list
+unsafe fn launch<T: DeviceRepr>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    entry: &'static str,
+    ptr: CUdeviceptr,
+    n: usize,
+    per_block: usize,
+    at: Philox,
+    moments: Option<(T, T)>,
+) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let function = kernels.function(entry)?;
+    let count = n as u64;
+    let mut builder = stream.launch_builder(&function);
+    builder.arg(&ptr).arg(&count).arg(&at.seed).arg(&at.offset);
+    if let Some((mean, std)) = &moments {
+        builder.arg(mean).arg(std);
+    }
+    // SAFETY: the caller vouches for `ptr`; the kernel writes elements `0..n` and nothing else.
+    unsafe { builder.launch(grid::elementwise(n.div_ceil(per_block), grid::Step::Scalar)) }?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_offset_advances_by_the_blocks_consumed() {
+        let at = Philox { seed: 7, offset: 10 };
+        assert_eq!(at.after::<f32>(0), at);
+        assert_eq!(at.after::<f32>(1).offset, 11);
+        assert_eq!(at.after::<f32>(8).offset, 12);
+        assert_eq!(at.after::<u32>(9).offset, 13);
+        assert_eq!(at.after::<f64>(3).offset, 12);
+        assert_eq!(at.after::<u64>(4).offset, 12);
+        assert_eq!(Philox { seed: 1, offset: u64::MAX }.after::<f32>(5).offset, 1);
+        assert_eq!(at.after::<f32>(5).seed, 7);
+    }
+}

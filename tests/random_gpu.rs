@@ -1,0 +1,177 @@
+//! The Philox kernel (`cuda/random.cu`) and `prism_gpu::curand` on a GPU against the CPU Philox
+//! (`runtime::cpu::random`): uniform values and bits bit for bit, f32 normals within 1 ulp,
+//! f64 normals within 4 ulp, odd lengths and lengths that are not multiples of 4, unaligned
+//! views, a counter that carries past 2^64, outputs poisoned first. Run on a machine with a CUDA
+//! GPU: `cargo test --release --test random_gpu -- --include-ignored`.
+#![cfg(all(feature = "curand", not(feature = "legacy-gpu")))] // prism_gpu::curand is our engine's
+
+use prism_gpu::curand::CudaRng;
+use prism_gpu::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
+use prism_gpu::kernels::random::{self, Normal, Philox};
+use prism_gpu::kernels::Kernels;
+use prism_gpu::runtime::cpu::random as cpu;
+use prism_gpu::selftest::SplitMix64;
+use prism_gpu::ProductionGpuRuntime;
+use std::sync::Arc;
+
+const LENGTHS: [usize; 8] = [1, 2, 3, 5, 7, 4097, 65_538, 1_000_003];
+
+fn setup() -> (Arc<CudaStream>, Kernels) {
+    let ctx = CudaContext::new(0).expect("a usable CUDA GPU");
+    (ctx.default_stream(), Kernels::new(ctx).unwrap())
+}
+
+fn fresh(test: &str) -> Philox {
+    let mut rng = SplitMix64::from_time();
+    let at = Philox { seed: rng.next_u64(), offset: rng.next_u64() };
+    eprintln!("{test}: {at:?}");
+    at
+}
+
+fn poisoned<T: DeviceRepr + Copy>(s: &Arc<CudaStream>, n: usize, poison: T) -> CudaSlice<T> {
+    s.clone_htod(&vec![poison; n]).unwrap()
+}
+
+/// Distance in units in the last place between two finite f32 of one sign (0 and -0 equal).
+fn ulps_f32(a: f32, b: f32) -> u64 {
+    if a == b {
+        return 0;
+    }
+    let key =
+        |x: f32| if x.is_sign_negative() { -i64::from(x.abs().to_bits()) } else { i64::from(x.to_bits()) };
+    key(a).abs_diff(key(b))
+}
+
+fn ulps_f64(a: f64, b: f64) -> u64 {
+    if a == b {
+        return 0;
+    }
+    let key =
+        |x: f64| if x.is_sign_negative() { -((x.abs().to_bits()) as i128) } else { x.to_bits() as i128 };
+    key(a).abs_diff(key(b)) as u64
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn uniform_and_bits_equal_the_cpu_bit_for_bit() {
+    let (s, k) = setup();
+    let mut at = fresh("uniform");
+    for n in LENGTHS {
+        let mut g = poisoned(&s, n, f32::NAN);
+        let next = random::uniform(&k, &s, &mut g.as_view_mut(), at).unwrap();
+        let mut want = vec![f32::NAN; n];
+        cpu::uniform_f32(&mut want, at);
+        let got = s.clone_dtoh(&g).unwrap();
+        assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "f32 n {n}");
+
+        let mut g = poisoned(&s, n, f64::NAN);
+        random::uniform(&k, &s, &mut g.as_view_mut(), at).unwrap();
+        let mut want = vec![f64::NAN; n];
+        cpu::uniform_f64(&mut want, at);
+        assert!(
+            s.clone_dtoh(&g).unwrap().iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+            "f64 n {n}"
+        );
+
+        let mut g = poisoned(&s, n, 0u32);
+        random::uniform(&k, &s, &mut g.as_view_mut(), at).unwrap();
+        let mut want = vec![0u32; n];
+        cpu::bits_u32(&mut want, at);
+        assert_eq!(s.clone_dtoh(&g).unwrap(), want, "u32 n {n}");
+
+        let mut g = poisoned(&s, n, 0u64);
+        random::uniform(&k, &s, &mut g.as_view_mut(), at).unwrap();
+        let mut want = vec![0u64; n];
+        cpu::bits_u64(&mut want, at);
+        assert_eq!(s.clone_dtoh(&g).unwrap(), want, "u64 n {n}");
+        at = next;
+    }
+    // A counter that carries past 2^64, and an unaligned view (scalar stores).
+    let at = Philox { seed: at.seed, offset: u64::MAX - 3 };
+    let mut g = poisoned(&s, 1001, f32::NAN);
+    random::uniform(&k, &s, &mut g.slice_mut(1..1000), at).unwrap();
+    let mut want = vec![f32::NAN; 999];
+    cpu::uniform_f32(&mut want, at);
+    let got = s.clone_dtoh(&g).unwrap();
+    assert!(got[0].is_nan() && got[1000].is_nan(), "writes stay inside the view");
+    assert!(got[1..1000].iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "unaligned view");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn normals_equal_the_cpu_within_an_ulp() {
+    let (s, k) = setup();
+    let at = fresh("normal");
+    for n in LENGTHS {
+        for (log, mean, std) in [(false, 0.0f32, 1.0f32), (true, 0.25, 0.75)] {
+            let draw = if log { Normal::LogNormal { mean, std } } else { Normal::Normal { mean, std } };
+            let mut g = poisoned(&s, n, f32::NAN);
+            random::normal(&k, &s, &mut g.as_view_mut(), at, draw).unwrap();
+            let mut want = vec![f32::NAN; n];
+            cpu::normal_f32(&mut want, at, mean, std, log);
+            for (i, (a, b)) in s.clone_dtoh(&g).unwrap().iter().zip(&want).enumerate() {
+                assert!(a.is_finite() && ulps_f32(*a, *b) <= 1, "f32 log {log} n {n} [{i}]: {a} vs {b}");
+            }
+            let (mean, std) = (f64::from(mean), f64::from(std));
+            let draw = if log { Normal::LogNormal { mean, std } } else { Normal::Normal { mean, std } };
+            let mut g = poisoned(&s, n, f64::NAN);
+            random::normal(&k, &s, &mut g.as_view_mut(), at, draw).unwrap();
+            let mut want = vec![f64::NAN; n];
+            cpu::normal_f64(&mut want, at, mean, std, log);
+            for (i, (a, b)) in s.clone_dtoh(&g).unwrap().iter().zip(&want).enumerate() {
+                assert!(a.is_finite() && ulps_f64(*a, *b) <= 4, "f64 log {log} n {n} [{i}]: {a} vs {b}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_rng_behaves_as_cudarc_callers_expect() {
+    let (s, _) = setup();
+    let seed = fresh("cuda_rng").seed;
+    let mut rng = CudaRng::new(seed, s.clone()).unwrap();
+    let mut a = poisoned(&s, 1001, f32::NAN);
+    rng.fill_with_uniform(&mut a).unwrap();
+    let first = s.clone_dtoh(&a).unwrap();
+    assert!(first.iter().all(|&u| u > 0.0 && u <= 1.0));
+    let mut want = vec![f32::NAN; 1001];
+    cpu::uniform_f32(&mut want, Philox::new(seed));
+    assert_eq!(first, want);
+    // Consecutive fills differ: the second starts where the first ended.
+    rng.fill_with_uniform(&mut a).unwrap();
+    cpu::uniform_f32(&mut want, Philox::new(seed).after::<f32>(1001));
+    assert_eq!(s.clone_dtoh(&a).unwrap(), want);
+    // set_seed + set_offset(0) replays.
+    rng.set_seed(seed).unwrap();
+    rng.set_offset(0).unwrap();
+    rng.fill_with_uniform(&mut a).unwrap();
+    assert_eq!(s.clone_dtoh(&a).unwrap(), first);
+
+    let mut bits = poisoned(&s, 999, 0u32);
+    rng.fill_with_uniform(&mut bits).unwrap();
+    assert!(s.clone_dtoh(&bits).unwrap().iter().any(|&w| w != 0), "u32 not all zero");
+    let mut wide = poisoned(&s, 999, 0u64);
+    rng.fill_with_uniform(&mut wide).unwrap();
+    assert!(s.clone_dtoh(&wide).unwrap().iter().any(|&w| w >> 32 != 0));
+
+    // Odd-length normals (cuRAND refuses them), in views too.
+    let mut z = poisoned(&s, 1001, f64::NAN);
+    rng.fill_with_normal(&mut z, -1.0, 2.0).unwrap();
+    rng.fill_with_log_normal(&mut z.slice_mut(3..10), 0.0, 1.0).unwrap();
+    let z = s.clone_dtoh(&z).unwrap();
+    assert!(z.iter().all(|v| v.is_finite()) && z[3..10].iter().all(|&v| v > 0.0));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn runtime_fills_equal_the_fallback() {
+    let gpu = ProductionGpuRuntime::with_device(0).expect("a usable CUDA GPU");
+    let cpu = ProductionGpuRuntime::cpu();
+    let at = fresh("runtime");
+    for n in [1, 6, 4099, 1_000_003] {
+        assert_eq!(gpu.rand_uniform(n, at).unwrap(), cpu.rand_uniform(n, at).unwrap(), "uniform n {n}");
+        let (g, c) = (gpu.rand_normal(n, 0.5, 3.0, at).unwrap(), cpu.rand_normal(n, 0.5, 3.0, at).unwrap());
+        assert!(g.iter().zip(&c).all(|(a, b)| ulps_f32(*a, *b) <= 1), "normal n {n}");
+    }
+}
