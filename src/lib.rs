@@ -99,6 +99,6 @@ pub mod driver {
 }
 
 pub use error::{Error, Result};
-pub use kernels::gemm::{Gemm, Precision};
+pub use kernels::gemm::{Gemm, GemmF64, Precision};
 pub use probe::{probe, probe_driver, DeviceInfo, Probe};
 pub use runtime::{get_global_executor, matrix_multiply, relu_inplace, runtime, sgemm, ProductionGpuRuntime};

@@ -16,6 +16,7 @@ use super::{teraflops, time_gpu, Row, Settings};
 use crate::driver::CudaSlice;
 use crate::error::{Error, Result};
 use crate::kernels::gemm::{Element, Gemm, Precision};
+
 use crate::runtime::{GpuOps, ProductionGpuRuntime};
 use crate::selftest::SplitMix64;
 
@@ -87,6 +88,76 @@ pub fn run(
         }
     }
     Ok(rows)
+}
+
+/// Square sizes of the DGEMM rows (f64 throughout; cuBLAS `cublasDgemm` as the anchor).
+pub const DGEMM_SIZES: &[usize] = &[1024, 4096, 8192];
+
+/// Times our f64 GEMM (through [`GpuOps::gemm_f64`]) beside cuBLAS DGEMM at each square size;
+/// up to 4096 our result is checked against cuBLAS's (relative Frobenius difference 1e-12).
+pub fn run_dgemm(settings: Settings, sizes: &[usize]) -> Result<Vec<Row>> {
+    let runtime = ProductionGpuRuntime::with_device(0)?;
+    let ops = runtime.gpu()?;
+    let mut anchor = cublas::Anchor::new();
+    let mut rng = SplitMix64::from_time();
+    let mut rows = Vec::new();
+    for &size in sizes {
+        let g = Gemm::new(size, size, size).with_f64_scales(1.0, 0.0);
+        let flops = g.layout.flops();
+        let inner = ((5e9 / flops) as usize).clamp(1, 100);
+        let values = |rng: &mut SplitMix64| -> Vec<f64> {
+            rng.vec(size * size, -1.0, 1.0).into_iter().map(f64::from).collect()
+        };
+        let (a, b) = (values(&mut rng), values(&mut rng));
+        let (da, db) = (ops.upload(&a)?, ops.upload(&b)?);
+        // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
+        let mut dc: CudaSlice<f64> = unsafe { ops.stream().alloc(size * size) }?;
+        let ours = time_gpu(ops.stream(), settings, |_| {
+            for _ in 0..inner {
+                ops.gemm_f64(&g, &da.as_view(), &db.as_view(), &mut dc.as_view_mut())?;
+            }
+            Ok(())
+        })?;
+        let check = size * size <= CHECK_MAX_OUTPUTS;
+        let anchor_value = match anchor.time_dgemm(size, &a, &b, settings, inner, check) {
+            Ok((ms, theirs)) => {
+                if let Some(theirs) = theirs {
+                    agree_f64(size, &ops.download(&dc)?, &theirs)?;
+                }
+                Some(teraflops(flops * inner as f64, ms))
+            }
+            Err(why) => {
+                eprintln!("gemm bench: cuBLAS DGEMM {size}^3: {why}");
+                None
+            }
+        };
+        rows.push(Row {
+            group: "gemm".into(),
+            name: format!("dgemm {size}x{size}x{size}"),
+            series: Some(("dgemm".to_string(), size as f64)),
+            ours: teraflops(flops * inner as f64, ours.median_ms),
+            anchor: "cuBLAS".into(),
+            anchor_value,
+            unit: "TFLOP/s".into(),
+            higher_is_better: true,
+        });
+    }
+    Ok(rows)
+}
+
+/// Fails unless our f64 result and cuBLAS's agree to 1e-12 (relative Frobenius).
+fn agree_f64(size: usize, ours: &[f64], theirs: &[f64]) -> Result<()> {
+    let diff: f64 = ours.iter().zip(theirs).map(|(x, y)| (x - y).powi(2)).sum();
+    let norm: f64 = theirs.iter().map(|y| y * y).sum();
+    let rel = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
+    if rel.is_nan() || rel > 1e-12 || ours.len() != theirs.len() {
+        return Err(Error::Shape {
+            op: "gemm bench",
+            expected: format!("our DGEMM {size}^3 result within 1e-12 of cuBLAS's"),
+            got: format!("relative difference {rel:.3e}"),
+        });
+    }
+    Ok(())
 }
 
 /// The table name of a precision.
@@ -168,6 +239,90 @@ mod cublas {
     use half::{bf16, f16};
 
     use super::{narrow, Gemm, Precision, Settings, CHECK_MAX_OUTPUTS};
+
+    /// Median milliseconds of `inner` cuBLAS DGEMMs of row-major `size`^3 A, B (as timed in
+    /// `gemm`), and the result when `want_result`.
+    impl Anchor {
+        pub fn time_dgemm(
+            &mut self,
+            size: usize,
+            a: &[f64],
+            b: &[f64],
+            settings: Settings,
+            inner: usize,
+            want_result: bool,
+        ) -> std::result::Result<(f64, Option<Vec<f64>>), String> {
+            let (stream, blas) = self.0.as_ref().map_err(Clone::clone)?;
+            let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
+            let da = stream.clone_htod(a).map_err(|e| err(&e))?;
+            let db = stream.clone_htod(b).map_err(|e| err(&e))?;
+            // SAFETY: with beta == 0 every GEMM writes all elements before anything reads them.
+            let mut dc: CudaSlice<f64> = unsafe { stream.alloc(size * size) }.map_err(|e| err(&e))?;
+            let s = size as i32;
+            let (alpha, beta) = (1.0f64, 0.0f64);
+            let once = |dc: &mut CudaSlice<f64>| -> std::result::Result<(), String> {
+                let (pa, _ra) = da.device_ptr(stream);
+                let (pb, _rb) = db.device_ptr(stream);
+                let (pc, _wc) = dc.device_ptr_mut(stream);
+                let op = cublasOperation_t::CUBLAS_OP_N;
+                // SAFETY: square size x size f64 operands, packed; host scalars. Row-major
+                // C = A B is column-major C^T = B^T A^T: B first.
+                unsafe {
+                    blas::dgemm(
+                        *blas.handle(),
+                        op,
+                        op,
+                        s,
+                        s,
+                        s,
+                        &alpha,
+                        pb as *const f64,
+                        s,
+                        pa as *const f64,
+                        s,
+                        &beta,
+                        pc as *mut f64,
+                        s,
+                    )
+                }
+                .map_err(|e| err(&e))
+            };
+            let median = median_ms(stream, settings, inner, || once(&mut dc))?;
+            let c = if want_result { Some(stream.clone_dtoh(&dc).map_err(|e| err(&e))?) } else { None };
+            Ok((median, c))
+        }
+    }
+
+    /// Median milliseconds of `inner` back-to-back calls of `once` per sample, after warm-up,
+    /// timed with CUDA events on `stream`.
+    fn median_ms(
+        stream: &Arc<CudaStream>,
+        settings: Settings,
+        inner: usize,
+        mut once: impl FnMut() -> std::result::Result<(), String>,
+    ) -> std::result::Result<f64, String> {
+        let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
+        let ctx = stream.context();
+        let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
+        let (start, end) =
+            (ctx.new_event(flags).map_err(|e| err(&e))?, ctx.new_event(flags).map_err(|e| err(&e))?);
+        for _ in 0..settings.warmup * inner {
+            once()?;
+        }
+        let mut samples = Vec::with_capacity(settings.repeats);
+        for _ in 0..settings.repeats.max(1) {
+            start.record(stream).map_err(|e| err(&e))?;
+            for _ in 0..inner {
+                once()?;
+            }
+            end.record(stream).map_err(|e| err(&e))?;
+            end.synchronize().map_err(|e| err(&e))?;
+            samples.push(f64::from(start.elapsed_ms(&end).map_err(|e| err(&e))?));
+        }
+        samples.sort_by(f64::total_cmp);
+        let half = samples.len() / 2;
+        Ok(if samples.len() % 2 == 1 { samples[half] } else { (samples[half - 1] + samples[half]) / 2.0 })
+    }
     use crate::kernels::gemm::Element;
 
     /// cuBLAS on device 0, or why it could not be set up.
@@ -278,7 +433,7 @@ mod cublas {
         let mut dc: CudaSlice<T> = unsafe { stream.alloc(g.m * g.n) }.map_err(|e| err(&e))?;
         let (m, n, k) = (g.m as i32, g.n as i32, g.k as i32);
         let (alpha, beta) = (1.0f32, 0.0f32);
-        let mut once = || -> std::result::Result<(), String> {
+        let once = || -> std::result::Result<(), String> {
             let (pa, _ra) = da.device_ptr(stream);
             let (pb, _rb) = db.device_ptr(stream);
             let (pc, _wc) = dc.device_ptr_mut(stream);
@@ -310,27 +465,7 @@ mod cublas {
             }
             .map_err(|e| err(&e))
         };
-        let ctx = stream.context();
-        let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
-        let (start, end) =
-            (ctx.new_event(flags).map_err(|e| err(&e))?, ctx.new_event(flags).map_err(|e| err(&e))?);
-        for _ in 0..settings.warmup * inner {
-            once()?;
-        }
-        let mut samples = Vec::with_capacity(settings.repeats);
-        for _ in 0..settings.repeats.max(1) {
-            start.record(stream).map_err(|e| err(&e))?;
-            for _ in 0..inner {
-                once()?;
-            }
-            end.record(stream).map_err(|e| err(&e))?;
-            end.synchronize().map_err(|e| err(&e))?;
-            samples.push(f64::from(start.elapsed_ms(&end).map_err(|e| err(&e))?));
-        }
-        samples.sort_by(f64::total_cmp);
-        let half = samples.len() / 2;
-        let median =
-            if samples.len() % 2 == 1 { samples[half] } else { (samples[half - 1] + samples[half]) / 2.0 };
+        let median = median_ms(stream, settings, inner, once)?;
         let c = if want_result && g.m * g.n <= CHECK_MAX_OUTPUTS {
             Some(stream.clone_dtoh(&dc).map_err(|e| err(&e))?.iter().map(|x| x.to_f32()).collect())
         } else {
@@ -364,6 +499,18 @@ mod cublas {
             _: usize,
             _: bool,
         ) -> std::result::Result<(f64, Option<Vec<f32>>), String> {
+            Err("built without the `bench-anchors` feature".into())
+        }
+
+        pub fn time_dgemm(
+            &mut self,
+            _: usize,
+            _: &[f64],
+            _: &[f64],
+            _: Settings,
+            _: usize,
+            _: bool,
+        ) -> std::result::Result<(f64, Option<Vec<f64>>), String> {
             Err("built without the `bench-anchors` feature".into())
         }
     }

@@ -115,6 +115,7 @@ pub fn run(
                     (None, false) => QUICK_GEMM,
                 };
                 rows.extend(gemm::run(settings, shapes, gemm::PRECISIONS)?);
+                rows.extend(gemm::run_dgemm(settings, gemm::DGEMM_SIZES)?);
             }
             Group::Cpu => rows.extend(cpu::run(settings, options.full)?),
         }

@@ -5,9 +5,10 @@
 //! op(A)ᵀ`).
 //!
 //! What is computed as asked, and what returns `CUBLAS_STATUS_NOT_SUPPORTED` (never a silent
-//! substitute), is listed at [`result::gemm_ex`]. Not yet computed: f64 (`dgemm`, `dgemv`,
-//! `Gemm<f64>`, `Gemv<f64>`) and `asum`. Device pointer mode reads alpha and beta with a copy to
-//! the host and a stream synchronisation (the call blocks).
+//! substitute), is listed at [`result::gemm_ex`]; f64 (`dgemm`, `dgemv`, `Gemm<f64>`, `Gemv<f64>`)
+//! runs on the f64 GEMM kernels (FP64 tensor cores on sm_80+), `asum` on a two-pass reduction.
+//! Device pointer mode reads alpha and beta with a copy to the host and a stream synchronisation
+//! (the call blocks).
 
 mod plan;
 pub mod result;

@@ -7,7 +7,6 @@
 //! `CUBLAS_STATUS_NOT_INITIALIZED` until [`set_stream`] gives it a stream of a context it knows.
 
 use core::ffi::{c_int, c_longlong, c_void};
-use std::mem::size_of;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -17,7 +16,8 @@ use super::plan::{self, ColMajor, Route, Scalar};
 use super::sys::{self, cublasStatus_t as Status};
 use crate::driver::{self, CudaStream, PushKernelArg};
 use crate::error::Error;
-use crate::kernels::gemm::{self, Element, Gemm, Precision, Workspace};
+use crate::kernels::asum::{self, AsumElement};
+use crate::kernels::gemm::{self, double, Element, Gemm, Precision, Workspace};
 use crate::kernels::{grid, Kernels};
 
 /// A cuBLAS status other than success.
@@ -214,7 +214,7 @@ unsafe fn read_scalar<T: Copy + Default>(
     }
 }
 
-/// alpha and beta as f32 (the GEMM kernels' scaling), read as `scalar` says.
+/// alpha and beta, read as `scalar` says, widened to f64 (exact for every scalar type).
 ///
 /// # Safety
 /// As [`read_scalar`] for both pointers.
@@ -224,18 +224,21 @@ unsafe fn scales(
     scalar: Scalar,
     alpha: *const c_void,
     beta: *const c_void,
-) -> Result<(f32, f32), CublasError> {
+) -> Result<(f64, f64), CublasError> {
     // SAFETY: the caller's obligation, for the type `scalar` names.
     unsafe {
         Ok(match scalar {
-            Scalar::F32 => {
-                (read_scalar(h, stream, alpha.cast::<f32>())?, read_scalar(h, stream, beta.cast::<f32>())?)
+            Scalar::F64 => {
+                (read_scalar(h, stream, alpha.cast::<f64>())?, read_scalar(h, stream, beta.cast::<f64>())?)
             }
-            Scalar::F16 => (
-                read_scalar(h, stream, alpha.cast::<f16>())?.to_f32(),
-                read_scalar(h, stream, beta.cast::<f16>())?.to_f32(),
+            Scalar::F32 => (
+                read_scalar(h, stream, alpha.cast::<f32>())?.into(),
+                read_scalar(h, stream, beta.cast::<f32>())?.into(),
             ),
-            Scalar::F64 => return Err(status(Status::CUBLAS_STATUS_NOT_SUPPORTED)),
+            Scalar::F16 => (
+                read_scalar(h, stream, alpha.cast::<f16>())?.to_f64(),
+                read_scalar(h, stream, beta.cast::<f16>())?.to_f64(),
+            ),
         })
     }
 }
@@ -264,22 +267,24 @@ unsafe fn gemm_any(
     let Some(_) = cfg.to_row_major(1.0, 0.0, Precision::F32).map_err(status)? else {
         return Ok(());
     };
-    if route == Route::F64 {
-        return Err(status(Status::CUBLAS_STATUS_NOT_SUPPORTED));
-    }
     let bound = h.bound()?;
     // SAFETY: the caller vouches for the scalars.
     let (alpha, beta) = unsafe { scales(h, &bound.stream, scalar, alpha, beta) }?;
+    // Row-major A is cuBLAS's B and the other way round.
+    let ptrs = [b as u64, a as u64, c as u64];
+    let (kernels, stream, ws) = (&bound.engine.kernels, &bound.stream, &bound.engine.workspace);
     let precision = match route {
         Route::F32(p) | Route::F32Rounded(p) => p,
         Route::F16 { .. } => Precision::F16,
         Route::Bf16 { .. } => Precision::Bf16,
-        Route::F64 => unreachable!("refused above"),
+        // f64 scales are kept unrounded beside the layout; the precision field is not used.
+        Route::F64 => Precision::F32,
     };
-    let g = cfg.to_row_major(alpha, beta, precision).map_err(status)?.expect("not empty (checked above)");
-    // Row-major A is cuBLAS's B and the other way round.
-    let ptrs = [b as u64, a as u64, c as u64];
-    let (kernels, stream, ws) = (&bound.engine.kernels, &bound.stream, &bound.engine.workspace);
+    // The f32 routes' scalars are f32 or f16 values, so narrowing them back is exact.
+    let g = cfg
+        .to_row_major(alpha as f32, beta as f32, precision)
+        .map_err(status)?
+        .expect("not empty (checked above)");
     // SAFETY: for every arm, the caller vouches that the operands hold the column-major problem's
     // elements, which are exactly the row-major problem's (`to_row_major`), of these types.
     let done = unsafe {
@@ -290,7 +295,7 @@ unsafe fn gemm_any(
             Route::F16 { out_f32: false } => gemm::gemm_raw::<f16, f16>(kernels, stream, ws, &g, ptrs),
             Route::Bf16 { out_f32: true } => gemm::gemm_raw::<bf16, f32>(kernels, stream, ws, &g, ptrs),
             Route::Bf16 { out_f32: false } => gemm::gemm_raw::<bf16, bf16>(kernels, stream, ws, &g, ptrs),
-            Route::F64 => unreachable!("refused above"),
+            Route::F64 => double::gemm_f64_raw(kernels, stream, &g.with_f64_scales(alpha, beta), ptrs),
         }
     };
     done.map_err(to_status)
@@ -409,8 +414,8 @@ pub unsafe fn sgemm(
     unsafe { gemm_any(handle, cfg, alpha.cast(), a.cast(), b.cast(), beta.cast(), c.cast(), F32, C32) }
 }
 
-/// Double precision GEMM, column-major. Not computed yet: `CUBLAS_STATUS_NOT_SUPPORTED` after
-/// the argument checks (there is no f64 GEMM kernel in this crate yet).
+/// Double precision GEMM, column-major: f64 scalars, products and accumulation (FP64 tensor
+/// cores on sm_80+).
 ///
 /// # Safety
 /// As [`sgemm`], with f64 operands and scalars.
@@ -527,16 +532,15 @@ strided_batched!(
     sgemm_strided_batched, "cublasSgemmStridedBatched", f32, F32, C32
 );
 strided_batched!(
-    /// Double precision strided batched GEMM: `CUBLAS_STATUS_NOT_SUPPORTED` after the argument
-    /// checks (no f64 GEMM kernel yet).
+    /// Double precision strided batched GEMM (f64 throughout).
     dgemm_strided_batched, "cublasDgemmStridedBatched", f64, F64, C64
 );
 
 /// GEMM with the element and compute types as arguments. Supported (else
 /// `CUBLAS_STATUS_NOT_SUPPORTED`): f32 with `COMPUTE_32F` (exact), `32F_FAST_TF32` (TF32),
 /// `32F_FAST_16BF` / `32F_FAST_16F` (inputs rounded to 16 bits); f16 or bf16 inputs with
-/// `COMPUTE_32F` into their own type or f32; f16 with `COMPUTE_16F` (f16 scalars). Scalars are f16
-/// for `COMPUTE_16F`, else f32. `algo` is a hint this crate ignores.
+/// `COMPUTE_32F` into their own type or f32; f16 with `COMPUTE_16F` (f16 scalars); f64 with
+/// `COMPUTE_64F` (f64 scalars). Scalars are f16 for `COMPUTE_16F`, f64 for `COMPUTE_64F`, else f32. `algo` is a hint this crate ignores.
 ///
 /// # Safety
 /// As [`sgemm`], with the operands of the types named and scalars of the compute type's.
@@ -643,8 +647,8 @@ pub unsafe fn sgemv(
     unsafe { gemm_any(handle, cfg, alpha.cast(), x.cast(), a.cast(), beta.cast(), y.cast(), F32, C32) }
 }
 
-/// Double precision matrix-vector product: `CUBLAS_STATUS_NOT_SUPPORTED` after the argument
-/// checks (no f64 kernel yet).
+/// Double precision matrix-vector product `y = alpha op(A) x + beta y`, run on the f64 GEMM
+/// kernels as a one-row product. Negative increments are `CUBLAS_STATUS_NOT_SUPPORTED`.
 ///
 /// # Safety
 /// As [`sgemv`], with f64 operands and scalars.
@@ -671,7 +675,9 @@ pub unsafe fn dgemv(
     unsafe { gemm_any(handle, cfg, alpha.cast(), x.cast(), a.cast(), beta.cast(), y.cast(), F64, C64) }
 }
 
-/// Sum of absolute values, single precision: `CUBLAS_STATUS_NOT_SUPPORTED` (no kernel yet).
+/// Sum of absolute values, single precision: `sum |x[i * incx]|` for i in `0..n` (accumulated in
+/// f64), 0 when n or incx is not positive, as cuBLAS. In host pointer mode the call waits for the
+/// result; in device pointer mode it is written to device memory in stream order.
 ///
 /// # Safety
 /// `handle` live; `x` holds `n` elements `incx` apart; `result` writable (host memory, or device
@@ -685,10 +691,10 @@ pub unsafe fn sasum(
     result: *mut f32,
 ) -> Result<(), CublasError> {
     // SAFETY: forwarded from the caller.
-    unsafe { asum_any(handle, n, x.cast(), incx, result.cast(), size_of::<f32>()) }
+    unsafe { asum_any(handle, n, x, incx, result) }
 }
 
-/// Sum of absolute values, double precision: `CUBLAS_STATUS_NOT_SUPPORTED` (no kernel yet).
+/// Sum of absolute values, double precision (as [`sasum`]).
 ///
 /// # Safety
 /// As [`sasum`], for f64.
@@ -701,26 +707,48 @@ pub unsafe fn dasum(
     result: *mut f64,
 ) -> Result<(), CublasError> {
     // SAFETY: forwarded from the caller.
-    unsafe { asum_any(handle, n, x.cast(), incx, result.cast(), size_of::<f64>()) }
+    unsafe { asum_any(handle, n, x, incx, result) }
 }
 
 /// # Safety
 /// As [`sasum`].
-unsafe fn asum_any(
+unsafe fn asum_any<T: AsumElement + Default>(
     handle: sys::cublasHandle_t,
     n: c_int,
-    x: *const c_void,
+    x: *const T,
     incx: c_int,
-    result: *mut c_void,
-    element: usize,
+    result: *mut T,
 ) -> Result<(), CublasError> {
     // SAFETY: the caller's obligation.
-    let _h = unsafe { context(handle) }?;
-    let _ = (n, x, incx, element);
+    let h = unsafe { context(handle) }?;
     if result.is_null() {
         return Err(status(Status::CUBLAS_STATUS_INVALID_VALUE));
     }
-    Err(status(Status::CUBLAS_STATUS_NOT_SUPPORTED))
+    let bound = h.bound()?;
+    let (kernels, stream) = (&bound.engine.kernels, &bound.stream);
+    // cuBLAS sums nothing for these and returns 0.
+    let n = if n > 0 && incx > 0 { n as usize } else { 0 };
+    let incx = incx.max(1) as usize;
+    let run = |out: u64| {
+        // SAFETY: the caller vouches for n elements of x, incx apart; `out` is one writable `T`
+        // on the device (the caller's in device mode, a fresh one otherwise).
+        unsafe { asum::asum_raw::<T>(kernels, stream, n, x as u64, incx, out) }.map_err(to_status)
+    };
+    match h.pointer_mode() {
+        sys::cublasPointerMode_t::CUBLAS_POINTER_MODE_DEVICE => run(result as u64),
+        sys::cublasPointerMode_t::CUBLAS_POINTER_MODE_HOST => {
+            // SAFETY: written by the finalising kernel before the copy below reads it.
+            let mut out = unsafe { stream.alloc::<T>(1) }.map_err(|e| to_status(e.into()))?;
+            let (pout, guard) = driver::DevicePtrMut::device_ptr_mut(&mut out, stream);
+            run(pout)?;
+            drop(guard);
+            let mut v = [T::default()];
+            stream.memcpy_dtoh(&out, &mut v).map_err(|e| to_status(e.into()))?;
+            // SAFETY: the caller vouches for a writable host `T` at `result` (perhaps unaligned).
+            unsafe { result.write_unaligned(v[0]) };
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,15 @@ pub static FAMILIES: &[Family] = &[
         ],
     },
     Family {
+        name: "asum",
+        entries: &[
+            "prism_asum_partial_f32",
+            "prism_asum_partial_f64",
+            "prism_asum_finalize_f32",
+            "prism_asum_finalize_f64",
+        ],
+    },
+    Family {
         name: "convert",
         entries: &["prism_f32_to_f16", "prism_f16_to_f32", "prism_f32_to_bf16", "prism_bf16_to_f32"],
     },
@@ -42,6 +51,16 @@ pub static FAMILIES: &[Family] = &[
             "prism_axpy_f32",
             "prism_scale_f32",
             "prism_fill_f32",
+        ],
+    },
+    Family {
+        name: "gemm_f64",
+        entries: &[
+            "gemm_f64_dmma_nn",
+            "gemm_f64_dmma_nt",
+            "gemm_f64_dmma_tn",
+            "gemm_f64_dmma_tt",
+            "gemm_f64_simt",
         ],
     },
     Family {

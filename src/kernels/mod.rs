@@ -3,6 +3,7 @@
 
 pub mod activations;
 pub mod args;
+pub mod asum;
 mod catalogue;
 pub mod convert;
 pub mod elementwise;

@@ -3,6 +3,7 @@
 //! arguments) and [`matrix_multiply`] (over the process-wide runtime). All matrices are row-major.
 
 mod cpu;
+mod double;
 
 use half::{bf16, f16};
 

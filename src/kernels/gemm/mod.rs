@@ -5,6 +5,7 @@
 //! The launch contracts (grids, shared memory, tensor-map encoding) are in notes/gemm.md.
 
 pub mod dispatch;
+pub mod double;
 mod spec;
 pub mod tensor_map;
 
@@ -23,7 +24,7 @@ use crate::kernels::shape;
 use crate::kernels::Kernels;
 
 use dispatch::{Device, Feed, Plan, TmaReady, SIMT64_TILE_M, SIMT_TILE_N, TILE_M, TMA_FAST_PITCH};
-pub use spec::{effective_precision, Element, Gemm, Precision};
+pub use spec::{effective_precision, Element, Gemm, GemmF64, Precision};
 use tensor_map::{Dtype, Operand};
 
 /// Dynamic shared memory of the mma.sync kernels (4-stage cp.async ring).

@@ -321,6 +321,26 @@ impl Gemm {
     }
 }
 
+/// A double-precision GEMM: the layout of `layout` (shape, transposes, leading dimensions, batch;
+/// its f32 `alpha`, `beta` and `precision` are not used) with f64 scales, so that cuBLAS-style
+/// f64 scalars reach the kernel unrounded. Products and accumulation are f64.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GemmF64 {
+    /// Shape, transposes, leading dimensions and batch strides (see [`Gemm`]).
+    pub layout: Gemm,
+    /// Scale of the product.
+    pub alpha: f64,
+    /// Scale of the old C (0: C is only written, never read).
+    pub beta: f64,
+}
+
+impl Gemm {
+    /// This layout as an f64 GEMM `C = alpha * op(A) * op(B) + beta * C`.
+    pub fn with_f64_scales(self, alpha: f64, beta: f64) -> GemmF64 {
+        GemmF64 { layout: self, alpha, beta }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,177 @@
+//! Double-precision GEMM on `cuda/gemm_f64.cu`: FP64 tensor cores (DMMA through mma.sync, sm_80+)
+//! for products large enough to fill 128 x 128 tiles, a SIMT kernel otherwise. The layout rules are
+//! [`Gemm`]'s; the scales are [`GemmF64`]'s f64 `alpha` and `beta`.
+
+use std::sync::Arc;
+
+use super::{device, function_with_smem, Gemm, GemmF64};
+use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::error::Result;
+use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
+use crate::kernels::grid::GRID_YZ_MAX;
+use crate::kernels::Kernels;
+
+/// Output tile (rows and columns) of the DMMA kernels.
+const DMMA_TILE: usize = 128;
+/// Their dynamic shared memory: 3 stages of two 2560-double operand tiles.
+const DMMA_SMEM: u32 = 122_880;
+/// Output tile of the SIMT kernel (one output per thread).
+const SIMT_TILE: usize = 16;
+/// Threads per block of both families.
+const BLOCK: u32 = 256;
+/// Products with fewer outputs (m·n) or less work (m·n·k) than these run on the SIMT kernel ...
+const DMMA_MIN_OUTPUTS: u128 = 4096;
+const DMMA_MIN_VOLUME: u128 = 1 << 18;
+/// ... and so do those narrower than this on either side (gemv-shaped: a 128-wide tile would be
+/// mostly empty).
+const DMMA_MIN_SIDE: usize = 32;
+
+/// The kernel family chosen for one f64 GEMM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanF64 {
+    /// `gemm_f64_simt`: CUDA cores, 16 x 16 tiles.
+    Simt,
+    /// `gemm_f64_dmma_<layout>`: FP64 tensor cores, 128 x 128 tiles.
+    Dmma,
+}
+
+/// Picks the kernel for `g` on a device of compute capability `capability`.
+pub fn plan(g: &Gemm, capability: (i32, i32)) -> PlanF64 {
+    let (m, n, k) = (g.m as u128, g.n as u128, g.k as u128);
+    let small = m * n < DMMA_MIN_OUTPUTS || m * n * k < DMMA_MIN_VOLUME;
+    if capability.0 < 8 || g.k == 0 || small || g.m.min(g.n) < DMMA_MIN_SIDE {
+        PlanF64::Simt
+    } else {
+        PlanF64::Dmma
+    }
+}
+
+/// `C = alpha * op(A) * op(B) + beta * C` in f64 on device buffers, ordered on `stream`, for every
+/// batch entry of `g.layout` (see [`Gemm`]). Checks the shape first ([`Error::Shape`](crate::Error::Shape));
+/// m, n or batch 0 does nothing, k = 0 scales C by beta (beta 0 writes zeros without reading C).
+pub fn gemm_f64(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &GemmF64,
+    a: &CudaView<f64>,
+    b: &CudaView<f64>,
+    c: &mut CudaViewMut<f64>,
+) -> Result<()> {
+    g.layout.validate(a.len(), b.len(), c.len())?;
+    if nothing_to_do(g) {
+        return Ok(());
+    }
+    let (pa, _read_a) = a.checked_ptr(stream)?;
+    let (pb, _read_b) = b.checked_ptr(stream)?;
+    let (pc, _write_c) = c.checked_ptr_mut(stream)?;
+    // SAFETY: `validate` checked that the three views hold every element `g` touches.
+    unsafe { run(kernels, stream, g, [pa, pb, pc]) }
+}
+
+/// [`gemm_f64`] on raw device addresses `[A, B, C]` (for the cuBLAS-shaped API): the same checks
+/// of the layout except the operands' lengths, the same kernels.
+///
+/// # Safety
+/// `a`, `b` and `c` must be addresses in live device allocations of `kernels`' context that hold
+/// the `g.layout.min_lens()` f64 elements from there on; nothing else may write A or B, or use C,
+/// until the work enqueued on `stream` is done.
+pub unsafe fn gemm_f64_raw(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &GemmF64,
+    ptrs: [u64; 3],
+) -> Result<()> {
+    g.layout.validate(usize::MAX, usize::MAX, usize::MAX)?;
+    if nothing_to_do(g) {
+        return Ok(());
+    }
+    // SAFETY: the caller vouches for the operands.
+    unsafe { run(kernels, stream, g, ptrs) }
+}
+
+/// Nothing to compute or write: an empty product, or k = 0 with C kept as it is.
+fn nothing_to_do(g: &GemmF64) -> bool {
+    g.layout.is_empty() || (g.layout.k == 0 && g.beta == 1.0)
+}
+
+/// The launches of a validated, non-empty `g` on `[A, B, C]`: batches of at most 65 535 entries
+/// (grid.z) and row blocks within grid.y's limit per launch.
+///
+/// # Safety
+/// As [`gemm_f64_raw`]; `g.layout` has passed `validate`.
+unsafe fn run(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &GemmF64,
+    [pa, pb, pc]: [u64; 3],
+) -> Result<()> {
+    let l = &g.layout;
+    let plan = plan(l, device(kernels)?.capability);
+    let (tile, function) = match plan {
+        PlanF64::Simt => (SIMT_TILE, kernels.function("gemm_f64_simt")?),
+        PlanF64::Dmma => {
+            let layout =
+                format!("{}{}", if l.trans_a { 't' } else { 'n' }, if l.trans_b { 't' } else { 'n' });
+            (DMMA_TILE, function_with_smem(kernels, &format!("gemm_f64_dmma_{layout}"), DMMA_SMEM)?)
+        }
+    };
+    let smem = if plan == PlanF64::Dmma { DMMA_SMEM } else { 0 };
+    let es = size_of::<f64>();
+    let (n, k, lda, ldb, ldc) = (l.n as i32, l.k as i32, l.lda as i32, l.ldb as i32, l.ldc as i32);
+    let (stride_a, stride_b, stride_c) = (l.stride_a as i64, l.stride_b as i64, l.stride_c as i64);
+    let (trans_a, trans_b) = (i32::from(l.trans_a), i32::from(l.trans_b));
+    let rows_per_launch = GRID_YZ_MAX * tile;
+    for z0 in (0..l.batch).step_by(GRID_YZ_MAX) {
+        let entries = (l.batch - z0).min(GRID_YZ_MAX);
+        for r0 in (0..l.m).step_by(rows_per_launch) {
+            let rows = (l.m - r0).min(rows_per_launch);
+            let a_offset = z0 * l.stride_a + r0 * if l.trans_a { 1 } else { l.lda };
+            let a = pa + (a_offset * es) as u64;
+            let b = pb + (z0 * l.stride_b * es) as u64;
+            let c = pc + ((z0 * l.stride_c + r0 * l.ldc) * es) as u64;
+            let m = rows as i32;
+            let cfg = LaunchConfig {
+                grid_dim: (l.n.div_ceil(tile) as u32, rows.div_ceil(tile) as u32, entries as u32),
+                block_dim: (BLOCK, 1, 1),
+                shared_mem_bytes: smem,
+            };
+            let mut launch = stream.launch_builder(&function);
+            launch.arg(&m).arg(&n).arg(&k).arg(&g.alpha).arg(&a).arg(&lda).arg(&stride_a);
+            if plan == PlanF64::Simt {
+                launch.arg(&trans_a);
+            }
+            launch.arg(&b).arg(&ldb).arg(&stride_b);
+            if plan == PlanF64::Simt {
+                launch.arg(&trans_b);
+            }
+            launch.arg(&g.beta).arg(&c).arg(&ldc).arg(&stride_c);
+            // SAFETY: the argument list matches the entry's signature (cuda/gemm_f64.cu: the DMMA
+            // entries take no transpose flags, their layout is in the name). `validate` checked
+            // that A, B and C hold every element of the `batch x m x n x k` problem with these
+            // leading dimensions and strides; this launch covers batch entries z0..z0+entries and
+            // rows r0..r0+rows of it, with A and C advanced to them.
+            unsafe { launch.launch(cfg) }?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_products_on_tensor_core_devices_use_dmma() {
+        let (h100, volta) = ((9, 0), (7, 0));
+        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), h100), PlanF64::Dmma);
+        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), (8, 0)), PlanF64::Dmma);
+        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), volta), PlanF64::Simt);
+        assert_eq!(plan(&Gemm::new(1001, 777, 333).transposed(true, false), h100), PlanF64::Dmma);
+        // Tiny, k = 0 or gemv-shaped: SIMT.
+        assert_eq!(plan(&Gemm::new(16, 16, 16), h100), PlanF64::Simt);
+        assert_eq!(plan(&Gemm::new(64, 64, 63), h100), PlanF64::Simt);
+        assert_eq!(plan(&Gemm::new(4096, 4096, 0), h100), PlanF64::Simt);
+        assert_eq!(plan(&Gemm::new(8192, 1, 8192), h100), PlanF64::Simt);
+        assert_eq!(plan(&Gemm::new(31, 8192, 8192), h100), PlanF64::Simt);
+    }
+}

@@ -1,0 +1,150 @@
+//! The f64 GEMM and asum on a GPU against independent f64 references: the runtime's `gemm_f64`
+//! (SIMT and DMMA paths: random odd sizes, every transpose pair, padded leading dimensions, batches
+//! with stride 0, beta 0 over NaN, large products), cuBLAS-shaped `dgemm` on offset (8-byte
+//! aligned) operands, and `sasum` / `dasum` in both pointer modes. Errors are scaled per element to
+//! `|alpha| sum |a b| + |beta c|`. Run with `--include-ignored` on a GPU machine.
+#![cfg(not(feature = "legacy-gpu"))]
+
+mod dgemm_common;
+
+use dgemm_common::*;
+use prism_gpu::cublas::sys::{cublasOperation_t as Op, cublasPointerMode_t};
+use prism_gpu::cublas::{result, Asum, AsumConfig, CudaBlas, Gemm as _, GemmConfig};
+use prism_gpu::driver::CudaContext;
+use prism_gpu::ProductionGpuRuntime;
+
+/// f64 rounding of k-term dot products, relative to their bound (k up to ~2000: about k * 2^-53
+/// in the worst case, far less in practice).
+const TOL: f64 = 1e-12;
+
+fn gpu() -> ProductionGpuRuntime {
+    ProductionGpuRuntime::with_device(0).expect("a usable CUDA GPU")
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn random_odd_shapes_every_layout_both_paths() {
+    let (rt, mut rng) = (gpu(), fresh_rng("dgemm gpu random"));
+    for round in 0..48 {
+        // Small shapes (SIMT) and ones past the DMMA threshold (>= 32 per side).
+        let max = if round % 2 == 0 { 40 } else { 300 };
+        let shape = (1 + below(&mut rng, max), 1 + below(&mut rng, max), below(&mut rng, max + 1));
+        let trans = TRANSPOSES[round % 4];
+        let batch = 1 + below(&mut rng, 3);
+        let broadcast = (below(&mut rng, 3) == 0, below(&mut rng, 3) == 0);
+        let scales = [(1.0, 0.0), (0.75, -0.5), (-1.0 / 3.0, 1.0)][below(&mut rng, 3)];
+        let case = case(&mut rng, shape, trans, 3, batch, broadcast, scales);
+        check(&rt, &case, TOL);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_products_on_the_tensor_cores() {
+    let (rt, mut rng) = (gpu(), fresh_rng("dgemm gpu large"));
+    for (shape, trans, pad) in [
+        ((1024, 1024, 1024), (false, false), 0),
+        ((1537, 1001, 1999), (false, true), 1),
+        ((1000, 2000, 777), (true, false), 2),
+        ((1283, 1029, 1500), (true, true), 0),
+    ] {
+        // pad 1 or 2 makes odd leading dimensions: the 8-byte copy path.
+        let case = case(&mut rng, shape, trans, pad, 1, (false, false), (1.5, 0.0));
+        check(&rt, &case, TOL);
+    }
+    let case = case(&mut rng, (300, 260, 520), (false, false), 2, 3, (true, false), (0.5, -2.0));
+    check(&rt, &case, TOL);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublas_dgemm_on_offset_operands_and_asum() {
+    let mut rng = fresh_rng("dgemm cublas");
+    let stream = CudaContext::new(0).expect("a CUDA GPU").default_stream();
+    let blas = CudaBlas::new(stream.clone()).unwrap();
+    // Column-major C = alpha A B + beta C with every operand one element past a 16-byte boundary.
+    let (m, n, k) = (301usize, 157usize, 263usize);
+    let (alpha, beta) = (0.625f64, -1.5f64);
+    let a: Vec<f64> = (0..1 + m * k).map(|_| value(&mut rng)).collect();
+    let b: Vec<f64> = (0..1 + k * n).map(|_| value(&mut rng)).collect();
+    let c: Vec<f64> = (0..1 + m * n).map(|_| value(&mut rng)).collect();
+    let (da, db) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
+    let mut dc = stream.clone_htod(&c).unwrap();
+    let cfg = GemmConfig {
+        transa: Op::CUBLAS_OP_N,
+        transb: Op::CUBLAS_OP_N,
+        m: m as i32,
+        n: n as i32,
+        k: k as i32,
+        alpha,
+        lda: m as i32,
+        ldb: k as i32,
+        beta,
+        ldc: m as i32,
+    };
+    // SAFETY: each view holds its column-major operand exactly.
+    unsafe { blas.gemm(cfg, &da.slice(1..), &db.slice(1..), &mut dc.slice_mut(1..)) }.unwrap();
+    let got = stream.clone_dtoh(&dc).unwrap();
+    for j in 0..n {
+        for i in 0..m {
+            let (mut dot, mut bound) = (0.0, 0.0);
+            for p in 0..k {
+                let x = a[1 + i + p * m] * b[1 + p + j * k];
+                dot += x;
+                bound += x.abs();
+            }
+            let old = beta * c[1 + i + j * m];
+            let (want, bound) = (alpha * dot + old, alpha.abs() * bound + old.abs());
+            let at = 1 + i + j * m;
+            assert!((got[at] - want).abs() <= TOL * bound, "C({i}, {j}) = {} want {want}", got[at]);
+        }
+    }
+    assert_eq!(got[0].to_bits(), c[0].to_bits(), "the element before C was written");
+
+    // asum: strided, both types, host and device pointer modes.
+    for (len, incx) in [(1usize, 1usize), (1000, 1), (100_003, 3)] {
+        let x: Vec<f64> = (0..(len - 1) * incx + 1).map(|_| value(&mut rng) * 4.0).collect();
+        let want: f64 = x.iter().step_by(incx).map(|v| v.abs()).sum();
+        let cfg = AsumConfig { n: len as i32, incx: incx as i32 };
+        let dx = stream.clone_htod(&x).unwrap();
+        let mut got = f64::NAN;
+        // SAFETY: dx holds the strided elements; host pointer mode (default), host result.
+        unsafe { blas.asum(cfg, &dx, &mut got) }.unwrap();
+        assert!((got - want).abs() <= 1e-13 * want, "dasum n {len} incx {incx}: {got} vs {want}");
+        let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        let want_f: f64 = xf.iter().step_by(incx).map(|v| f64::from(v.abs())).sum();
+        let dxf = stream.clone_htod(&xf).unwrap();
+        let mut got_f = f32::NAN;
+        // SAFETY: as above.
+        unsafe { blas.asum(cfg, &dxf, &mut got_f) }.unwrap();
+        assert!((f64::from(got_f) - want_f).abs() <= 1e-6 * want_f, "sasum n {len}: {got_f} vs {want_f}");
+        // Device pointer mode: the result lands in device memory.
+        let mut out = stream.clone_htod(&[f64::NAN]).unwrap();
+        // SAFETY: a live handle; the mode is set back below.
+        unsafe { result::set_pointer_mode(*blas.handle(), cublasPointerMode_t::CUBLAS_POINTER_MODE_DEVICE) }
+            .unwrap();
+        {
+            let (px, _gx) = prism_gpu::driver::DevicePtr::device_ptr(&dx, &stream);
+            let (po, _go) = prism_gpu::driver::DevicePtrMut::device_ptr_mut(&mut out, &stream);
+            // SAFETY: px holds the strided elements, po one writable device f64.
+            unsafe {
+                result::dasum(*blas.handle(), len as i32, px as *const f64, incx as i32, po as *mut f64)
+            }
+            .unwrap();
+        }
+        // SAFETY: as above.
+        unsafe { result::set_pointer_mode(*blas.handle(), cublasPointerMode_t::CUBLAS_POINTER_MODE_HOST) }
+            .unwrap();
+        let dev = stream.clone_dtoh(&out).unwrap()[0];
+        assert!((dev - want).abs() <= 1e-13 * want, "dasum (device mode) {dev} vs {want}");
+    }
+    // n or incx not positive: 0, as cuBLAS.
+    let dx = stream.clone_htod(&[1.0f64, -2.0]).unwrap();
+    let mut got = f64::NAN;
+    // SAFETY: nothing is read for n = 0 or incx = 0.
+    unsafe { blas.asum(AsumConfig { n: 0, incx: 1 }, &dx, &mut got) }.unwrap();
+    assert_eq!(got, 0.0);
+    // SAFETY: as above.
+    unsafe { blas.asum(AsumConfig { n: 2, incx: 0 }, &dx, &mut got) }.unwrap();
+    assert_eq!(got, 0.0);
+}
