@@ -4,10 +4,11 @@
 //!
 //! | layer | module | what it holds |
 //! |---|---|---|
-//! | bindings | [`sys`] | bindgen output for `cuda.h` / `nvrtc.h` and the run-time loader |
+//! | bindings | [`sys`] | bindgen output for `cuda.h` / `nvrtc.h` / `nccl.h` and the run-time loader |
 //! | probe | [`probe()`] | what the machine offers: driver version, devices, or why nothing is usable |
 //! | safe driver API | [`driver`] | cudarc-0.19-compatible contexts, streams, slices, modules, launches, graphs |
 //! | runtime compilation | [`nvrtc`] | cudarc-0.19-compatible NVRTC: `compile_ptx`, `Ptx`, `CompileOptions` |
+//! | multi-GPU | `nccl` | cudarc-0.19-compatible NCCL over the run-time-loaded `libnccl.so.2` |
 //! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
 //! | benchmarks | [`mod@bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
@@ -37,6 +38,8 @@ pub mod driver;
 pub mod error;
 pub mod kernels;
 mod legacy;
+#[cfg(not(feature = "legacy-gpu"))]
+pub mod nccl;
 #[cfg(feature = "production-gpu")]
 pub mod nvrtc;
 mod probe;
