@@ -1,7 +1,7 @@
 //! cudarc 0.19's `nccl::result`: one function per NCCL call, the same names and signatures,
 //! returning `Result<_, NcclError>` instead of a raw [`sys::ncclResult_t`].
 //!
-//! Every call goes through the process-wide NCCL ([`crate::sys::nccl`]): without one, or with one
+//! Every call goes through the process-wide NCCL ([`crate::sys::nccl()`]): without one, or with one
 //! that lacks the entry point, the call returns `NcclError(ncclSystemError)` and
 //! [`NcclError::load_error`] says why.
 
