@@ -4,11 +4,12 @@
 //!
 //! | layer | module | what it holds |
 //! |---|---|---|
-//! | bindings | [`sys`] | bindgen output for `cuda.h` / `nvrtc.h` and the run-time loader |
+//! | bindings | [`sys`] | bindgen output for `cuda.h` / `nvrtc.h` / `nccl.h` and the run-time loader |
 //! | probe | [`probe()`] | what the machine offers: driver version, devices, or why nothing is usable |
 //! | safe driver API | [`driver`] | cudarc-0.19-compatible contexts, streams, slices, modules, launches, graphs |
 //! | runtime compilation | [`nvrtc`] | cudarc-0.19-compatible NVRTC: `compile_ptx`, `Ptx`, `CompileOptions` |
-//! | random numbers | [`curand`] | cudarc-0.19-compatible cuRAND API on a built-in Philox4x32-10 kernel |
+//! | random numbers | `curand` | cudarc-0.19-compatible cuRAND API on a built-in Philox4x32-10 kernel |
+//! | multi-GPU | `nccl` | cudarc-0.19-compatible NCCL over the run-time-loaded `libnccl.so.2` |
 //! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
 //! | benchmarks | [`mod@bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
@@ -26,10 +27,11 @@
 //! - Always compiled, whatever the features: [`driver`] and [`nvrtc`] (the runtime needs both).
 //! - Element types: `f16` is a no-op (`half` is always a dependency); `f8` adds the `float8` types
 //!   and `f4` the `float4` types to `DeviceRepr`, `ValidAsZeroBits` and [`types::CudaTypeName`].
-//! - Library modules: `cublas` turns on [`cublas`] (cudarc's cuBLAS API on our own GEMM kernels; no
-//!   libcublas is loaded), `curand` turns on [`curand`] (cudarc's cuRAND API on our Philox kernel; no
-//!   libcurand). `cublaslt`, `nccl` (and `nccl-020xx`) are reserved names with our engine until
-//!   their modules land. With `legacy-gpu` each turns on and re-exports cudarc's module.
+//! - Library modules: `cublas` turns on `cublas` (cudarc's cuBLAS API on our own GEMM kernels; no
+//!   libcublas is loaded), `curand` turns on `curand` (cudarc's cuRAND API on our Philox kernel; no
+//!   libcurand), `nccl` (and `nccl-020xx`) turns on `nccl` (cudarc's NCCL API over the real
+//!   `libnccl.so.2`, opened at run time). `cublaslt` is a reserved name with our engine until its
+//!   module lands. With `legacy-gpu` each turns on and re-exports cudarc's module.
 //! - Not provided: `cudnn` (and `cudnn-0xxxx`), `cufft`, `cufile`, `cupti`, `cusolver`, `cusolvermg`,
 //!   `cusparse`, `cutensor` (and `cutensor-020xx`), `nvtx`, `runtime`: the feature builds, and calling
 //!   the module's entry points (`cudnn::Cudnn::new`, `runtime::result::version::get`, ...) is a compile
@@ -58,6 +60,8 @@ pub mod driver;
 pub mod error;
 pub mod kernels;
 mod legacy;
+#[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
+pub mod nccl;
 #[cfg(not(feature = "legacy-gpu"))]
 pub mod nvrtc;
 mod probe;

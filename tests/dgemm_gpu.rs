@@ -3,7 +3,7 @@
 //! with stride 0, beta 0 over NaN, large products), cuBLAS-shaped `dgemm` on offset (8-byte
 //! aligned) operands, and `sasum` / `dasum` in both pointer modes. Errors are scaled per element to
 //! `|alpha| sum |a b| + |beta c|`. Run with `--include-ignored` on a GPU machine.
-#![cfg(not(feature = "legacy-gpu"))]
+#![cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 
 mod dgemm_common;
 

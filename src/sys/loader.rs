@@ -1,19 +1,23 @@
-//! Finding and opening the CUDA driver and NVRTC libraries at run time.
+//! Finding and opening the CUDA driver, NVRTC and NCCL libraries at run time.
 //!
 //! The driver is searched for as `$PRISM_CUDA_DRIVER` (a path) first, then `libcuda.so.1` and
 //! `libcuda.so`; NVRTC as `$PRISM_NVRTC_LIBRARY`, then `libnvrtc.so.13`, `libnvrtc.so.12` and
-//! `libnvrtc.so`. The first library that opens wins and stays loaded for the life of the process.
+//! `libnvrtc.so`; NCCL as `$PRISM_NCCL_LIBRARY`, then `libnccl.so.2` and `libnccl.so`. The first
+//! library that opens wins and stays loaded for the life of the process.
 
 use std::ops::Deref;
 use std::sync::OnceLock;
 
 use super::driver::DriverFunctions;
+use super::nccl::NcclFunctions;
 use super::nvrtc::NvrtcFunctions;
 
 /// Environment variable naming the driver library to load before the usual names.
 pub const DRIVER_ENV: &str = "PRISM_CUDA_DRIVER";
 /// Environment variable naming the NVRTC library to load before the usual names.
 pub const NVRTC_ENV: &str = "PRISM_NVRTC_LIBRARY";
+/// Environment variable naming the NCCL library to load before the usual names.
+pub const NCCL_ENV: &str = "PRISM_NCCL_LIBRARY";
 
 #[cfg(unix)]
 const DRIVER_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
@@ -23,6 +27,8 @@ const DRIVER_NAMES: &[&str] = &["nvcuda.dll"];
 const NVRTC_NAMES: &[&str] = &["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"];
 #[cfg(windows)]
 const NVRTC_NAMES: &[&str] = &["nvrtc64_130_0.dll", "nvrtc64_120_0.dll"];
+/// NCCL's names (NCCL ships for Linux only; elsewhere only the override can name a library).
+pub const NCCL_NAMES: &[&str] = &["libnccl.so.2", "libnccl.so"];
 
 /// Why a CUDA library or one of its entry points is not usable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,7 +43,7 @@ pub enum LoadError {
         tried: Vec<Attempt>,
     },
     /// The loaded library does not export this entry point (it is older than the bindings).
-    #[error("the loaded CUDA library has no entry point `{0}` (driver too old?)")]
+    #[error("the loaded CUDA library has no entry point `{0}` (library too old?)")]
     MissingSymbol(&'static str),
 }
 
@@ -120,6 +126,8 @@ impl<F> Deref for Loaded<F> {
 pub type Driver = Loaded<DriverFunctions>;
 /// The NVRTC library and its entry points.
 pub type Nvrtc = Loaded<NvrtcFunctions>;
+/// The NCCL library and its entry points.
+pub type Nccl = Loaded<NcclFunctions>;
 
 impl Driver {
     /// Opens the first of `candidates` as the CUDA driver (no process-wide caching: see [`driver`]).
@@ -166,6 +174,26 @@ impl Nvrtc {
     }
 }
 
+impl Nccl {
+    /// Opens the first of `candidates` as NCCL (no process-wide caching: see [`nccl`]).
+    ///
+    /// # Safety
+    /// As for [`Driver::open`]: the first of `candidates` that opens must be an NCCL library whose
+    /// initialisers are sound to run and whose exported NCCL entry points have the signatures and
+    /// behaviour `nccl.h` gives them.
+    ///
+    /// ```compile_fail,E0133
+    /// let _ = prism_gpu::sys::Nccl::open(&["libm.so.6".to_string()]);
+    /// ```
+    pub unsafe fn open(candidates: &[String]) -> Result<Self, LoadError> {
+        // SAFETY: the caller guarantees the candidates' initialisers are sound to run.
+        let library = unsafe { open_first("the NCCL library (libnccl)", candidates)? };
+        // SAFETY: the caller guarantees nccl.h signatures; the library is kept beside the table.
+        let functions = unsafe { NcclFunctions::load(&library) };
+        Ok(Loaded { functions, _library: library })
+    }
+}
+
 /// The process-wide CUDA driver, opened on first use.
 ///
 /// This is safe to call although [`Driver::open`] is not: it opens only the well-known names of the
@@ -199,4 +227,18 @@ pub fn nvrtc() -> Result<&'static Nvrtc, LoadError> {
         })
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// The process-wide NCCL library, opened on first use.
+///
+/// Safe for the reason [`driver`] is: only NCCL's well-known names and the process owner's
+/// `$PRISM_NCCL_LIBRARY` override are opened.
+pub fn nccl() -> Result<&'static Nccl, LoadError> {
+    static NCCL: OnceLock<Result<Nccl, LoadError>> = OnceLock::new();
+    NCCL.get_or_init(|| {
+        // SAFETY: NCCL's well-known names and the process owner's override (see above).
+        unsafe { Nccl::open(&candidates(NCCL_ENV, NCCL_NAMES)) }
+    })
+    .as_ref()
+    .map_err(Clone::clone)
 }

@@ -1,10 +1,12 @@
-//! Generates the checked-in bindings of prism-gpu: `src/sys/driver.rs` and `src/sys/nvrtc.rs`.
+//! Generates the checked-in bindings of prism-gpu: `src/sys/driver.rs`, `src/sys/nvrtc.rs` and
+//! `src/sys/nccl.rs`.
 //!
-//! bindgen turns `wrapper.h` into types and `extern "C"` declarations; the declarations are then
+//! bindgen turns each library's header wrapper (`wrapper.h`, `wrapper_nccl.h`) into types and `extern "C"` declarations; the declarations are then
 //! rewritten into a table of optional function pointers, resolved at run time through libloading,
 //! whose methods return an error for a symbol the loaded library lacks instead of panicking.
 //!
-//! Usage: `regen-bindings <crate root> <CUDA include dir>` (scripts/regen passes both).
+//! Usage: `regen-bindings <crate root> <include dir>...` (scripts/regen passes the CUDA toolkit's
+//! and NCCL's include folders; every library is generated with all of them on the include path).
 
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
@@ -13,6 +15,10 @@ use std::path::{Path, PathBuf};
 
 /// One library to bind.
 struct Library {
+    /// Header wrapper bindgen reads, relative to the crate root.
+    wrapper: &'static str,
+    /// The headers it comes from, for the generated file's first line.
+    headers: &'static str,
     /// Output file, relative to the crate root.
     output: &'static str,
     /// What the table binds, for the docs.
@@ -27,13 +33,28 @@ struct Library {
     /// The status type the functions return, its success variant, and its variant for a code
     /// these bindings do not know.
     result: (&'static str, &'static str, &'static str),
-    /// Free-function wrappers over the process-wide library (cudarc's `sys::cuInit` and so on):
-    /// the status when no library could be loaded, and when it lacks the function.
-    free_functions: Option<(&'static str, &'static str)>,
+    /// Free-function wrappers over the process-wide library (cudarc's `sys::cuInit` and so on).
+    free_functions: Option<FreeFunctions>,
+}
+
+/// How the free functions of one library reach it and report that it is unusable.
+struct FreeFunctions {
+    /// The `sys::loader` function returning the process-wide library.
+    loader: &'static str,
+    /// The library in the docs ("driver").
+    library: &'static str,
+    /// Whose documentation states the functions' contracts ("CUDA").
+    documented_by: &'static str,
+    /// The status when no library could be loaded.
+    no_library: &'static str,
+    /// The status when the loaded library lacks the function.
+    no_symbol: &'static str,
 }
 
 const LIBRARIES: &[Library] = &[
     Library {
+        wrapper: "wrapper.h",
+        headers: "the CUDA 13.0 headers",
         output: "src/sys/driver.rs",
         what: "the CUDA driver API (cuda.h)",
         table: "DriverFunctions",
@@ -42,9 +63,17 @@ const LIBRARIES: &[Library] = &[
         vars: "^CU.*",
         named_enums: &["cudaError_enum"],
         result: ("CUresult", "CUDA_SUCCESS", "CUDA_ERROR_UNKNOWN"),
-        free_functions: Some(("CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_NOT_FOUND")),
+        free_functions: Some(FreeFunctions {
+            loader: "driver",
+            library: "driver",
+            documented_by: "CUDA",
+            no_library: "CUDA_ERROR_NO_DEVICE",
+            no_symbol: "CUDA_ERROR_NOT_FOUND",
+        }),
     },
     Library {
+        wrapper: "wrapper.h",
+        headers: "the CUDA 13.0 headers",
         output: "src/sys/nvrtc.rs",
         what: "NVRTC (nvrtc.h)",
         table: "NvrtcFunctions",
@@ -55,27 +84,53 @@ const LIBRARIES: &[Library] = &[
         result: ("nvrtcResult", "NVRTC_SUCCESS", "NVRTC_ERROR_INTERNAL_ERROR"),
         free_functions: None,
     },
+    Library {
+        wrapper: "wrapper_nccl.h",
+        headers: "the NCCL 2.28.9 header (PyPI nvidia-nccl-cu13)",
+        output: "src/sys/nccl.rs",
+        what: "NCCL (nccl.h)",
+        table: "NcclFunctions",
+        functions: "^nccl.*",
+        types: "^nccl.*",
+        vars: "^NCCL_.*",
+        named_enums: &["ncclResult_t"],
+        result: ("ncclResult_t", "ncclSuccess", "ncclInternalError"),
+        // No library, or one without the function, is a failed system call or library in NCCL's
+        // terms; `nccl::result::NcclError` reports the loader's reason beside it.
+        free_functions: Some(FreeFunctions {
+            loader: "nccl",
+            library: "NCCL library",
+            documented_by: "NCCL",
+            no_library: "ncclSystemError",
+            no_symbol: "ncclSystemError",
+        }),
+    },
 ];
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (Some(root), Some(include)) = (args.next(), args.next()) else {
-        eprintln!("usage: regen-bindings <crate root> <CUDA include dir>");
+    let Some(root) = args.next() else {
+        eprintln!("usage: regen-bindings <crate root> <include dir>...");
         std::process::exit(2);
     };
+    let includes: Vec<PathBuf> = args.map(PathBuf::from).collect();
+    if includes.is_empty() {
+        eprintln!("usage: regen-bindings <crate root> <include dir>...");
+        std::process::exit(2);
+    }
     let root = PathBuf::from(root);
     for lib in LIBRARIES {
-        let code = generate(lib, &root.join("wrapper.h"), Path::new(&include));
+        let code = generate(lib, &root.join(lib.wrapper), &includes);
         let path = root.join(lib.output);
         std::fs::write(&path, code).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
         println!("wrote {}", path.display());
     }
 }
 
-fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
+fn generate(lib: &Library, wrapper: &Path, includes: &[PathBuf]) -> String {
     let raw = bindgen::Builder::default()
         .header(wrapper.to_string_lossy())
-        .clang_arg(format!("-I{}", include.display()))
+        .clang_args(includes.iter().map(|include| format!("-I{}", include.display())))
         .allowlist_function(lib.functions)
         .allowlist_type(lib.types)
         .allowlist_var(lib.vars)
@@ -184,9 +239,11 @@ fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
     });
     let count = functions.len();
 
-    let free = lib.free_functions.map(|(no_lib, no_symbol)| {
-        let no_lib = Ident::new(no_lib, Span::call_site());
-        let no_symbol = Ident::new(no_symbol, Span::call_site());
+    let free = lib.free_functions.as_ref().map(|free| {
+        let loader = Ident::new(free.loader, Span::call_site());
+        let loaded = Ident::new(&format!("loaded_{}", free.loader), Span::call_site());
+        let no_lib = Ident::new(free.no_library, Span::call_site());
+        let no_symbol = Ident::new(free.no_symbol, Span::call_site());
         let wrappers = functions.iter().filter(|sig| return_type(sig).to_string() == result.to_string()).map(|sig| {
             let name = &sig.ident;
             let params = sig.inputs.iter().map(|arg| {
@@ -234,24 +291,26 @@ fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
                     }
                 }
             });
+            let library = free.library;
             let doc = format!(
-                " `{name}` through the process-wide driver: `{no_lib}` when no driver could be loaded, `{no_symbol}` when it lacks this function."
+                " `{name}` through the process-wide {library}: `{no_lib}` when no {library} could be loaded, `{no_symbol}` when it lacks this function."
             );
+            let safety = format!(" The arguments must satisfy the contract the {} documentation gives for this function.", free.documented_by);
             quote! {
                 #[doc = #doc]
                 ///
                 /// # Safety
-                /// The arguments must satisfy the contract the CUDA documentation gives for this function.
+                #[doc = #safety]
                 #[inline]
                 pub unsafe fn #name(#(#params),*) -> #result {
-                    let loaded_driver = match super::loader::driver() {
-                        Ok(loaded_driver) => loaded_driver,
+                    let #loaded = match super::loader::#loader() {
+                        Ok(#loaded) => #loaded,
                         Err(_) => return #result::#no_lib,
                     };
                     #(#declare)*
                     // SAFETY: forwarded (enum out-values through checked integers); the caller
                     // upholds the function's contract.
-                    let code = match unsafe { loaded_driver.#name(#(#args),*) } {
+                    let code = match unsafe { #loaded.#name(#(#args),*) } {
                         Ok(code) => code,
                         Err(_) => return #result::#no_symbol,
                     };
@@ -302,12 +361,14 @@ fn generate(lib: &Library, wrapper: &Path, include: &Path) -> String {
     };
     let file: syn::File = syn::parse2(body).expect("generated code parses");
     format!(
-        "// @generated by tools/regen-bindings (scripts/regen) from wrapper.h and the CUDA 13.0 headers.\n\
+        "// @generated by tools/regen-bindings (scripts/regen) from {} and {}.\n\
          // Do not edit: change the generator and run scripts/regen.\n\
          //! Generated bindings for {}.\n\
          #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, missing_docs)]\n\
          #![allow(unpredictable_function_pointer_comparisons)]\n\
          #![allow(clippy::all, clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]\n\n{}",
+        lib.wrapper,
+        lib.headers,
         lib.what,
         prettyplease::unparse(&file)
     )
