@@ -10,8 +10,9 @@
 //! Output: `$OUT_DIR/kernel_images.rs`, one `(family, image, is_ptx)` entry per family.
 //!
 //! nvcc output is cached under `$PRISM_KERNEL_CACHE` (default: `<target dir>/prism-kernel-cache`),
-//! keyed by a hash of nvcc, the flags and every file in `cuda/`, so `check`, `clippy`, `doc`, `test`
-//! and other profiles or feature sets share one compilation of the kernels.
+//! keyed per family by a hash of nvcc, the flags, the family's source and every header in `cuda/`, so
+//! `check`, `clippy`, `doc`, `test` and other profiles or feature sets share one compilation of the
+//! kernels, and editing one family recompiles only that family.
 
 use std::collections::hash_map::DefaultHasher;
 use std::env;
@@ -232,8 +233,8 @@ fn nvcc_release(nvcc: &Path) -> String {
 /// Compiled fatbins keyed by everything that goes into them.
 struct Cache {
     dir: PathBuf,
-    /// Hash of nvcc (path, size, modification time), the flags and every file in `cuda/`.
-    inputs: u64,
+    /// Hash of nvcc (path, size, modification time), the flags and every header (`*.cuh`) in `cuda/`.
+    shared_inputs: u64,
 }
 
 impl Cache {
@@ -251,23 +252,27 @@ impl Cache {
             meta.modified().ok().hash(&mut hasher);
         }
         NVCC_FLAGS.hash(&mut hasher);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("cuda"))
+        // A family's source includes headers only (never another `.cu`), so the headers and its own
+        // source are all that can change its image.
+        let mut headers: Vec<PathBuf> = std::fs::read_dir(root.join("cuda"))
             .expect("reading cuda/")
             .flatten()
             .map(|e| e.path())
+            .filter(|p| p.extension().is_none_or(|e| e != "cu"))
             .collect();
-        files.sort();
-        for file in files {
+        headers.sort();
+        for file in headers {
             file.file_name().hash(&mut hasher);
             std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
         }
-        Cache { dir, inputs: hasher.finish() }
+        Cache { dir, shared_inputs: hasher.finish() }
     }
 
     /// Where `family` built with `gencode` is (or will be) cached.
     fn entry(&self, family: &Family, gencode: &[String]) -> PathBuf {
         let mut hasher = DefaultHasher::new();
-        (self.inputs, &family.name, gencode).hash(&mut hasher);
+        let source = std::fs::read(&family.source).unwrap_or_default();
+        (self.shared_inputs, &family.name, source, gencode).hash(&mut hasher);
         self.dir.join(format!("{}-{:016x}.fatbin", family.name, hasher.finish()))
     }
 }
