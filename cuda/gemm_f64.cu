@@ -50,10 +50,19 @@ __device__ __forceinline__ void dm_load(double *s, const double *g, long long ld
             src = g + (long long)gr * ld + gc;
         }
         const uint32_t dst = s_u32(s + r * SST + c);
-        if constexpr (V == 2)
-            cp_async16(dst, src, bytes);
-        else
+        if constexpr (V == 2) {
+            // A pair cut by the limit (the matrix's last element, perhaps the allocation's) is copied as
+            // one 8-byte copy and one zero fill: a 16-byte copy with an 8-byte source still counts as a
+            // 16-byte read for compute-sanitizer, past the end of the buffer.
+            if (bytes == 8) {
+                cp_async8(dst, src, 8);
+                cp_async8(dst + 8, g, 0);
+            } else {
+                cp_async16(dst, src, bytes);
+            }
+        } else {
             cp_async8(dst, src, bytes);
+        }
     }
 }
 
