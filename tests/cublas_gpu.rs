@@ -137,7 +137,7 @@ fn mismatch(case: &Case, before: &[f32], got: &[f32], want: &[(f64, f64)], tol: 
             if g.to_bits() != b.to_bits() {
                 return Err(format!("{case:?}: element {i} outside C's blocks changed: {b} -> {g}"));
             }
-        } else if !((*g as f64 - w).abs() <= tol * scale.max(f64::MIN_POSITIVE)) {
+        } else if (*g as f64 - w).abs() > tol * scale.max(f64::MIN_POSITIVE) || g.is_nan() {
             return Err(format!("{case:?}: element {i}: got {g}, want {w} (scale {scale})"));
         }
     }

@@ -3,6 +3,8 @@
 //! rows that compare ours with the anchor measured in the same run.
 
 pub mod cpu;
+#[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
+pub mod cublas_api;
 pub mod driver;
 pub mod gemm;
 pub mod kernels;

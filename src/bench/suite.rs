@@ -21,13 +21,15 @@ pub enum Group {
     Kernels,
     /// GEMM, every precision, beside cuBLAS.
     Gemm,
+    /// The cudarc `cublas` API on our kernels beside the real cuBLAS, the same caller code.
+    Cublas,
     /// The CPU fallback (what runs without a GPU).
     Cpu,
 }
 
 impl Group {
     /// Every GPU group, in run order.
-    pub const GPU: [Group; 3] = [Group::Driver, Group::Kernels, Group::Gemm];
+    pub const GPU: [Group; 4] = [Group::Driver, Group::Kernels, Group::Gemm, Group::Cublas];
 
     /// The group's name on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -35,13 +37,16 @@ impl Group {
             Group::Driver => "driver",
             Group::Kernels => "kernels",
             Group::Gemm => "gemm",
+            Group::Cublas => "cublas",
             Group::Cpu => "cpu",
         }
     }
 
     /// The group called `name`.
     pub fn parse(name: &str) -> Option<Group> {
-        [Group::Driver, Group::Kernels, Group::Gemm, Group::Cpu].into_iter().find(|g| g.name() == name)
+        [Group::Driver, Group::Kernels, Group::Gemm, Group::Cublas, Group::Cpu]
+            .into_iter()
+            .find(|g| g.name() == name)
     }
 }
 
@@ -116,6 +121,14 @@ pub fn run(
                 };
                 rows.extend(gemm::run(settings, shapes, gemm::PRECISIONS)?);
                 rows.extend(gemm::run_dgemm(settings, gemm::DGEMM_SIZES)?);
+            }
+            #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
+            Group::Cublas => {
+                rows.extend(super::cublas_api::run(settings, &super::cublas_api::cases(options.full))?)
+            }
+            #[cfg(not(all(feature = "cublas", not(feature = "legacy-gpu"))))]
+            Group::Cublas => {
+                progress("cublas: this build has no prism_gpu::cublas (feature cublas, our engine)")
             }
             Group::Cpu => rows.extend(cpu::run(settings, options.full)?),
         }

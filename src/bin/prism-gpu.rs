@@ -12,7 +12,7 @@ const USAGE: &str =
   selftest  every operation on the GPU and on the CPU fallback, against f64 references
   bench     side-by-side benchmarks (a short run by default), written as Markdown, JSON and SVG:
               --full               target sizes, every GEMM shape, more repeats
-              --groups a,b         driver, kernels, gemm, cpu (default: every GPU group; cpu without a GPU)
+              --groups a,b         driver, kernels, gemm, cublas, cpu (default: every GPU group; cpu without a GPU)
               --gemm MxNxK,...     GEMM shapes
               --elements N         elements of the elementwise kernels
               --out DIR            where to write bench.md, bench.json and the plots (default target/bench)
