@@ -91,8 +91,8 @@ impl CudaStream {
         }
     }
 
-    /// Ends the capture and instantiates the graph with `flags` (`CUgraphInstantiate_flags(0)`
-    /// for the default). `Ok(None)` when nothing was captured.
+    /// Ends the capture and instantiates the graph with `flags` (an enum without a "no flags"
+    /// value, as in cudarc). `Ok(None)` when nothing was captured.
     #[doc(alias = "cuStreamEndCapture")]
     pub fn end_capture(
         self: &Arc<Self>,
