@@ -8,6 +8,7 @@
 pub mod cpu;
 mod gpu;
 mod matmul;
+mod nn;
 
 // cudarc's `runtime` module (the CUDA runtime API, feature `runtime`) shares this module's name and is
 // not provided: its entry points exist here under cudarc's paths and calling one is a compile error.
@@ -46,6 +47,7 @@ use crate::kernels::{args, shape};
 
 pub use gpu::{ChannelStats, GpuOps};
 pub use matmul::{matrix_multiply, sgemm};
+pub use nn::RowLosses;
 
 /// Where a runtime's operations run.
 enum Backend {

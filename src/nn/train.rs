@@ -1,0 +1,433 @@
+//! [`Network`]: a [`Sequential`] classifier with an optimiser, trained by [`Network::train`] with
+//! shuffled mini-batches, softmax cross-entropy and one fused optimiser launch per step. On a GPU
+//! the data, the parameters, the optimiser state and the per-sample losses stay on the device for
+//! the whole run; the host reads two sums per epoch.
+
+use std::time::Instant;
+
+use crate::driver::CudaSlice;
+use crate::error::{Error, Result};
+use crate::kernels::gemm::Precision;
+use crate::kernels::nn::Optimizer;
+use crate::nn::loss::{check_labels, sum, xent_into, LabelStorage, Labels};
+use crate::nn::model::Sequential;
+use crate::nn::tensor::{Device, Storage, Tensor, TensorView};
+use crate::selftest::SplitMix64;
+
+/// How [`Network::train`] runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainingConfig {
+    /// Passes over the data.
+    pub epochs: usize,
+    /// Samples per step (the last batch of an epoch may be smaller).
+    pub batch_size: usize,
+    /// The optimiser's learning rate.
+    pub learning_rate: f32,
+    /// Run on a GPU (else the CPU fallback, always).
+    pub use_gpu: bool,
+    /// With `use_gpu`: fall back to the CPU when no GPU is usable (else that is an error).
+    pub prefer_gpu: bool,
+    /// Seeds the batch order (and the dropout masks): the same on GPU and CPU for a seed.
+    pub seed: u64,
+    /// The update rule.
+    pub optimizer: Optimizer,
+    /// Shuffle the samples every epoch.
+    pub shuffle: bool,
+    /// The precision of the dense layers' products.
+    pub precision: Precision,
+    /// Show a progress bar (with the `progress` feature; ignored without it).
+    pub progress: bool,
+}
+
+impl Default for TrainingConfig {
+    fn default() -> Self {
+        Self {
+            epochs: 10,
+            batch_size: 128,
+            learning_rate: 1e-3,
+            use_gpu: true,
+            prefer_gpu: true,
+            seed: 0,
+            optimizer: Optimizer::ADAM,
+            shuffle: true,
+            precision: Precision::F32,
+            progress: false,
+        }
+    }
+}
+
+/// One epoch's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpochStats {
+    /// 1-based epoch number.
+    pub epoch: usize,
+    /// Mean training loss over the epoch's samples (each measured before its step).
+    pub loss: f32,
+    /// Training accuracy over the epoch (each sample before its step).
+    pub accuracy: f32,
+    /// Loss on the test set after the epoch, when one was given.
+    pub test_loss: Option<f32>,
+    /// Accuracy on the test set after the epoch, when one was given.
+    pub test_accuracy: Option<f32>,
+    /// Wall time of the epoch's training steps (evaluation excluded).
+    pub seconds: f64,
+}
+
+/// What [`Network::train`] measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct History {
+    /// What it ran on.
+    pub device: String,
+    /// One entry per epoch.
+    pub epochs: Vec<EpochStats>,
+}
+
+/// A classifier: a [`Sequential`] whose outputs are class logits, with optimiser state.
+#[derive(Debug)]
+pub struct Network {
+    model: Sequential,
+    state: Option<(Optimizer, Tensor)>,
+    step: u64,
+}
+
+/// A data set placed on a device for training or evaluation.
+struct Placed {
+    x: Tensor,
+    y: Labels,
+    n: usize,
+}
+
+impl Network {
+    /// A network around `model` (its last layer's outputs are the classes).
+    pub fn new(model: Sequential) -> Self {
+        Self { model, state: None, step: 0 }
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Sequential {
+        &self.model
+    }
+
+    /// The model, for changes.
+    pub fn model_mut(&mut self) -> &mut Sequential {
+        &mut self.model
+    }
+
+    /// Optimiser steps taken.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+
+    /// Trains on `data` (`[n, inputs]` row-major) with `labels` (`n`, each below the model's
+    /// outputs) as `config` says. Errors, before anything runs: empty data, a length that is not a
+    /// whole number of samples, a label count that differs, a label out of range, a non-finite
+    /// value in the data, a zero batch size, a learning rate that is not finite and positive.
+    pub fn train(&mut self, data: &[f32], labels: &[u32], config: &TrainingConfig) -> Result<History> {
+        self.train_with_test(data, labels, None, config)
+    }
+
+    /// [`train`](Self::train), evaluating on `test` (data, labels) after every epoch.
+    pub fn train_with_test(
+        &mut self,
+        data: &[f32],
+        labels: &[u32],
+        test: Option<(&[f32], &[u32])>,
+        config: &TrainingConfig,
+    ) -> Result<History> {
+        const OP: &str = "Network::train";
+        if config.batch_size == 0 || !(config.learning_rate.is_finite() && config.learning_rate > 0.0) {
+            return Err(Error::Shape {
+                op: OP,
+                expected: "a batch size > 0 and a finite learning rate > 0".into(),
+                got: format!("batch size {}, learning rate {}", config.batch_size, config.learning_rate),
+            });
+        }
+        let train_host = self.check_data(OP, data, labels)?;
+        let test_host = test.map(|(d, l)| self.check_data(OP, d, l).map(|y| (d, y))).transpose()?;
+        let device = pick_device(config, self.model.device())?;
+        self.place(&device)?;
+        self.model.set_precision(config.precision);
+        let train = self.placed(data, train_host)?;
+        let test = test_host.map(|(d, y)| self.placed(d, y)).transpose()?;
+        let mut rng = SplitMix64::new(config.seed);
+        let mut history = History { device: device.describe(), epochs: Vec::with_capacity(config.epochs) };
+        let mut losses = Tensor::zeros(&device, &[train.n])?;
+        let mut correct = Tensor::zeros(&device, &[train.n])?;
+        let progress = crate::nn::progress::Progress::new(config.progress, config.epochs, train.n);
+        for epoch in 1..=config.epochs {
+            let order = batch_order(train.n, config.shuffle, &mut rng);
+            let start = Instant::now();
+            let index = IndexBuffer::new(&device, order)?;
+            for first in (0..train.n).step_by(config.batch_size) {
+                let rows = config.batch_size.min(train.n - first);
+                let (xb, yb) = gather(&device, &train, &index, first, rows)?;
+                let logits = self.model.forward(&xb.view(), true)?;
+                let grad = xent_into(
+                    &device,
+                    &logits,
+                    &yb,
+                    0..rows,
+                    losses.range_mut(first..first + rows),
+                    correct.range_mut(first..first + rows),
+                    true,
+                )?
+                .expect("asked for");
+                self.model.backward(&xb.view(), grad)?;
+                self.optimizer_step(config.optimizer, config.learning_rate)?;
+                progress.step(rows);
+            }
+            let loss = sum(&device, &losses)? / train.n as f32;
+            let accuracy = sum(&device, &correct)? / train.n as f32;
+            let seconds = start.elapsed().as_secs_f64();
+            let (test_loss, test_accuracy) = match &test {
+                Some(t) => {
+                    let (l, a) = self.evaluate_placed(t, config.batch_size.max(1))?;
+                    (Some(l), Some(a))
+                }
+                None => (None, None),
+            };
+            let stats = EpochStats { epoch, loss, accuracy, test_loss, test_accuracy, seconds };
+            progress.epoch_done(&stats);
+            history.epochs.push(stats);
+        }
+        progress.finish();
+        Ok(history)
+    }
+
+    /// Mean loss and accuracy of the model on `data` and `labels` (checked as for
+    /// [`train`](Self::train)), in batches of `batch_size`, on the model's device.
+    pub fn evaluate(&mut self, data: &[f32], labels: &[u32], batch_size: usize) -> Result<(f32, f32)> {
+        let y = self.check_data("Network::evaluate", data, labels)?;
+        let placed = self.placed(data, y)?;
+        self.evaluate_placed(&placed, batch_size.max(1))
+    }
+
+    /// The class (first maximum of the logits) of each sample of `data` (`[n, inputs]`).
+    pub fn predict(&mut self, data: &[f32]) -> Result<Vec<u32>> {
+        let inputs = self.model.inputs();
+        if data.len() % inputs != 0 {
+            return Err(Error::Shape {
+                op: "Network::predict",
+                expected: format!("whole samples of {inputs} values"),
+                got: format!("{} values", data.len()),
+            });
+        }
+        let n = data.len() / inputs;
+        let x = Tensor::from_vec(self.model.device(), data.to_vec(), &[n, inputs])?;
+        let logits = self.model.forward(&x.view(), false)?.to_vec()?;
+        let classes = self.model.outputs();
+        Ok(logits
+            .chunks_exact(classes)
+            .map(|row| {
+                row.iter()
+                    .enumerate()
+                    .fold((0, f32::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b })
+                    .0 as u32
+            })
+            .collect())
+    }
+
+    /// One training step on a batch already on the model's device: forward, cross-entropy,
+    /// backward and the optimiser, all queued on the device without waiting for it.
+    pub fn train_step(
+        &mut self,
+        x: &TensorView<'_>,
+        labels: &Labels,
+        optimizer: Optimizer,
+        lr: f32,
+    ) -> Result<()> {
+        let device = self.model.device().clone();
+        let logits = self.model.forward(x, true)?;
+        let rows = logits.shape()[0];
+        let mut loss = Tensor::zeros(&device, &[rows])?;
+        let mut correct = Tensor::zeros(&device, &[rows])?;
+        let grad = xent_into(
+            &device,
+            &logits,
+            labels,
+            0..rows,
+            loss.range_mut(0..rows),
+            correct.range_mut(0..rows),
+            true,
+        )?
+        .expect("asked for");
+        self.model.backward(x, grad)?;
+        self.optimizer_step(optimizer, lr)
+    }
+
+    /// Moves the model (and optimiser state) to `device` unless it is there already.
+    pub fn place(&mut self, device: &Device) -> Result<()> {
+        if self.model.device().is_gpu() != device.is_gpu() {
+            self.model.to_device(device)?;
+            if let Some((opt, state)) = self.state.take() {
+                let n = state.len();
+                self.state = Some((opt, Tensor::from_vec(device, state.to_vec()?, &[n])?));
+            }
+        }
+        Ok(())
+    }
+
+    fn optimizer_step(&mut self, opt: Optimizer, lr: f32) -> Result<()> {
+        let device = self.model.device().clone();
+        let n = self.model.params().len();
+        if !matches!(&self.state, Some((o, s)) if std::mem::discriminant(o) == std::mem::discriminant(&opt) && s.len() == opt.state_len(n).unwrap_or(0))
+        {
+            self.state = Some((opt, Tensor::zeros(&device, &[opt.state_len(n)?])?));
+            self.step = 0;
+        }
+        self.step += 1;
+        let t = self.step;
+        let (_, state) = self.state.as_mut().expect("set above");
+        let (params, grads) = self.model.params_and_grads();
+        match (&mut params.data, &grads.data, &mut state.data) {
+            (Storage::Gpu(p), Storage::Gpu(g), Storage::Gpu(s)) => device.gpu_ops()?.optimizer_step(
+                opt,
+                lr,
+                t,
+                &mut p.as_view_mut(),
+                &g.as_view(),
+                &mut s.as_view_mut(),
+            ),
+            (Storage::Host(p), Storage::Host(g), Storage::Host(s)) => {
+                device.runtime().optimizer_step(opt, lr, t, p, g, s)
+            }
+            _ => Err(Error::Shape {
+                op: "optimizer step",
+                expected: "state on the model's device".into(),
+                got: "mixed".into(),
+            }),
+        }
+    }
+
+    fn check_data(&self, op: &'static str, data: &[f32], labels: &[u32]) -> Result<Vec<i32>> {
+        let inputs = self.model.inputs();
+        if data.is_empty() || data.len() % inputs != 0 || data.len() / inputs != labels.len() {
+            return Err(Error::Shape {
+                op,
+                expected: format!("n > 0 samples of {inputs} values and n labels"),
+                got: format!("{} values and {} labels", data.len(), labels.len()),
+            });
+        }
+        if let Some(i) = data.iter().position(|v| !v.is_finite()) {
+            return Err(Error::Shape {
+                op,
+                expected: "finite data".into(),
+                got: format!("{} at index {i}", data[i]),
+            });
+        }
+        check_labels(op, labels, self.model.outputs())
+    }
+
+    fn placed(&self, data: &[f32], labels: Vec<i32>) -> Result<Placed> {
+        let device = self.model.device();
+        let n = labels.len();
+        Ok(Placed {
+            x: Tensor::from_vec(device, data.to_vec(), &[n, self.model.inputs()])?,
+            y: Labels::placed(device, labels)?,
+            n,
+        })
+    }
+
+    fn evaluate_placed(&mut self, set: &Placed, batch_size: usize) -> Result<(f32, f32)> {
+        let device = self.model.device().clone();
+        let mut losses = Tensor::zeros(&device, &[set.n])?;
+        let mut correct = Tensor::zeros(&device, &[set.n])?;
+        for first in (0..set.n).step_by(batch_size) {
+            let rows = batch_size.min(set.n - first);
+            let logits = self.model.forward(&set.x.rows(first, rows)?, false)?;
+            xent_into(
+                &device,
+                &logits,
+                &set.y,
+                first..first + rows,
+                losses.range_mut(first..first + rows),
+                correct.range_mut(first..first + rows),
+                false,
+            )?;
+        }
+        Ok((sum(&device, &losses)? / set.n as f32, sum(&device, &correct)? / set.n as f32))
+    }
+}
+
+/// The device `config` asks for (reusing `current` when it is that kind).
+fn pick_device(config: &TrainingConfig, current: &Device) -> Result<Device> {
+    if !config.use_gpu {
+        return Ok(if current.is_gpu() { Device::cpu() } else { current.clone() });
+    }
+    if current.is_gpu() {
+        return Ok(current.clone());
+    }
+    match Device::gpu(0) {
+        Ok(d) => Ok(d),
+        Err(e) if config.prefer_gpu => {
+            let _ = e;
+            Ok(Device::auto())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The sample order of one epoch: a Fisher-Yates shuffle driven by `rng`, or `0..n`.
+pub fn batch_order(n: usize, shuffle: bool, rng: &mut SplitMix64) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    if shuffle {
+        for i in (1..n).rev() {
+            let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+            order.swap(i, j);
+        }
+    }
+    order
+}
+
+/// An epoch's sample order where the gathers read it.
+enum IndexBuffer {
+    Host(Vec<u32>),
+    Gpu(CudaSlice<u32>),
+}
+
+impl IndexBuffer {
+    fn new(device: &Device, order: Vec<u32>) -> Result<Self> {
+        Ok(if device.is_gpu() { Self::Gpu(device.gpu_ops()?.upload(&order)?) } else { Self::Host(order) })
+    }
+}
+
+/// The batch of samples `order[first..first + rows]`: inputs and labels, on the device.
+fn gather(
+    device: &Device,
+    set: &Placed,
+    index: &IndexBuffer,
+    first: usize,
+    rows: usize,
+) -> Result<(Tensor, Labels)> {
+    let cols = set.x.shape()[1];
+    match (&set.x.data, &set.y.data, index) {
+        (Storage::Gpu(x), LabelStorage::Gpu(y), IndexBuffer::Gpu(idx)) => {
+            let ops = device.gpu_ops()?;
+            let at = idx.slice(first..first + rows);
+            // SAFETY: the gathers below write every element of both buffers.
+            let (mut xb, mut yb) =
+                unsafe { (ops.stream().alloc::<f32>(rows * cols)?, ops.stream().alloc::<i32>(rows)?) };
+            ops.gather_rows(&x.as_view(), &at, &mut xb.as_view_mut(), cols)?;
+            ops.gather_rows(&y.as_view(), &at, &mut yb.as_view_mut(), 1)?;
+            Ok((
+                Tensor::from_storage(Storage::Gpu(xb), vec![rows, cols]),
+                Labels { data: LabelStorage::Gpu(yb) },
+            ))
+        }
+        (Storage::Host(x), LabelStorage::Host(y), IndexBuffer::Host(idx)) => {
+            let rt = device.runtime();
+            let at = &idx[first..first + rows];
+            let xb = rt.gather_rows(x, at, cols)?;
+            let yb = rt.gather_rows(y, at, 1)?;
+            Ok((
+                Tensor::from_storage(Storage::Host(xb), vec![rows, cols]),
+                Labels { data: LabelStorage::Host(yb) },
+            ))
+        }
+        _ => Err(Error::Shape {
+            op: "Network::train",
+            expected: "data on the model's device".into(),
+            got: "mixed".into(),
+        }),
+    }
+}
