@@ -314,3 +314,44 @@ fn training_on_a_small_idx_data_set() {
     let agree = predicted.iter().zip(&labels).filter(|(p, l)| p == l).count();
     assert!((agree as f32 / n as f32 - acc).abs() < 1e-6, "predict agrees with evaluate");
 }
+
+// ---------------------------------------------------------------------------------------------
+// safetensors
+
+#[test]
+fn weights_round_trip_through_safetensors_in_pytorch_layout() {
+    let mut rng = checks::fresh_rng("safetensors");
+    let device = Device::cpu();
+    let a = checks::small_model(&device, Activation::Relu, 6, 3, rng.next_u64());
+    let mut b = checks::small_model(&device, Activation::Relu, 6, 3, rng.next_u64());
+    assert_ne!(a.params().to_vec().unwrap(), b.params().to_vec().unwrap());
+    let path = temp_dir("safetensors").join("model.safetensors");
+    a.save_safetensors(&path).unwrap();
+    b.load_safetensors(&path).unwrap();
+    assert_eq!(a.params().to_vec().unwrap(), b.params().to_vec().unwrap());
+
+    // PyTorch's layout: "0.weight" is [outputs, inputs], so element (o, i) is W[i, o] of ours.
+    let bytes = a.to_safetensors().unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let w = file.tensor("0.weight").unwrap();
+    assert_eq!(w.shape(), [7, 6]);
+    let params = a.params().to_vec().unwrap();
+    let (o, i) = (4, 5);
+    let at = (o * 6 + i) * 4;
+    let got = f32::from_le_bytes(w.data()[at..at + 4].try_into().unwrap());
+    assert_eq!(got, params[i * 7 + o]);
+    assert_eq!(file.tensor("4.bias").unwrap().shape(), [3], "layer indices count the activations");
+
+    // A model of another shape is refused, and keeps its weights.
+    let mut other = checks::small_model(&device, Activation::Relu, 5, 3, 1);
+    let before = other.params().to_vec().unwrap();
+    let e = other.load_safetensors_bytes(&bytes).unwrap_err().to_string();
+    assert!(e.contains("0.weight") && e.contains("[7, 5]"), "{e}");
+    assert_eq!(other.params().to_vec().unwrap(), before);
+    assert!(other.load_safetensors_bytes(b"not a safetensors file").is_err());
+    assert!(other
+        .load_safetensors("/nonexistent/model.safetensors")
+        .unwrap_err()
+        .to_string()
+        .contains("/nonexistent"));
+}

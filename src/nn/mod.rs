@@ -2,7 +2,8 @@
 //! layers with explicit forward and backward passes ([`Sequential`]: dense layers, activations,
 //! dropout), fused losses ([`softmax_cross_entropy`], [`mse`]), fused optimisers
 //! ([`Optimizer`]: SGD with momentum, Adam, AdamW, one launch over all parameters), training
-//! ([`Network::train`]) and MNIST-format data ([`idx`]).
+//! ([`Network::train`]), weights in safetensors ([`Sequential::save_safetensors`]) and
+//! MNIST-format data ([`idx`]).
 //!
 //! Built on the public [`ProductionGpuRuntime`](crate::ProductionGpuRuntime) API only. The same
 //! seed gives the same initial weights, batch order and dropout masks on GPU and CPU.
@@ -28,6 +29,7 @@ mod model;
 mod progress;
 mod tensor;
 mod train;
+mod weights;
 
 pub use crate::kernels::activations::Activation;
 pub use crate::kernels::nn::Optimizer;
@@ -35,3 +37,4 @@ pub use loss::{mse, softmax_cross_entropy, Labels, LossOutput};
 pub use model::{Layer, Linear, Sequential, SequentialBuilder};
 pub use tensor::{Device, Tensor, TensorView};
 pub use train::{batch_order, EpochStats, History, Network, TrainingConfig};
+pub use weights::WeightsError;

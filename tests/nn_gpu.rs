@@ -1,0 +1,170 @@
+//! `prism_gpu::nn` and the runtime's neural-network operations on a GPU: the CPU checks of
+//! `nn_cpu.rs` on the device, and GPU against the CPU path (same seed: same weights, same batch
+//! order, same dropout masks). Run on a machine with a CUDA GPU:
+//! `cargo test --release --test nn_gpu -- --include-ignored`.
+
+mod nn_checks;
+
+use nn_checks as checks;
+use prism_gpu::kernels::nn::LossRows;
+use prism_gpu::nn::{Activation, Device, Labels, Network, Sequential, Tensor, TrainingConfig};
+use prism_gpu::ProductionGpuRuntime;
+
+fn gpu() -> Device {
+    Device::gpu(0).expect("a usable CUDA GPU")
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn runtime_nn_ops_match_f64_references_on_the_gpu() {
+    let rt = ProductionGpuRuntime::with_device(0).expect("a usable CUDA GPU");
+    let mut rng = checks::fresh_rng("runtime_nn_ops_gpu");
+    checks::bias_ops(&rt, &mut rng);
+    checks::loss_ops(&rt, &mut rng);
+    checks::dropout_and_gather(&rt, &mut rng);
+    checks::optimizers(&rt, &mut rng);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_out_of_range_label_on_the_device_gives_nan_not_a_stray_read() {
+    let device = gpu();
+    let ops = device.runtime().gpu().unwrap();
+    let logits = ops.upload(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+    let labels = ops.upload(&[2i32, 7]).unwrap();
+    let mut loss = ops.upload(&[0.0f32; 2]).unwrap();
+    let mut correct = ops.upload(&[0.0f32; 2]).unwrap();
+    let mut grad = ops.upload(&[0.0f32; 6]).unwrap();
+    let out =
+        LossRows { loss: &mut loss.as_view_mut(), grad: Some(&mut grad.as_view_mut()), grad_scale: 0.5 };
+    ops.softmax_xent(&logits.as_view(), &labels.as_view(), out, &mut correct.as_view_mut(), 2, 3).unwrap();
+    let loss = ops.download(&loss).unwrap();
+    let grad = ops.download(&grad).unwrap();
+    assert!(loss[0].is_finite() && loss[1].is_nan(), "{loss:?}");
+    assert!(grad[..3].iter().all(|g| g.is_finite()) && grad[3..].iter().all(|g| g.is_nan()), "{grad:?}");
+    assert_eq!(ops.download(&correct).unwrap(), [1.0, 0.0]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_and_cpu_give_the_same_weights_outputs_and_gradients() {
+    let mut rng = checks::fresh_rng("gpu_vs_cpu_layers");
+    let (gpu, cpu) = (gpu(), Device::cpu());
+    for act in [Activation::Relu, Activation::Gelu, Activation::Sigmoid, Activation::Tanh] {
+        let seed = rng.next_u64();
+        let build = |d: &Device| {
+            Sequential::builder(37)
+                .linear(65)
+                .activation(act)
+                .dropout(0.3)
+                .linear(33)
+                .activation(act)
+                .linear(10)
+                .build(d, seed)
+                .unwrap()
+        };
+        let (mut mg, mut mc) = (build(&gpu), build(&cpu));
+        assert_eq!(
+            mg.params().to_vec().unwrap(),
+            mc.params().to_vec().unwrap(),
+            "{act:?}: same initial weights"
+        );
+        let rows = 129;
+        let x = rng.vec(rows * 37, -2.0, 2.0);
+        let labels: Vec<u32> = (0..rows).map(|_| (rng.next_u64() % 10) as u32).collect();
+        let gg = checks::analytic_grads(&gpu, &mut mg, &x, &labels);
+        let gc = checks::analytic_grads(&cpu, &mut mc, &x, &labels);
+        let scale = gc.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        assert!(scale > 1e-4, "{act:?}: gradients too small to compare");
+        for (i, (a, b)) in gg.iter().zip(&gc).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-4 * scale,
+                "{act:?} gradient {i}: GPU {a} vs CPU {b} (scale {scale})"
+            );
+        }
+        let xt = |d: &Device| Tensor::from_vec(d, x.clone(), &[rows, 37]).unwrap();
+        let (og, oc) =
+            (mg.forward(&xt(&gpu).view(), false).unwrap(), mc.forward(&xt(&cpu).view(), false).unwrap());
+        let (og, oc) = (og.to_vec().unwrap(), oc.to_vec().unwrap());
+        for (i, (a, b)) in og.iter().zip(&oc).enumerate() {
+            assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "{act:?} output {i}: GPU {a} vs CPU {b}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn training_reduces_the_loss_on_the_gpu() {
+    checks::training_reduces_loss(true, &mut checks::fresh_rng("training_gpu"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_and_cpu_training_runs_agree() {
+    let mut rng = checks::fresh_rng("gpu_vs_cpu_training");
+    let (data, labels) = checks::blobs(&mut rng, 2000, 30, 5);
+    let run = |use_gpu: bool| {
+        let device = if use_gpu { gpu() } else { Device::cpu() };
+        let model = Sequential::builder(30).linear(64).relu().linear(5).build(&device, 9).unwrap();
+        let mut net = Network::new(model);
+        let config = TrainingConfig {
+            epochs: 3,
+            batch_size: 100,
+            learning_rate: 1e-3,
+            use_gpu,
+            prefer_gpu: false,
+            seed: 4,
+            ..Default::default()
+        };
+        let h = net.train(&data, &labels, &config).unwrap();
+        assert_eq!(net.model().device().is_gpu(), use_gpu);
+        h
+    };
+    let (g, c) = (run(true), run(false));
+    eprintln!("GPU {g:?}\nCPU {c:?}");
+    // Same weights, batches and arithmetic up to f32 summation order: the first epoch's mean
+    // loss agrees closely, the later ones within a small drift.
+    for (eg, ec) in g.epochs.iter().zip(&c.epochs) {
+        let tol = if eg.epoch == 1 { 1e-4 } else { 1e-2 };
+        assert!(
+            (eg.loss - ec.loss).abs() <= tol * ec.loss.max(1e-3),
+            "epoch {}: GPU loss {} vs CPU {}",
+            eg.epoch,
+            eg.loss,
+            ec.loss
+        );
+        assert!(
+            (eg.accuracy - ec.accuracy).abs() <= 0.01,
+            "epoch {}: accuracy {} vs {}",
+            eg.epoch,
+            eg.accuracy,
+            ec.accuracy
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_training_step_queues_on_the_device_and_evaluation_matches_the_cpu() {
+    let mut rng = checks::fresh_rng("train_step_gpu");
+    let device = gpu();
+    let (data, labels) = checks::blobs(&mut rng, 512, 16, 3);
+    let model = Sequential::builder(16).linear(24).gelu().linear(3).build(&device, 5).unwrap();
+    let mut net = Network::new(model);
+    let x = Tensor::from_vec(&device, data.clone(), &[512, 16]).unwrap();
+    let y = Labels::new(&device, &labels[..256], 3).unwrap();
+    let (before, _) = net.evaluate(&data, &labels, 100).unwrap();
+    for _ in 0..50 {
+        net.train_step(&x.rows(0, 256).unwrap(), &y, prism_gpu::nn::Optimizer::ADAM, 1e-2).unwrap();
+    }
+    let (after, acc) = net.evaluate(&data, &labels, 100).unwrap();
+    assert!(after < before, "loss {before} -> {after}");
+    // The same weights on the CPU evaluate to the same figures.
+    let params = net.model().params().to_vec().unwrap();
+    let mut cpu =
+        Network::new(Sequential::builder(16).linear(24).gelu().linear(3).build(&Device::cpu(), 5).unwrap());
+    cpu.model_mut().set_params(params).unwrap();
+    let (cl, ca) = cpu.evaluate(&data, &labels, 100).unwrap();
+    assert!((cl - after).abs() <= 1e-4 * after.max(1.0), "loss GPU {after} vs CPU {cl}");
+    assert!((ca - acc).abs() <= 2.0 / 512.0, "accuracy GPU {acc} vs CPU {ca}");
+}
