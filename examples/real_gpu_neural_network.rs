@@ -165,8 +165,7 @@ fn plot(history: &History, path: &str) -> Result<(), Box<dyn Error>> {
     let series = |f: &dyn Fn(&prism_gpu::nn::EpochStats) -> Option<f32>| -> Vec<(f64, f64)> {
         history.epochs.iter().filter_map(|e| f(e).map(|v| (e.epoch as f64, f64::from(v)))).collect()
     };
-    let panels: [(&DrawingArea<SVGBackend, plotters::coord::Shift>, &str, Vec<(f64, f64)>, Vec<(f64, f64)>);
-        2] = [
+    let panels = [
         (&left, "loss", series(&|e| Some(e.loss)), series(&|e| e.test_loss)),
         (&right, "accuracy", series(&|e| Some(e.accuracy)), series(&|e| e.test_accuracy)),
     ];
