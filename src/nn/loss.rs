@@ -110,8 +110,8 @@ fn rows_of(op: &'static str, t: &Tensor) -> Result<(usize, usize)> {
 pub fn softmax_cross_entropy(device: &Device, logits: &Tensor, labels: &Labels) -> Result<LossOutput> {
     const OP: &str = "softmax_cross_entropy";
     let (rows, _) = rows_of(OP, logits)?;
-    let mut loss = Tensor::zeros(device, &[rows])?;
-    let mut correct = Tensor::zeros(device, &[rows])?;
+    let mut loss = Tensor::scratch(device, &[rows])?;
+    let mut correct = Tensor::scratch(device, &[rows])?;
     let grad = xent_into(
         device,
         logits,
@@ -150,7 +150,7 @@ pub(crate) fn xent_into(
     match (&logits.data, &labels.data, loss, correct) {
         (Storage::Gpu(x), LabelStorage::Gpu(l), BufMut::Gpu(mut lv), BufMut::Gpu(mut cv)) => {
             let ops = device.gpu_ops()?;
-            let mut grad = if with_grad { Some(Tensor::zeros(device, &[rows, cols])?) } else { None };
+            let mut grad = if with_grad { Some(Tensor::scratch(device, &[rows, cols])?) } else { None };
             {
                 let mut gview = grad.as_mut().and_then(Tensor::gpu_mut).map(|g| g.as_view_mut());
                 let out = LossRows { loss: &mut lv, grad: gview.as_mut(), grad_scale: scale };
@@ -188,8 +188,8 @@ pub fn mse(device: &Device, pred: &Tensor, target: &Tensor) -> Result<LossOutput
     match (&pred.data, &target.data) {
         (Storage::Gpu(p), Storage::Gpu(t)) => {
             let ops = device.gpu_ops()?;
-            let mut loss = Tensor::zeros(device, &[rows])?;
-            let mut grad = Tensor::zeros(device, &[rows, cols])?;
+            let mut loss = Tensor::scratch(device, &[rows])?;
+            let mut grad = Tensor::scratch(device, &[rows, cols])?;
             {
                 let mut lv = loss.gpu_mut().expect("on the GPU").as_view_mut();
                 let mut gv = grad.gpu_mut().expect("on the GPU").as_view_mut();

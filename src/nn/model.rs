@@ -377,19 +377,8 @@ fn mixed(op: &'static str) -> Error {
     }
 }
 
-/// A new `[rows, cols]` tensor of uninitialised (GPU) or zero (host) elements that the caller
-/// overwrites entirely.
 fn output(device: &Device, rows: usize, cols: usize) -> Result<Tensor> {
-    let n = numel("Sequential", &[rows, cols])?;
-    let data = if device.is_gpu() {
-        let ops = device.gpu_ops()?;
-        // SAFETY: every caller writes all n elements (a beta = 0 GEMM or an elementwise kernel)
-        // before the tensor is read.
-        Storage::Gpu(unsafe { ops.stream().alloc::<f32>(n) }?)
-    } else {
-        Storage::Host(vec![0.0; n])
-    };
-    Ok(Tensor::from_storage(data, vec![rows, cols]))
+    Tensor::scratch(device, &[rows, cols])
 }
 
 fn copy_view(device: &Device, x: &TensorView<'_>, rows: usize, cols: usize) -> Result<Tensor> {

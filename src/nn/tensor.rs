@@ -115,6 +115,21 @@ impl Tensor {
         Ok(Self { shape: shape.to_vec(), data })
     }
 
+    /// A tensor of `shape` whose elements the caller overwrites entirely before reading them:
+    /// uninitialised on a GPU (no memset in a training step), zeros on the host.
+    pub(crate) fn scratch(device: &Device, shape: &[usize]) -> Result<Self> {
+        let n = numel("Tensor", shape)?;
+        let data = if device.is_gpu() {
+            let ops = device.gpu_ops()?;
+            // SAFETY: every caller launches kernels that write all n elements (a beta = 0 GEMM,
+            // an elementwise kernel, a fused loss) before the tensor is read.
+            Storage::Gpu(unsafe { ops.stream().alloc::<f32>(n) }?)
+        } else {
+            Storage::Host(shape::zeroed("Tensor", "tensor", n)?)
+        };
+        Ok(Self { shape: shape.to_vec(), data })
+    }
+
     pub(crate) fn from_storage(data: Storage, shape: Vec<usize>) -> Self {
         Self { shape, data }
     }

@@ -239,8 +239,8 @@ impl Network {
         let device = self.model.device().clone();
         let logits = self.model.forward(x, true)?;
         let rows = logits.shape()[0];
-        let mut loss = Tensor::zeros(&device, &[rows])?;
-        let mut correct = Tensor::zeros(&device, &[rows])?;
+        let mut loss = Tensor::scratch(&device, &[rows])?;
+        let mut correct = Tensor::scratch(&device, &[rows])?;
         let grad = xent_into(
             &device,
             &logits,
