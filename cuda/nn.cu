@@ -182,3 +182,29 @@ PRISM_KERNEL void prism_adamw_f32(float *p, const float *g, float *m, float *v, 
         p[t] = adam_update(decayed, g[t], &m[t], &v[t], beta1, beta2, eps, step_size, bc2_sqrt);
     }
 }
+
+// Adam and AdamW for a replayed CUDA graph, where host scalars would be frozen: the step count and
+// its bias corrections live on the device in sched = [t, step_size, bc2_sqrt, decay].
+// prism_adam_tick_f32 (one thread) advances t and computes the rest in double precision:
+// step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t), decay = lr * decoupled_decay.
+PRISM_KERNEL void prism_adam_tick_f32(float *sched, float lr, float beta1, float beta2, float decoupled_decay) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const double t = (double)sched[0] + 1.0;
+    sched[0] = (float)t;
+    sched[1] = (float)((double)lr / (1.0 - pow((double)beta1, t)));
+    sched[2] = (float)sqrt(1.0 - pow((double)beta2, t));
+    sched[3] = lr * decoupled_decay;
+}
+
+// The Adam / AdamW update with the scalars of sched (after prism_adam_tick_f32): AdamW decays
+// p *= 1 - sched[3] first (0 for Adam), weight_decay is Adam's L2 term (0 for AdamW). ELEMENTWISE.
+PRISM_KERNEL void prism_adam_sched_f32(float *p, const float *g, float *m, float *v, float beta1, float beta2,
+                                       float eps, float weight_decay, const float *sched,
+                                       unsigned long long n) {
+    const float step_size = sched[1], bc2_sqrt = sched[2], decay = sched[3];
+    for (unsigned long long t = prism_global_thread(); t < n; t += prism_grid_threads()) {
+        const float decayed = p[t] * (1.0f - decay);
+        const float grad = fmaf(weight_decay, p[t], g[t]);
+        p[t] = adam_update(decayed, grad, &m[t], &v[t], beta1, beta2, eps, step_size, bc2_sqrt);
+    }
+}

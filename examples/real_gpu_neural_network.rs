@@ -10,7 +10,8 @@
 //! `/usr/share/datasets/fashion-mnist`, from Debian's `dataset-fashion-mnist` package:
 //! `apt-get install dataset-fashion-mnist`), `--plot FILE` (default
 //! `target/real_gpu_neural_network.svg`), `--bench` (step times at batch 128 and 1024 on random
-//! data, then the training run's epoch throughput).
+//! data: on the default stream, on a stream of its own, and captured once as a CUDA graph and
+//! replayed; then the training run's epoch throughput).
 
 use std::error::Error;
 use std::time::Instant;
@@ -81,9 +82,16 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     let precision = if args.tf32 { Precision::Tf32 } else { Precision::F32 };
     if args.bench {
+        let graphs = if device.is_gpu() { Some(Device::gpu_for_graphs(0)?) } else { None };
         for batch in [128, 1024] {
-            let us = step_time(&device, batch, precision, args.seed)?;
-            println!("one training step (forward, loss, backward, Adam) at batch {batch}: {us:.1} us");
+            let us = step_time(&device, batch, precision, args.seed, false)?;
+            print!("one training step (forward, loss, backward, Adam) at batch {batch}: {us:.1} us");
+            if let Some(g) = &graphs {
+                let own = step_time(g, batch, precision, args.seed, false)?;
+                let replay = step_time(g, batch, precision, args.seed, true)?;
+                print!(", on a stream of its own {own:.1} us, replayed as a CUDA graph {replay:.1} us");
+            }
+            println!();
         }
     }
 
@@ -127,8 +135,15 @@ fn main() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// Median time of one training step at `batch` on random data already on the device.
-fn step_time(device: &Device, batch: usize, precision: Precision, seed: u64) -> Result<f64, Box<dyn Error>> {
+/// Median time of one training step at `batch` on random data already on the device, run
+/// eagerly or (`graph`) captured once and replayed.
+fn step_time(
+    device: &Device,
+    batch: usize,
+    precision: Precision,
+    seed: u64,
+    graph: bool,
+) -> Result<f64, Box<dyn Error>> {
     let mut rng = SplitMix64::new(seed);
     let x = Tensor::from_vec(device, rng.vec(batch * 784, 0.0, 1.0), &[batch, 784])?;
     let labels: Vec<u32> = (0..batch).map(|_| (rng.next_u64() % 10) as u32).collect();
@@ -136,15 +151,20 @@ fn step_time(device: &Device, batch: usize, precision: Precision, seed: u64) -> 
     let mut net = Network::new(mlp(device, seed)?);
     net.model_mut().set_precision(precision);
     let sync = |net: &Network| net.model().params().to_vec().map(|_| ());
+    let captured = if graph { Some(net.capture_step(&x.view(), &y, Optimizer::ADAM, 1e-3)?) } else { None };
+    let step = |net: &mut Network| match &captured {
+        Some(c) => net.replay(c),
+        None => net.train_step(&x.view(), &y, Optimizer::ADAM, 1e-3),
+    };
     for _ in 0..20 {
-        net.train_step(&x.view(), &y, Optimizer::ADAM, 1e-3)?;
+        step(&mut net)?;
     }
     sync(&net)?;
     let mut times = Vec::new();
     for _ in 0..7 {
         let start = Instant::now();
         for _ in 0..100 {
-            net.train_step(&x.view(), &y, Optimizer::ADAM, 1e-3)?;
+            step(&mut net)?;
         }
         sync(&net)?;
         times.push(start.elapsed().as_secs_f64() * 1e6 / 100.0);

@@ -168,3 +168,97 @@ fn a_training_step_queues_on_the_device_and_evaluation_matches_the_cpu() {
     assert!((cl - after).abs() <= 1e-4 * after.max(1.0), "loss GPU {after} vs CPU {cl}");
     assert!((ca - acc).abs() <= 2.0 / 512.0, "accuracy GPU {acc} vs CPU {ca}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_scheduled_optimizer_step_matches_the_host_scheduled_one() {
+    use prism_gpu::nn::Optimizer;
+    let mut rng = checks::fresh_rng("scheduled_optimizer");
+    let device = Device::gpu_for_graphs(0).expect("a usable CUDA GPU");
+    let ops = device.runtime().gpu().unwrap();
+    let n = 50_001;
+    for opt in [
+        Optimizer::ADAM,
+        Optimizer::ADAMW,
+        Optimizer::Adam { beta1: 0.8, beta2: 0.95, eps: 1e-6, weight_decay: 0.1 },
+    ] {
+        let p0 = rng.vec(n, -1.0, 1.0);
+        let (mut pa, mut pb) = (ops.upload(&p0).unwrap(), ops.upload(&p0).unwrap());
+        let (mut sa, mut sb) =
+            (ops.upload(&vec![0.0f32; 2 * n]).unwrap(), ops.upload(&vec![0.0f32; 2 * n]).unwrap());
+        let mut sched = ops.upload(&[0.0f32; 4]).unwrap();
+        for t in 1..=5u64 {
+            let g = ops.upload(&rng.vec(n, -1.0, 1.0)).unwrap();
+            ops.optimizer_step(opt, 1e-2, t, &mut pa.as_view_mut(), &g.as_view(), &mut sa.as_view_mut())
+                .unwrap();
+            ops.optimizer_step_scheduled(
+                opt,
+                1e-2,
+                &mut pb.as_view_mut(),
+                &g.as_view(),
+                &mut sb.as_view_mut(),
+                &mut sched.as_view_mut(),
+            )
+            .unwrap();
+        }
+        let (a, b) = (ops.download(&pa).unwrap(), ops.download(&pb).unwrap());
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert!(
+                (x - y).abs() <= 1e-6 * x.abs().max(1.0),
+                "{opt:?}[{i}]: host-scheduled {x} vs device-scheduled {y}"
+            );
+        }
+        assert_eq!(ops.download(&sched).unwrap()[0], 5.0, "step count");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_step_replays_like_eager_steps() {
+    use prism_gpu::nn::Optimizer;
+    let mut rng = checks::fresh_rng("captured_step");
+    let device = Device::gpu_for_graphs(0).expect("a usable CUDA GPU");
+    let (data, labels) = checks::blobs(&mut rng, 256, 40, 6);
+    let build =
+        || Sequential::builder(40).linear(64).relu().linear(32).gelu().linear(6).build(&device, 21).unwrap();
+    let x = Tensor::from_vec(&device, data, &[256, 40]).unwrap();
+    let y = Labels::new(&device, &labels, 6).unwrap();
+    let (mut eager, mut graphed) = (Network::new(build()), Network::new(build()));
+    let captured = graphed.capture_step(&x.view(), &y, Optimizer::ADAM, 1e-3).unwrap();
+    for _ in 0..10 {
+        graphed.replay(&captured).unwrap();
+    }
+    eager.train_step(&x.view(), &y, Optimizer::ADAM, 1e-3).unwrap();
+    for _ in 0..10 {
+        eager.train_step(&x.view(), &y, Optimizer::ADAM, 1e-3).unwrap();
+    }
+    // An eager step between replays keeps the device's step count in line.
+    graphed.train_step(&x.view(), &y, Optimizer::ADAM, 1e-3).unwrap();
+    graphed.replay(&captured).unwrap();
+    eager.train_step(&x.view(), &y, Optimizer::ADAM, 1e-3).unwrap();
+    eager.train_step(&x.view(), &y, Optimizer::ADAM, 1e-3).unwrap();
+    assert_eq!(graphed.steps(), 13);
+    assert_eq!(eager.steps(), 13);
+    let (a, b) = (eager.model().params().to_vec().unwrap(), graphed.model().params().to_vec().unwrap());
+    for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+        assert!((p - q).abs() <= 1e-5 * p.abs().max(1.0), "parameter {i}: eager {p} vs replayed {q}");
+    }
+    let initial = build().params().to_vec().unwrap();
+    assert!(b.iter().zip(&initial).any(|(p, q)| p != q), "the replays changed the weights");
+
+    // Capturing needs a stream of its own and no dropout; replaced parameters void a capture.
+    let mut on_default = Network::new(Sequential::builder(40).linear(6).build(&gpu(), 1).unwrap());
+    let xd = Tensor::from_vec(&gpu(), vec![0.5; 40 * 4], &[4, 40]).unwrap();
+    let yd = Labels::new(on_default.model().device(), &[0, 1, 2, 3], 6).unwrap();
+    assert!(on_default.capture_step(&xd.view(), &yd, Optimizer::ADAM, 1e-3).is_err());
+    let mut dropout =
+        Network::new(Sequential::builder(40).linear(8).dropout(0.5).linear(6).build(&device, 1).unwrap());
+    assert!(dropout
+        .capture_step(&x.view(), &y, Optimizer::ADAM, 1e-3)
+        .unwrap_err()
+        .to_string()
+        .contains("dropout"));
+    let params = graphed.model().params().to_vec().unwrap();
+    graphed.model_mut().set_params(params).unwrap();
+    assert!(graphed.replay(&captured).is_err());
+}

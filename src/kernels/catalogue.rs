@@ -186,6 +186,8 @@ pub static FAMILIES: &[Family] = &[
             "prism_sgd_momentum_f32",
             "prism_adam_f32",
             "prism_adamw_f32",
+            "prism_adam_tick_f32",
+            "prism_adam_sched_f32",
         ],
     },
     Family {

@@ -381,3 +381,67 @@ pub fn optimizer_step(
     unsafe { launch.launch(grid::elementwise(n, grid::Step::Scalar)) }?;
     Ok(())
 }
+
+/// Elements of the device-side schedule of [`optimizer_step_scheduled`]: `[t, step_size,
+/// bc2_sqrt, decay]`, `t` the steps taken so far (start it at 0, or at the host's step count).
+pub const SCHEDULE_LEN: usize = 4;
+
+/// [`optimizer_step`] with the step count on the device (`sched`, see [`SCHEDULE_LEN`]), so that
+/// a captured CUDA graph replays it correctly: Adam and AdamW advance `sched` in a one-thread
+/// launch (`prism_adam_tick_f32`) and read it in the update (`prism_adam_sched_f32`); SGD's
+/// scalars do not depend on the step and it runs as [`optimizer_step`].
+#[allow(clippy::too_many_arguments)] // the kernel's operands, each named
+pub fn optimizer_step_scheduled(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    opt: Optimizer,
+    lr: f32,
+    params: &mut CudaViewMut<f32>,
+    grads: &CudaView<f32>,
+    state: &mut CudaViewMut<f32>,
+    sched: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    const OP: &str = "prism_adam_sched_f32";
+    let (beta1, beta2, eps, l2, decoupled) = match opt {
+        Optimizer::Sgd { .. } => return optimizer_step(kernels, stream, opt, lr, 1, params, grads, state),
+        Optimizer::Adam { beta1, beta2, eps, weight_decay } => (beta1, beta2, eps, weight_decay, 0.0f32),
+        Optimizer::AdamW { beta1, beta2, eps, weight_decay } => (beta1, beta2, eps, 0.0f32, weight_decay),
+    };
+    let n = shape::same_len(OP, &[("params", params.len()), ("grads", grads.len())])?;
+    args::optional_len(OP, "state", Some(state.len()), opt.state_len(n)?)?;
+    args::optional_len(OP, "sched", Some(sched.len()), SCHEDULE_LEN)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let (schedp, _sched) = sched.checked_ptr_mut(stream)?;
+    {
+        let tick = kernels.function("prism_adam_tick_f32")?;
+        let mut launch = stream.launch_builder(&tick);
+        launch.arg(&schedp).arg(&lr).arg(&beta1).arg(&beta2).arg(&decoupled);
+        let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: sched holds SCHEDULE_LEN elements (checked above); one thread writes them.
+        unsafe { launch.launch(one) }?;
+    }
+    let count = n as u64;
+    let function = kernels.function(OP)?;
+    let (pp, _p) = params.checked_ptr_mut(stream)?;
+    let (gp, _g) = grads.checked_ptr(stream)?;
+    let (sp, _s) = state.checked_ptr_mut(stream)?;
+    let vp = sp + (n * std::mem::size_of::<f32>()) as CUdeviceptr;
+    let mut launch = stream.launch_builder(&function);
+    launch
+        .arg(&pp)
+        .arg(&gp)
+        .arg(&sp)
+        .arg(&vp)
+        .arg(&beta1)
+        .arg(&beta2)
+        .arg(&eps)
+        .arg(&l2)
+        .arg(&schedp)
+        .arg(&count);
+    // SAFETY: params and grads hold n elements, state 2n (m, then v at sp + n floats), sched
+    // SCHEDULE_LEN (all checked above); the kernel touches indices below n and reads sched[1..4].
+    unsafe { launch.launch(grid::elementwise(n, grid::Step::Scalar)) }?;
+    Ok(())
+}

@@ -36,5 +36,5 @@ pub use crate::kernels::nn::Optimizer;
 pub use loss::{mse, softmax_cross_entropy, Labels, LossOutput};
 pub use model::{Layer, Linear, Sequential, SequentialBuilder};
 pub use tensor::{Device, Tensor, TensorView};
-pub use train::{batch_order, EpochStats, History, Network, TrainingConfig};
+pub use train::{batch_order, CapturedStep, EpochStats, History, Network, TrainingConfig};
 pub use weights::WeightsError;

@@ -144,6 +144,7 @@ impl SequentialBuilder {
             saved: Vec::new(),
             dropout_at: Philox::new(seed ^ 0x6472_6f70_6f75_7400),
             precision: Precision::F32,
+            generation: 0,
         })
     }
 }
@@ -172,6 +173,8 @@ pub struct Sequential {
     saved: Vec<Saved>,
     dropout_at: Philox,
     precision: Precision,
+    /// Counts replacements of the parameter buffer (a captured step refers to the old one).
+    generation: u64,
 }
 
 impl std::fmt::Debug for Sequential {
@@ -216,6 +219,20 @@ impl Sequential {
         &self.grads
     }
 
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// `true` when a training pass draws random numbers (dropout with a rate above 0).
+    pub(crate) fn has_dropout(&self) -> bool {
+        self.layers.iter().any(|l| matches!(l, Layer::Dropout(p) if *p > 0.0))
+    }
+
+    /// Drops what the last training forward pass kept.
+    pub(crate) fn clear_saved(&mut self) {
+        self.saved.clear();
+    }
+
     pub(crate) fn params_and_grads(&mut self) -> (&mut Tensor, &Tensor) {
         (&mut self.params, &self.grads)
     }
@@ -231,6 +248,7 @@ impl Sequential {
             });
         }
         self.params = Tensor::from_vec(&self.device, values, &[n])?;
+        self.generation += 1;
         Ok(())
     }
 
@@ -246,6 +264,7 @@ impl Sequential {
         self.grads = Tensor::zeros(device, &[n])?;
         self.device = device.clone();
         self.saved.clear();
+        self.generation += 1;
         Ok(())
     }
 

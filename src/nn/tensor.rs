@@ -31,6 +31,12 @@ impl Device {
         Ok(Self { runtime: Arc::new(ProductionGpuRuntime::with_device(ordinal)?) })
     }
 
+    /// GPU `ordinal` with its operations on a stream of their own, so that a training step can be
+    /// captured into a CUDA graph ([`Network::capture_step`](crate::nn::Network::capture_step)).
+    pub fn gpu_for_graphs(ordinal: usize) -> Result<Self> {
+        Ok(Self { runtime: Arc::new(ProductionGpuRuntime::with_device_stream(ordinal)?) })
+    }
+
     /// GPU 0 when it is usable, else the CPU fallback (the reason is in [`describe`](Self::describe)).
     pub fn auto() -> Self {
         let runtime = ProductionGpuRuntime::initialize().unwrap_or_else(|_| ProductionGpuRuntime::cpu());

@@ -88,6 +88,22 @@ pub struct Network {
     model: Sequential,
     state: Option<(Optimizer, Tensor)>,
     step: u64,
+    /// The device-side step schedule of captured steps, and the step count it holds.
+    sched: Option<(Tensor, u64)>,
+}
+
+/// A training step captured into a CUDA graph by [`Network::capture_step`]: it reads the batch
+/// and labels it was captured with (write new samples into those buffers between replays) and
+/// updates the network's parameters in place. Replay it with [`Network::replay`].
+pub struct CapturedStep {
+    graph: crate::driver::CudaGraph,
+    generation: u64,
+}
+
+impl std::fmt::Debug for CapturedStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CapturedStep").finish_non_exhaustive()
+    }
 }
 
 /// A data set placed on a device for training or evaluation.
@@ -100,7 +116,7 @@ struct Placed {
 impl Network {
     /// A network around `model` (its last layer's outputs are the classes).
     pub fn new(model: Sequential) -> Self {
-        Self { model, state: None, step: 0 }
+        Self { model, state: None, step: 0, sched: None }
     }
 
     /// The model.
@@ -236,6 +252,17 @@ impl Network {
         optimizer: Optimizer,
         lr: f32,
     ) -> Result<()> {
+        self.step_body(x, labels, optimizer, lr, false)
+    }
+
+    fn step_body(
+        &mut self,
+        x: &TensorView<'_>,
+        labels: &Labels,
+        optimizer: Optimizer,
+        lr: f32,
+        scheduled: bool,
+    ) -> Result<()> {
         let device = self.model.device().clone();
         let logits = self.model.forward(x, true)?;
         let rows = logits.shape()[0];
@@ -252,7 +279,86 @@ impl Network {
         )?
         .expect("asked for");
         self.model.backward(x, grad)?;
-        self.optimizer_step(optimizer, lr)
+        if scheduled {
+            self.scheduled_optimizer_step(optimizer, lr)
+        } else {
+            self.optimizer_step(optimizer, lr)
+        }
+    }
+
+    /// Captures one training step on `x` and `labels` (on a GPU device made by
+    /// [`Device::gpu_for_graphs`]) into a CUDA graph. One step runs eagerly first (it loads the
+    /// kernels and sizes the optimiser state, as PyTorch's warm-up does), so the model has taken a
+    /// step when this returns; each [`replay`](Self::replay) then takes another. Errors: the CPU
+    /// fallback, a device on the default stream (which cannot be captured), and dropout (its masks
+    /// would be frozen into the graph).
+    pub fn capture_step(
+        &mut self,
+        x: &TensorView<'_>,
+        labels: &Labels,
+        optimizer: Optimizer,
+        lr: f32,
+    ) -> Result<CapturedStep> {
+        use crate::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+        const OP: &str = "Network::capture_step";
+        let device = self.model.device().clone();
+        let stream = device.gpu_ops()?.stream().clone();
+        if self.model.has_dropout() {
+            return Err(Error::Shape {
+                op: OP,
+                expected: "a model without dropout".into(),
+                got: "dropout, whose masks a graph would freeze".into(),
+            });
+        }
+        self.train_step(x, labels, optimizer, lr)?;
+        self.model.clear_saved();
+        let sched = Tensor::from_vec(
+            &device,
+            vec![self.step as f32, 0.0, 0.0, 0.0],
+            &[crate::kernels::nn::SCHEDULE_LEN],
+        )?;
+        self.sched = Some((sched, self.step));
+        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let body = self.step_body(x, labels, optimizer, lr, true);
+        let graph =
+            stream.end_capture(CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
+        body?;
+        let graph = graph?.ok_or_else(|| Error::Shape {
+            op: OP,
+            expected: "captured work".into(),
+            got: "an empty graph".into(),
+        })?;
+        Ok(CapturedStep { graph, generation: self.model.generation() })
+    }
+
+    /// Runs a captured step once more (queued on the device, no waiting).
+    pub fn replay(&mut self, step: &CapturedStep) -> Result<()> {
+        if step.generation != self.model.generation() {
+            return Err(Error::Shape {
+                op: "Network::replay",
+                expected: "the parameters the step was captured with".into(),
+                got: "parameters replaced since (set_params, to_device): capture again".into(),
+            });
+        }
+        let (sched, at) = self.sched.as_mut().ok_or_else(|| Error::Shape {
+            op: "Network::replay",
+            expected: "a captured step".into(),
+            got: "none".into(),
+        })?;
+        if *at != self.step {
+            // Eager steps ran since the capture: the device's step count catches up first.
+            let ops = self.model.device().gpu_ops()?;
+            let buf = sched.gpu_mut().ok_or_else(|| Error::Shape {
+                op: "Network::replay",
+                expected: "a GPU".into(),
+                got: "the host".into(),
+            })?;
+            ops.stream().memcpy_htod(&[self.step as f32], &mut buf.slice_mut(0..1))?;
+        }
+        step.graph.launch()?;
+        self.step += 1;
+        *at = self.step;
+        Ok(())
     }
 
     /// Moves the model (and optimiser state) to `device` unless it is there already.
@@ -296,6 +402,32 @@ impl Network {
                 expected: "state on the model's device".into(),
                 got: "mixed".into(),
             }),
+        }
+    }
+
+    /// The optimiser step with the step count on the device (for a captured graph).
+    fn scheduled_optimizer_step(&mut self, opt: Optimizer, lr: f32) -> Result<()> {
+        let device = self.model.device().clone();
+        let missing = || Error::Shape {
+            op: "Network::capture_step",
+            expected: "optimiser state and schedule on the GPU".into(),
+            got: "none".into(),
+        };
+        let (_, state) = self.state.as_mut().ok_or_else(missing)?;
+        let (sched, _) = self.sched.as_mut().ok_or_else(missing)?;
+        let (params, grads) = self.model.params_and_grads();
+        match (&mut params.data, &grads.data, &mut state.data, &mut sched.data) {
+            (Storage::Gpu(p), Storage::Gpu(g), Storage::Gpu(s), Storage::Gpu(t)) => {
+                device.gpu_ops()?.optimizer_step_scheduled(
+                    opt,
+                    lr,
+                    &mut p.as_view_mut(),
+                    &g.as_view(),
+                    &mut s.as_view_mut(),
+                    &mut t.as_view_mut(),
+                )
+            }
+            _ => Err(missing()),
         }
     }
 

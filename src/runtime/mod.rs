@@ -79,6 +79,14 @@ impl ProductionGpuRuntime {
         Ok(Self { backend: Backend::Gpu(GpuOps::new(ctx)?) })
     }
 
+    /// Device `ordinal` with the operations on a new stream of their own rather than the default
+    /// stream, so that their work can be captured into a CUDA graph.
+    pub fn with_device_stream(ordinal: usize) -> Result<Self> {
+        let ctx = CudaContext::new(ordinal)?;
+        let stream = ctx.new_stream()?;
+        Ok(Self { backend: Backend::Gpu(GpuOps::with_stream(stream)?) })
+    }
+
     /// The CPU fallback, by choice.
     pub fn cpu() -> Self {
         Self::cpu_because("the CPU was asked for".into())

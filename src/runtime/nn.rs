@@ -92,6 +92,20 @@ impl GpuOps {
     ) -> Result<()> {
         nn::optimizer_step(self.kernels(), self.stream(), opt, lr, t, params, grads, state)
     }
+
+    /// [`optimizer_step`](Self::optimizer_step) with the step count kept on the device in `sched`
+    /// (see [`nn::optimizer_step_scheduled`]), for steps captured into a CUDA graph and replayed.
+    pub fn optimizer_step_scheduled(
+        &self,
+        opt: Optimizer,
+        lr: f32,
+        params: &mut CudaViewMut<f32>,
+        grads: &CudaView<f32>,
+        state: &mut CudaViewMut<f32>,
+        sched: &mut CudaViewMut<f32>,
+    ) -> Result<()> {
+        nn::optimizer_step_scheduled(self.kernels(), self.stream(), opt, lr, params, grads, state, sched)
+    }
 }
 
 /// The outputs of a fused classification loss on host slices.
