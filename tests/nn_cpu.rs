@@ -196,6 +196,23 @@ fn requiring_a_gpu_without_one_is_an_error_and_preferring_one_falls_back() {
 }
 
 #[test]
+fn the_cuda_graph_option_changes_nothing_on_the_cpu() {
+    let mut rng = checks::fresh_rng("cuda_graph_cpu");
+    let (data, labels) = checks::blobs(&mut rng, 300, 8, 3);
+    let run = |cuda_graph: bool| {
+        let mut net = Network::new(
+            Sequential::builder(8).linear(16).relu().linear(3).build(&Device::cpu(), 4).unwrap(),
+        );
+        let config =
+            TrainingConfig { epochs: 2, batch_size: 32, use_gpu: false, cuda_graph, ..Default::default() };
+        let h = net.train(&data, &labels, &config).unwrap();
+        let figures: Vec<(f32, f32)> = h.epochs.iter().map(|e| (e.loss, e.accuracy)).collect();
+        (figures, net.model().params().to_vec().unwrap())
+    };
+    assert_eq!(run(false), run(true));
+}
+
+#[test]
 fn optimizer_state_sizes() {
     assert_eq!(Optimizer::ADAM.state_len(10).unwrap(), 20);
     assert_eq!(Optimizer::Sgd { momentum: 0.9, weight_decay: 0.0 }.state_len(10).unwrap(), 10);

@@ -262,3 +262,49 @@ fn a_captured_step_replays_like_eager_steps() {
     graphed.model_mut().set_params(params).unwrap();
     assert!(graphed.replay(&captured).is_err());
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn training_with_a_captured_step_matches_eager_training() {
+    let mut rng = checks::fresh_rng("graph_training");
+    let (data, labels) = checks::blobs(&mut rng, 1000, 24, 4);
+    let run = |cuda_graph: bool| {
+        let model = Sequential::builder(24).linear(48).relu().linear(4).build(&Device::cpu(), 8).unwrap();
+        let mut net = Network::new(model);
+        let config = TrainingConfig {
+            epochs: 3,
+            batch_size: 64,
+            use_gpu: true,
+            prefer_gpu: false,
+            seed: 2,
+            cuda_graph,
+            ..Default::default()
+        };
+        let h = net.train(&data, &labels, &config).unwrap();
+        assert_eq!(net.model().device().for_graphs(), cuda_graph);
+        (h, net.model().params().to_vec().unwrap(), net.steps())
+    };
+    let ((he, pe, se), (hg, pg, sg)) = (run(false), run(true));
+    eprintln!("eager {he:?}\ngraph {hg:?}");
+    assert_eq!(se, sg);
+    assert_eq!(se, 3 * 1000u64.div_ceil(64));
+    for (a, b) in he.epochs.iter().zip(&hg.epochs) {
+        assert!(
+            (a.loss - b.loss).abs() <= 1e-4 * a.loss,
+            "epoch {}: eager loss {} vs graph {}",
+            a.epoch,
+            a.loss,
+            b.loss
+        );
+        assert!(
+            (a.accuracy - b.accuracy).abs() <= 2.0 / 1000.0,
+            "epoch {}: accuracy {} vs {}",
+            a.epoch,
+            a.accuracy,
+            b.accuracy
+        );
+    }
+    for (i, (a, b)) in pe.iter().zip(&pg).enumerate() {
+        assert!((a - b).abs() <= 1e-4 * a.abs().max(1.0), "parameter {i}: eager {a} vs graph {b}");
+    }
+}

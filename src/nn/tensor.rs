@@ -12,6 +12,8 @@ use crate::runtime::{GpuOps, ProductionGpuRuntime};
 #[derive(Clone)]
 pub struct Device {
     runtime: Arc<ProductionGpuRuntime>,
+    /// On a stream of its own, so that work can be captured ([`Device::gpu_for_graphs`]).
+    graphs: bool,
 }
 
 impl std::fmt::Debug for Device {
@@ -23,24 +25,29 @@ impl std::fmt::Debug for Device {
 impl Device {
     /// The CPU fallback.
     pub fn cpu() -> Self {
-        Self { runtime: Arc::new(ProductionGpuRuntime::cpu()) }
+        Self { runtime: Arc::new(ProductionGpuRuntime::cpu()), graphs: false }
     }
 
     /// GPU `ordinal`, or the error that makes it unusable.
     pub fn gpu(ordinal: usize) -> Result<Self> {
-        Ok(Self { runtime: Arc::new(ProductionGpuRuntime::with_device(ordinal)?) })
+        Ok(Self { runtime: Arc::new(ProductionGpuRuntime::with_device(ordinal)?), graphs: false })
     }
 
     /// GPU `ordinal` with its operations on a stream of their own, so that a training step can be
     /// captured into a CUDA graph ([`Network::capture_step`](crate::nn::Network::capture_step)).
     pub fn gpu_for_graphs(ordinal: usize) -> Result<Self> {
-        Ok(Self { runtime: Arc::new(ProductionGpuRuntime::with_device_stream(ordinal)?) })
+        Ok(Self { runtime: Arc::new(ProductionGpuRuntime::with_device_stream(ordinal)?), graphs: true })
     }
 
     /// GPU 0 when it is usable, else the CPU fallback (the reason is in [`describe`](Self::describe)).
     pub fn auto() -> Self {
         let runtime = ProductionGpuRuntime::initialize().unwrap_or_else(|_| ProductionGpuRuntime::cpu());
-        Self { runtime: Arc::new(runtime) }
+        Self { runtime: Arc::new(runtime), graphs: false }
+    }
+
+    /// `true` for a GPU device whose work can be captured ([`gpu_for_graphs`](Self::gpu_for_graphs)).
+    pub fn for_graphs(&self) -> bool {
+        self.graphs
     }
 
     /// `true` on a GPU.

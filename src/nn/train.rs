@@ -37,6 +37,9 @@ pub struct TrainingConfig {
     pub precision: Precision,
     /// Show a progress bar (with the `progress` feature; ignored without it).
     pub progress: bool,
+    /// On a GPU: capture the training step as a CUDA graph once and replay it for every full
+    /// batch (the last, smaller batch of an epoch runs eagerly). Not with dropout.
+    pub cuda_graph: bool,
 }
 
 impl Default for TrainingConfig {
@@ -52,6 +55,7 @@ impl Default for TrainingConfig {
             shuffle: true,
             precision: Precision::F32,
             progress: false,
+            cuda_graph: false,
         }
     }
 }
@@ -98,6 +102,20 @@ pub struct Network {
 pub struct CapturedStep {
     graph: crate::driver::CudaGraph,
     generation: u64,
+    loss: Tensor,
+    correct: Tensor,
+}
+
+impl CapturedStep {
+    /// The loss of each sample of the last replay (or of the eager step of the capture).
+    pub fn loss(&self) -> &Tensor {
+        &self.loss
+    }
+
+    /// 1 for each sample of the last replay whose prediction was right, else 0.
+    pub fn correct(&self) -> &Tensor {
+        &self.correct
+    }
 }
 
 impl std::fmt::Debug for CapturedStep {
@@ -170,12 +188,40 @@ impl Network {
         let mut losses = Tensor::zeros(&device, &[train.n])?;
         let mut correct = Tensor::zeros(&device, &[train.n])?;
         let progress = crate::nn::progress::Progress::new(config.progress, config.epochs, train.n);
+        let graphed = config.cuda_graph && device.is_gpu();
+        if graphed && self.model.has_dropout() {
+            return Err(Error::Shape {
+                op: OP,
+                expected: "no dropout with cuda_graph".into(),
+                got: "a model with dropout".into(),
+            });
+        }
+        let mut graph: Option<GraphRun> = None;
         for epoch in 1..=config.epochs {
             let order = batch_order(train.n, config.shuffle, &mut rng);
             let start = Instant::now();
             let index = IndexBuffer::new(&device, order)?;
             for first in (0..train.n).step_by(config.batch_size) {
                 let rows = config.batch_size.min(train.n - first);
+                if graphed && rows == config.batch_size {
+                    let run = match graph.as_mut() {
+                        Some(run) => {
+                            gather_into(&device, &train, &index, first, &mut run.x, &mut run.y)?;
+                            self.replay(&run.step)?;
+                            run
+                        }
+                        None => {
+                            let (x, y) = gather(&device, &train, &index, first, rows)?;
+                            let step =
+                                self.capture_step(&x.view(), &y, config.optimizer, config.learning_rate)?;
+                            graph.insert(GraphRun { step, x, y })
+                        }
+                    };
+                    copy_rows(&device, run.step.loss(), &mut losses, first)?;
+                    copy_rows(&device, run.step.correct(), &mut correct, first)?;
+                    progress.step(rows);
+                    continue;
+                }
                 let (xb, yb) = gather(&device, &train, &index, first, rows)?;
                 let logits = self.model.forward(&xb.view(), true)?;
                 let grad = xent_into(
@@ -252,9 +298,12 @@ impl Network {
         optimizer: Optimizer,
         lr: f32,
     ) -> Result<()> {
-        self.step_body(x, labels, optimizer, lr, false)
+        self.step_body(x, labels, optimizer, lr, false, None)
     }
 
+    /// Forward, cross-entropy, backward and the optimiser on a batch; the per-row loss and
+    /// correctness go to `stats` when given (else to scratch), the step count to the device's
+    /// schedule when `scheduled` (a step being captured).
     fn step_body(
         &mut self,
         x: &TensorView<'_>,
@@ -262,12 +311,20 @@ impl Network {
         optimizer: Optimizer,
         lr: f32,
         scheduled: bool,
+        stats: Option<(&mut Tensor, &mut Tensor)>,
     ) -> Result<()> {
         let device = self.model.device().clone();
         let logits = self.model.forward(x, true)?;
         let rows = logits.shape()[0];
-        let mut loss = Tensor::scratch(&device, &[rows])?;
-        let mut correct = Tensor::scratch(&device, &[rows])?;
+        let (mut own_loss, mut own_correct);
+        let (loss, correct) = match stats {
+            Some(s) => s,
+            None => {
+                own_loss = Tensor::scratch(&device, &[rows])?;
+                own_correct = Tensor::scratch(&device, &[rows])?;
+                (&mut own_loss, &mut own_correct)
+            }
+        };
         let grad = xent_into(
             &device,
             &logits,
@@ -287,7 +344,9 @@ impl Network {
     }
 
     /// Captures one training step on `x` and `labels` (on a GPU device made by
-    /// [`Device::gpu_for_graphs`]) into a CUDA graph. One step runs eagerly first (it loads the
+    /// [`Device::gpu_for_graphs`]) into a CUDA graph; it reads those buffers at every replay and
+    /// writes each sample's loss and correctness to [`CapturedStep::loss`] and
+    /// [`CapturedStep::correct`]. One step runs eagerly first (it loads the
     /// kernels and sizes the optimiser state, as PyTorch's warm-up does), so the model has taken a
     /// step when this returns; each [`replay`](Self::replay) then takes another. Errors: the CPU
     /// fallback, a device on the default stream (which cannot be captured), and dropout (its masks
@@ -310,7 +369,10 @@ impl Network {
                 got: "dropout, whose masks a graph would freeze".into(),
             });
         }
-        self.train_step(x, labels, optimizer, lr)?;
+        let rows = x.matrix(OP, self.model.inputs())?;
+        let mut loss = Tensor::scratch(&device, &[rows])?;
+        let mut correct = Tensor::scratch(&device, &[rows])?;
+        self.step_body(x, labels, optimizer, lr, false, Some((&mut loss, &mut correct)))?;
         self.model.clear_saved();
         let sched = Tensor::from_vec(
             &device,
@@ -319,7 +381,7 @@ impl Network {
         )?;
         self.sched = Some((sched, self.step));
         stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-        let body = self.step_body(x, labels, optimizer, lr, true);
+        let body = self.step_body(x, labels, optimizer, lr, true, Some((&mut loss, &mut correct)));
         let graph =
             stream.end_capture(CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
         body?;
@@ -328,7 +390,7 @@ impl Network {
             expected: "captured work".into(),
             got: "an empty graph".into(),
         })?;
-        Ok(CapturedStep { graph, generation: self.model.generation() })
+        Ok(CapturedStep { graph, generation: self.model.generation(), loss, correct })
     }
 
     /// Runs a captured step once more (queued on the device, no waiting).
@@ -363,7 +425,8 @@ impl Network {
 
     /// Moves the model (and optimiser state) to `device` unless it is there already.
     pub fn place(&mut self, device: &Device) -> Result<()> {
-        if self.model.device().is_gpu() != device.is_gpu() {
+        let current = self.model.device();
+        if current.is_gpu() != device.is_gpu() || current.for_graphs() != device.for_graphs() {
             self.model.to_device(device)?;
             if let Some((opt, state)) = self.state.take() {
                 let n = state.len();
@@ -486,10 +549,11 @@ fn pick_device(config: &TrainingConfig, current: &Device) -> Result<Device> {
     if !config.use_gpu {
         return Ok(if current.is_gpu() { Device::cpu() } else { current.clone() });
     }
-    if current.is_gpu() {
+    if current.is_gpu() && (current.for_graphs() || !config.cuda_graph) {
         return Ok(current.clone());
     }
-    match Device::gpu(0) {
+    let gpu = if config.cuda_graph { Device::gpu_for_graphs(0) } else { Device::gpu(0) };
+    match gpu {
         Ok(d) => Ok(d),
         Err(e) if config.prefer_gpu => {
             let _ = e;
@@ -520,6 +584,60 @@ enum IndexBuffer {
 impl IndexBuffer {
     fn new(device: &Device, order: Vec<u32>) -> Result<Self> {
         Ok(if device.is_gpu() { Self::Gpu(device.gpu_ops()?.upload(&order)?) } else { Self::Host(order) })
+    }
+}
+
+/// A captured step and the batch buffers it reads.
+struct GraphRun {
+    step: CapturedStep,
+    x: Tensor,
+    y: Labels,
+}
+
+/// Copies all of `src` to `dst` from element `at` on (device to device, or on the host).
+fn copy_rows(device: &Device, src: &Tensor, dst: &mut Tensor, at: usize) -> Result<()> {
+    let end = at + src.len();
+    match (&src.data, dst.range_mut(at..end)) {
+        (Storage::Gpu(s), crate::nn::tensor::BufMut::Gpu(mut d)) => {
+            Ok(device.gpu_ops()?.stream().memcpy_dtod(s, &mut d)?)
+        }
+        (Storage::Host(s), crate::nn::tensor::BufMut::Host(d)) => {
+            d.copy_from_slice(s);
+            Ok(())
+        }
+        _ => Err(Error::Shape { op: "Network::train", expected: "one device".into(), got: "mixed".into() }),
+    }
+}
+
+/// Gathers the batch `order[first..first + x.rows]` into the device buffers `x` and `y`.
+fn gather_into(
+    device: &Device,
+    set: &Placed,
+    index: &IndexBuffer,
+    first: usize,
+    x: &mut Tensor,
+    y: &mut Labels,
+) -> Result<()> {
+    let cols = set.x.shape()[1];
+    let rows = x.shape()[0];
+    match (&set.x.data, &set.y.data, index, &mut x.data, &mut y.data) {
+        (
+            Storage::Gpu(sx),
+            LabelStorage::Gpu(sy),
+            IndexBuffer::Gpu(idx),
+            Storage::Gpu(xb),
+            LabelStorage::Gpu(yb),
+        ) => {
+            let ops = device.gpu_ops()?;
+            let at = idx.slice(first..first + rows);
+            ops.gather_rows(&sx.as_view(), &at, &mut xb.as_view_mut(), cols)?;
+            ops.gather_rows(&sy.as_view(), &at, &mut yb.as_view_mut(), 1)
+        }
+        _ => Err(Error::Shape {
+            op: "Network::train",
+            expected: "data on the GPU".into(),
+            got: "the host".into(),
+        }),
     }
 }
 

@@ -47,7 +47,7 @@ pub fn bias_ops(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
         }
         for c in 0..cols {
             let e = (f64::from(db[c]) - want[c]).abs();
-            assert!(e <= 1e-6 * scale[c].max(1.0), "bias_grad {rows}x{cols}[{c}]: {} vs {}", db[c], want[c]);
+            assert!(e <= 1e-5 * scale[c].max(1.0), "bias_grad {rows}x{cols}[{c}]: {} vs {}", db[c], want[c]);
         }
     }
     assert!(rt.bias_add(&mut [0.0; 6], &[1.0; 4], 2, 3).unwrap_err().to_string().contains("bias"));
