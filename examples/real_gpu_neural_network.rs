@@ -6,7 +6,8 @@
 //! cargo run --release --example real_gpu_neural_network -- --cpu   # the CPU fallback
 //! cargo run --release --example real_gpu_neural_network -- --bench # time training steps and epochs
 //! ```
-//! Options: `--epochs N`, `--batch N`, `--seed N`, `--tf32`, `--data DIR` (default
+//! Options: `--epochs N`, `--batch N`, `--seed N`, `--tf32`, `--graph` (train with the step
+//! captured once as a CUDA graph and replayed), `--data DIR` (default
 //! `/usr/share/datasets/fashion-mnist`, from Debian's `dataset-fashion-mnist` package:
 //! `apt-get install dataset-fashion-mnist`), `--plot FILE` (default
 //! `target/real_gpu_neural_network.svg`), `--bench` (step times at batch 128 and 1024 on random
@@ -24,6 +25,7 @@ use prism_gpu::Precision;
 struct Args {
     cpu: bool,
     bench: bool,
+    graph: bool,
     tf32: bool,
     epochs: usize,
     batch: usize,
@@ -36,6 +38,7 @@ fn args() -> Result<Args, String> {
     let mut a = Args {
         cpu: false,
         bench: false,
+        graph: false,
         tf32: false,
         epochs: 10,
         batch: 128,
@@ -49,6 +52,7 @@ fn args() -> Result<Args, String> {
         match arg.as_str() {
             "--cpu" => a.cpu = true,
             "--bench" => a.bench = true,
+            "--graph" => a.graph = true,
             "--tf32" => a.tf32 = true,
             "--epochs" => a.epochs = value("--epochs")?.parse().map_err(|e| format!("--epochs: {e}"))?,
             "--batch" => a.batch = value("--batch")?.parse().map_err(|e| format!("--batch: {e}"))?,
@@ -106,6 +110,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         optimizer: Optimizer::ADAM,
         precision,
         progress: true,
+        cuda_graph: args.graph,
         ..Default::default()
     };
     let start = Instant::now();
