@@ -250,7 +250,9 @@ fn a_captured_step_replays_like_eager_steps() {
     let mut on_default = Network::new(Sequential::builder(40).linear(6).build(&gpu(), 1).unwrap());
     let xd = Tensor::from_vec(&gpu(), vec![0.5; 40 * 4], &[4, 40]).unwrap();
     let yd = Labels::new(on_default.model().device(), &[0, 1, 2, 3], 6).unwrap();
-    assert!(on_default.capture_step(&xd.view(), &yd, Optimizer::ADAM, 1e-3).is_err());
+    let e = on_default.capture_step(&xd.view(), &yd, Optimizer::ADAM, 1e-3).unwrap_err().to_string();
+    assert!(e.contains("gpu_for_graphs"), "{e}");
+    assert_eq!(on_default.steps(), 0, "nothing ran");
     let mut dropout =
         Network::new(Sequential::builder(40).linear(8).dropout(0.5).linear(6).build(&device, 1).unwrap());
     assert!(dropout

@@ -362,6 +362,13 @@ impl Network {
         const OP: &str = "Network::capture_step";
         let device = self.model.device().clone();
         let stream = device.gpu_ops()?.stream().clone();
+        if !device.for_graphs() {
+            return Err(Error::Shape {
+                op: OP,
+                expected: "a device from Device::gpu_for_graphs".into(),
+                got: "a device on the default stream, which cannot be captured".into(),
+            });
+        }
         if self.model.has_dropout() {
             return Err(Error::Shape {
                 op: OP,
