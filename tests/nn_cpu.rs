@@ -175,6 +175,12 @@ fn bad_input_is_an_error_and_leaves_the_model_alone() {
     assert!(Sequential::builder(3).dropout(1.0).linear(2).build(&device, 0).is_err(), "dropout rate");
     let e = nn::Labels::new(&device, &[0, 9], 3).unwrap_err().to_string();
     assert!(e.contains("label 9 at index 1"), "{e}");
+
+    // A CUDA graph needs a GPU.
+    let y = nn::Labels::new(&device, &[0, 1], 2).unwrap();
+    let e = net.capture_step(&x.view(), &y, Optimizer::ADAM, 1e-3).unwrap_err().to_string();
+    assert!(e.contains("CPU fallback"), "{e}");
+    assert_eq!(net.steps(), 0);
 }
 
 #[test]
