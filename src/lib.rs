@@ -12,6 +12,7 @@
 //! | multi-GPU | `nccl` | cudarc-0.19-compatible NCCL over the run-time-loaded `libnccl.so.2` |
 //! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
+//! | neural networks | [`nn`] | tensors, dense layers, fused losses and optimisers, training, IDX data |
 //! | benchmarks | [`mod@bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
 //! | self-test | [`selftest`] | every operation on GPU and CPU against f64 references |
 //!
@@ -62,6 +63,7 @@ pub mod kernels;
 mod legacy;
 #[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
 pub mod nccl;
+pub mod nn;
 #[cfg(not(feature = "legacy-gpu"))]
 pub mod nvrtc;
 mod probe;

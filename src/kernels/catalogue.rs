@@ -174,6 +174,23 @@ pub static FAMILIES: &[Family] = &[
         ],
     },
     Family {
+        name: "nn",
+        entries: &[
+            "prism_bias_add_f32",
+            "prism_bias_grad_f32",
+            "prism_softmax_xent_f32",
+            "prism_mse_f32",
+            "prism_dropout_f32",
+            "prism_gather_rows_f32",
+            "prism_gather_rows_i32",
+            "prism_sgd_momentum_f32",
+            "prism_adam_f32",
+            "prism_adamw_f32",
+            "prism_adam_tick_f32",
+            "prism_adam_sched_f32",
+        ],
+    },
+    Family {
         name: "norms",
         entries: &[
             "prism_layer_norm_f32",

@@ -12,6 +12,7 @@ pub mod gemv;
 pub mod grid;
 mod modules;
 pub mod neuromorphic;
+pub mod nn;
 pub mod norms;
 pub mod random;
 pub mod reductions;

@@ -11,6 +11,7 @@
 //! The runtime checks shapes before calling these; each function documents what it assumes and only
 //! `debug_assert!`s it. Matrices are row-major. Work is spread over threads with `rayon`.
 
+pub mod nn;
 pub mod random;
 
 use half::{bf16, f16};

@@ -35,6 +35,13 @@ impl GpuOps {
         })
     }
 
+    /// Operations on `stream` (a stream of their own can be captured into a CUDA graph; the
+    /// default stream cannot).
+    pub fn with_stream(stream: Arc<CudaStream>) -> Result<Self> {
+        let kernels = Kernels::new(stream.context().clone())?;
+        Ok(Self { stream, kernels, gemm_workspace: Workspace::default() })
+    }
+
     /// The stream every operation is ordered on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream

@@ -8,6 +8,7 @@
 pub mod cpu;
 mod gpu;
 mod matmul;
+mod nn;
 
 // cudarc's `runtime` module (the CUDA runtime API, feature `runtime`) shares this module's name and is
 // not provided: its entry points exist here under cudarc's paths and calling one is a compile error.
@@ -46,6 +47,7 @@ use crate::kernels::{args, shape};
 
 pub use gpu::{ChannelStats, GpuOps};
 pub use matmul::{matrix_multiply, sgemm};
+pub use nn::RowLosses;
 
 /// Where a runtime's operations run.
 enum Backend {
@@ -75,6 +77,14 @@ impl ProductionGpuRuntime {
     pub fn with_device(ordinal: usize) -> Result<Self> {
         let ctx = CudaContext::new(ordinal)?;
         Ok(Self { backend: Backend::Gpu(GpuOps::new(ctx)?) })
+    }
+
+    /// Device `ordinal` with the operations on a new stream of their own rather than the default
+    /// stream, so that their work can be captured into a CUDA graph.
+    pub fn with_device_stream(ordinal: usize) -> Result<Self> {
+        let ctx = CudaContext::new(ordinal)?;
+        let stream = ctx.new_stream()?;
+        Ok(Self { backend: Backend::Gpu(GpuOps::with_stream(stream)?) })
     }
 
     /// The CPU fallback, by choice.
