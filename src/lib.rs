@@ -12,6 +12,7 @@
 //! | multi-GPU | `nccl` | cudarc-0.19-compatible NCCL over the run-time-loaded `libnccl.so.2` |
 //! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
+//! | reservoir computing | [`reservoir`] | echo state networks on the runtime: run, ridge readout, free run |
 //! | benchmarks | [`mod@bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
 //! | self-test | [`selftest`] | every operation on GPU and CPU against f64 references |
 //!
@@ -65,6 +66,7 @@ pub mod nccl;
 #[cfg(not(feature = "legacy-gpu"))]
 pub mod nvrtc;
 mod probe;
+pub mod reservoir;
 pub mod runtime;
 pub mod selftest;
 pub mod sys;

@@ -1,0 +1,4 @@
+//! Many independent reservoirs stepped together.
+
+/// Placeholder.
+pub struct ReservoirBatch;
