@@ -39,7 +39,13 @@ pub static FAMILIES: &[Family] = &[
     },
     Family {
         name: "convert",
-        entries: &["prism_f32_to_f16", "prism_f16_to_f32", "prism_f32_to_bf16", "prism_bf16_to_f32"],
+        entries: &[
+            "prism_f32_to_f16",
+            "prism_f16_to_f32",
+            "prism_f32_to_bf16",
+            "prism_bf16_to_f32",
+            "prism_f32_to_f64",
+        ],
     },
     Family {
         name: "elementwise",

@@ -106,6 +106,11 @@ pub fn bf16_to_f32(x: &[bf16]) -> Vec<f32> {
     x.par_iter().map(|&v| v.to_f32()).collect()
 }
 
+/// `f32 -> f64` (exact).
+pub fn f32_to_f64(x: &[f32]) -> Vec<f64> {
+    x.par_iter().map(|&v| f64::from(v)).collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 // activations
 

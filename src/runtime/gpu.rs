@@ -175,6 +175,13 @@ impl GpuOps {
         Ok(out)
     }
 
+    /// `x` as f64 (exact) in a new buffer.
+    pub fn f32_to_f64(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<f64>> {
+        let mut out = self.output(x.len())?;
+        convert::f32_to_f64(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
+        Ok(out)
+    }
+
     // -----------------------------------------------------------------------------------------
     // activations
 

@@ -295,6 +295,14 @@ impl ProductionGpuRuntime {
         self.dispatch(|g| g.download(&g.bf16_to_f32(&g.upload(x)?)?), || cpu::bf16_to_f32(x))
     }
 
+    /// `x` as f64 (exact).
+    pub fn f32_to_f64(&self, x: &[f32]) -> Result<Vec<f64>> {
+        if x.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.dispatch(|g| g.download(&g.f32_to_f64(&g.upload(x)?)?), || cpu::f32_to_f64(x))
+    }
+
     // -----------------------------------------------------------------------------------------
     // activations
 
