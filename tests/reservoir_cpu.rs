@@ -265,3 +265,25 @@ fn f32_to_f64_is_exact() {
     let y = ProductionGpuRuntime::cpu().f32_to_f64(&x).unwrap();
     assert!(x.iter().zip(&y).all(|(&a, &b)| f64::from(a) == b));
 }
+
+#[test]
+fn a_batch_on_the_cpu_is_its_members_and_checks_its_configs() {
+    use prism_gpu::reservoir::ReservoirBatch;
+    let (mut rng, seed) = fresh();
+    let configs: Vec<ReservoirConfig> =
+        (0..3).map(|i| ReservoirConfig { leak_rate: 0.3 + 0.3 * i as f32, ..small(seed + i, 0.3) }).collect();
+    let mut batch = ReservoirBatch::new(&configs, cpu()).unwrap();
+    let inputs = rng.vec(3 * 80, -1.0, 1.0);
+    let targets = rng.vec(80, -1.0, 1.0);
+    batch.fit(&inputs, &targets).unwrap();
+    let more = rng.vec(3 * 9, -1.0, 1.0);
+    let got = batch.predict(&more).unwrap();
+    for (i, config) in configs.iter().enumerate() {
+        let mut alone = GpuReservoirComputer::with_runtime(config.clone(), cpu()).unwrap();
+        alone.fit(&inputs, &targets).unwrap();
+        assert_eq!(got[i], alone.predict(&more).unwrap(), "member {i}");
+    }
+    assert!(ReservoirBatch::new(&[], cpu()).is_err(), "no members");
+    let mixed = [small(1, 0.3), ReservoirConfig { size: 38, ..small(2, 0.3) }];
+    assert!(ReservoirBatch::new(&mixed, cpu()).is_err(), "members of different sizes");
+}

@@ -341,7 +341,13 @@ impl GpuReservoirComputer {
             (gram, cross)
         };
         let solution = ridge::solve(&gram, &cross, f, outputs, self.config.ridge)?;
-        // Stored transposed, [outputs, features], so a prediction is one GEMV / GEMM per step / chunk.
+        self.set_readout(&solution, outputs)
+    }
+
+    /// Keeps a ridge solution (`[features, outputs]`) as the readout, stored transposed
+    /// (`[outputs, features]`) so a prediction is one GEMV per step or one GEMM per chunk.
+    fn set_readout(&mut self, solution: &[f64], outputs: usize) -> Result<()> {
+        let f = self.config.features();
         let mut w_out = vec![0.0f32; outputs * f];
         for i in 0..f {
             for o in 0..outputs {
