@@ -113,7 +113,7 @@ impl ReservoirBatch {
     }
 
     /// Fits every member's readout on the same `inputs` and `targets` (see
-    /// [`GpuReservoirComputer::fit`]; each member uses its own warmup and ridge). On a GPU the Gram
+    /// [`GpuReservoirComputer::fit`]; each member its own ridge, all the largest warmup). On a GPU the Gram
     /// matrices of all members are accumulated by one batched f64 GEMM per chunk.
     pub fn fit(&mut self, inputs: &[f32], targets: &[f32]) -> Result<()> {
         const OP: &str = "ReservoirBatch::fit";
