@@ -7,6 +7,7 @@
 //!    84th free step, divided by the series' standard deviation (target <= 1e-4).
 //! 2. Mackey-Glass one step ahead, 100 units, ReservoirPy's README task (RMSE 0.0020): train on
 //!    X[:500] -> X[1:501] (warmup 100), predict X[501:-1] -> X[502:] (target <= 0.0020).
+//! 3. NARMA10, 200 units: NRMSE on 1000 test steps after 4000 training steps (no target).
 //!
 //! `cargo run --release --example reservoir_benchmarks [-- --cpu]` (`--cpu`: the CPU fallback only).
 //! Settings were tuned on the CPU fallback; `RES_<FIELD>` (`RES_SR`, `RES_P`, `RES_LEAK`, `RES_IN`,
@@ -16,7 +17,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use prism_gpu::reservoir::{mackey_glass, rmse, std_dev, GpuReservoirComputer, ReservoirConfig};
+use prism_gpu::reservoir::{
+    mackey_glass, narma10, nrmse, rmse, std_dev, GpuReservoirComputer, ReservoirConfig,
+};
 use prism_gpu::{ProductionGpuRuntime, Result};
 
 /// Mackey-Glass free-run task: series layout and test runs.
@@ -56,6 +59,23 @@ fn one_step_config() -> ReservoirConfig {
         ridge: env_f("1_RIDGE", 1e-7),
         warmup: 100,
         seed: env_f("1_SEED", 7.0) as u64,
+        ..Default::default()
+    }
+}
+
+fn narma10_config() -> ReservoirConfig {
+    ReservoirConfig {
+        size: 200,
+        input_size: 1,
+        spectral_radius: env_f("N_SR", 0.9) as f32,
+        connection_prob: 0.1,
+        leak_rate: env_f("N_LEAK", 1.0) as f32,
+        input_scaling: env_f("N_IN", 0.5) as f32,
+        input_connectivity: 1.0,
+        bias: env_f("N_BIAS", 0.2) as f32,
+        ridge: env_f("N_RIDGE", 1e-6),
+        warmup: 200,
+        seed: 7,
         ..Default::default()
     }
 }
@@ -104,6 +124,18 @@ fn mackey_glass_one_step(runtime: &Arc<ProductionGpuRuntime>) -> Result<f64> {
     rmse(&y, &x64[502..])
 }
 
+/// NARMA10 with 200 units: train on 4000 steps, NRMSE on the next 1000 (state carried on).
+fn narma10_test(runtime: &Arc<ProductionGpuRuntime>) -> Result<f64> {
+    let (u, y) = narma10(5000, 11);
+    let (u, y): (Vec<f32>, Vec<f32>) =
+        (u.iter().map(|&v| v as f32).collect(), y.iter().map(|&v| v as f32).collect());
+    let mut esn = GpuReservoirComputer::with_runtime(narma10_config(), runtime.clone())?;
+    esn.fit(&u[..4000], &y[..4000])?;
+    let got = esn.predict(&u[4000..])?;
+    let want: Vec<f64> = y[4000..].iter().map(|&v| f64::from(v)).collect();
+    nrmse(&got, &want, std_dev(&want))
+}
+
 fn main() -> Result<()> {
     let cpu_only = std::env::args().any(|a| a == "--cpu");
     let mut runtimes = vec![Arc::new(ProductionGpuRuntime::cpu())];
@@ -119,6 +151,7 @@ fn main() -> Result<()> {
          {MG_RUNS} runs of {MG_WASH} wash-in + {MG_HORIZON} free steps"
     );
     println!("Mackey-Glass one step ahead (ReservoirPy README): {:?}", one_step_config());
+    println!("NARMA10: {:?}; train 4000, test 1000 (inputs uniform in [0, 0.5), seed 11)", narma10_config());
     for rt in &runtimes {
         let t = Instant::now();
         let (at84, all) = mackey_glass_84(rt)?;
@@ -136,6 +169,7 @@ fn main() -> Result<()> {
             if one <= 0.0020 { "met" } else { "NOT met" },
             t.elapsed()
         );
+        println!("  NARMA10, 200 units: NRMSE {:.3e} (no target; for reference)", narma10_test(rt)?);
     }
     Ok(())
 }
