@@ -172,6 +172,8 @@ pub static FAMILIES: &[Family] = &[
             "matvec_input_kernel",
             "matvec_reservoir_kernel",
             "matvec_reservoir_csr_kernel",
+            "reservoir_update_kernel",
+            "reservoir_update_csr_kernel",
             "leaky_integration_kernel",
             "spike_encode_kernel",
             "pattern_correlation_kernel",

@@ -617,6 +617,30 @@ impl GpuOps {
         neuromorphic::spectral_radius(&self.kernels, &self.stream, w, n, iters, seed)
     }
 
+    /// One echo-state step out of place in one launch: `out = (1 - leak) * x + leak * tanh(W_in u + W x)`.
+    pub fn reservoir_update(
+        &self,
+        w_in: &CudaSlice<f32>,
+        w: &DeviceReservoir<'_>,
+        u: &CudaSlice<f32>,
+        x: &CudaSlice<f32>,
+        leak: f32,
+    ) -> Result<CudaSlice<f32>> {
+        w.check("reservoir_update", x.len())?;
+        let mut out = self.output(x.len())?;
+        neuromorphic::reservoir_update(
+            &self.kernels,
+            &self.stream,
+            &w_in.as_view(),
+            w,
+            &u.as_view(),
+            &x.as_view(),
+            &mut out.as_view_mut(),
+            leak,
+        )?;
+        Ok(out)
+    }
+
     /// One echo-state step in place: `x = (1 - leak) * x + leak * tanh(W_in u + W x)`.
     pub fn reservoir_step(
         &self,

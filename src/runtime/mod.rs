@@ -919,6 +919,38 @@ impl ProductionGpuRuntime {
         )
     }
 
+    /// One echo-state step out of place: the next state `(1 - leak) * x + leak * tanh(W_in u + W x)`,
+    /// `w_in` `[n, u.len()]`, `w` `[n, n]` (`n = x.len()`); one fused launch on a GPU. Within 1e-5.
+    pub fn reservoir_update(
+        &self,
+        w_in: &[f32],
+        w: Reservoir<'_>,
+        u: &[f32],
+        x: &[f32],
+        leak: f32,
+    ) -> Result<Vec<f32>> {
+        let n = x.len();
+        shape::matrix("reservoir_update", "w_in", w_in.len(), n, u.len())?;
+        w.check("reservoir_update", n)?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        self.dispatch(
+            |g| {
+                with_device_reservoir(g, w, n, |dw| {
+                    g.download(&g.reservoir_update(
+                        &g.upload(w_in)?,
+                        dw,
+                        &g.upload(u)?,
+                        &g.upload(x)?,
+                        leak,
+                    )?)
+                })
+            },
+            || cpu::reservoir_update(w_in, w, u, x, leak),
+        )
+    }
+
     /// One echo-state step in place: `x = (1 - leak) * x + leak * tanh(W_in u + W x)`, `w_in`
     /// `[n, u.len()]`, `w` `[n, n]` (`n = x.len()`). Within 1e-5 (dot products, then tanh).
     pub fn reservoir_step(

@@ -537,6 +537,8 @@ pub fn neuromorphic(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, n: usize, n
             .map(|i| (1.0 - f64::from(leak)) * f64::from(x[i]) + f64::from(leak) * (a[i] + b[i]).tanh())
             .collect();
         close(&s, &want, 1e-5, &format!("reservoir_step {name}"));
+        let next = rt.reservoir_update(&w_in, wr, &u, &x, leak).unwrap();
+        close(&next, &want, 1e-5, &format!("reservoir_update {name}"));
     }
 
     // spikes: the documented generator, and rates near the expected count
