@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use super::{bad_input, check_finite, ridge, weights::Recurrent, GpuReservoirComputer, Readout, CHUNK};
+use super::sums::{add_input_part, state_part_gemm, Sums};
+use super::{bad_input, check_targets, ridge, weights::Recurrent, GpuReservoirComputer, Readout, CHUNK};
 use crate::driver::CudaSlice;
 use crate::error::Result;
 use crate::kernels::convert;
@@ -121,90 +122,38 @@ impl ReservoirBatch {
             return self.members.iter_mut().try_for_each(|m| m.fit(inputs, targets));
         }
         let steps = self.members[0].check_inputs(OP, inputs)?;
-        if targets.is_empty() || targets.len() % steps != 0 {
-            return Err(bad_input(
-                OP,
-                format!("targets of steps x outputs for {steps} steps"),
-                format!("{} values", targets.len()),
-            ));
-        }
-        check_finite(OP, "targets", targets)?;
         let warmup = self.members.iter().map(|m| m.config.warmup).max().unwrap_or(0);
-        if warmup >= steps {
-            return Err(bad_input(
-                OP,
-                format!("more steps than the warmup ({warmup})"),
-                format!("{steps} steps"),
-            ));
-        }
+        let o = check_targets(OP, targets, steps, warmup)?;
         let (b, n, d) = (self.members.len(), self.members[0].config.size, self.members[0].config.input_size);
-        let (o, h, bn) = (targets.len() / steps, 1 + d, b * n);
+        let bn = b * n;
         let stream = self.members[0].gpu()?.stream().clone();
-        // Blocks of every member's Gram matrix over [1; u; x_b]: x_b x_bᵀ (batched), [1; u] xᵀ and
-        // x yᵀ (all members in one GEMM each); the input-only blocks on the host.
-        let mut g_xx = stream.alloc_zeros::<f64>(shape::elements(OP, "stacked weights", &[b, n, n])?)?;
-        let mut g_ux = stream.alloc_zeros::<f64>(h * bn)?;
+        let mut sums = Sums::new(d, n, o, b);
+        let mut g_xx = stream.alloc_zeros::<f64>(shape::elements(OP, "Gram matrices", &[b, n, n])?)?;
+        let mut g_ux = stream.alloc_zeros::<f64>(sums.ux.len())?;
         let mut g_xy = stream.alloc_zeros::<f64>(bn * o)?;
-        let (mut g_uu, mut g_uy) = (vec![0.0f64; h * h], vec![0.0f64; h * o]);
         let mut s64 = stream.alloc_zeros::<f64>(CHUNK.min(steps) * bn)?;
         self.run_gpu(inputs, |g, s, first, rows| {
-            let skip = warmup.saturating_sub(first).min(rows);
-            let k = rows - skip;
-            if k == 0 {
+            let Some((k, heads, y)) = sums.heads(inputs, targets, first, rows, warmup) else {
                 return Ok(());
-            }
-            let mut heads = Vec::with_capacity(k * h);
-            for u in inputs[(first + skip) * d..(first + rows) * d].chunks_exact(d) {
-                heads.push(1.0);
-                heads.extend(u.iter().map(|&v| f64::from(v)));
-            }
-            let y: Vec<f64> =
-                targets[(first + skip) * o..(first + rows) * o].iter().map(|&v| f64::from(v)).collect();
-            for (hu, yt) in heads.chunks_exact(h).zip(y.chunks_exact(o)) {
-                for i in 0..h {
-                    for j in 0..h {
-                        g_uu[i * h + j] += hu[i] * hu[j];
-                    }
-                    for p in 0..o {
-                        g_uy[i * o + p] += hu[i] * yt[p];
-                    }
-                }
-            }
+            };
+            let skip = rows - k;
             convert::f32_to_f64(
                 g.kernels(),
                 g.stream(),
                 &s.slice(skip * bn..rows * bn),
                 &mut s64.slice_mut(..k * bn),
             )?;
-            let (sv, ud, yd) = (s64.slice(..k * bn), g.upload(&heads)?, g.upload(&y)?);
-            let xx =
-                Gemm::new(n, n, k).transposed(true, false).leading_dims(bn, bn, n).batched(b, n, n, n * n);
-            g.gemm_f64(&xx.with_f64_scales(1.0, 1.0), &sv, &sv, &mut g_xx.as_view_mut())?;
-            let ux = Gemm::new(h, bn, k).transposed(true, false).with_f64_scales(1.0, 1.0);
-            g.gemm_f64(&ux, &ud.as_view(), &sv, &mut g_ux.as_view_mut())?;
-            let xy = Gemm::new(bn, o, k).transposed(true, false).with_f64_scales(1.0, 1.0);
+            let (sv, hd, yd) = (s64.slice(..k * bn), g.upload(&heads)?, g.upload(&y)?);
+            let [xx, ux, xy] = sums.gemms(k);
+            g.gemm_f64(&xx, &sv, &sv, &mut g_xx.as_view_mut())?;
+            g.gemm_f64(&ux, &hd.as_view(), &sv, &mut g_ux.as_view_mut())?;
             g.gemm_f64(&xy, &sv, &yd.as_view(), &mut g_xy.as_view_mut())
         })?;
-        let (g_xx, g_ux, g_xy) =
+        (sums.xx, sums.ux, sums.xy) =
             (stream.clone_dtoh(&g_xx)?, stream.clone_dtoh(&g_ux)?, stream.clone_dtoh(&g_xy)?);
-        let f = h + n;
-        for (bi, m) in self.members.iter_mut().enumerate() {
-            let mut gram = vec![0.0f64; f * f];
-            let mut cross = vec![0.0f64; f * o];
-            for i in 0..f {
-                for j in 0..f {
-                    gram[i * f + j] = match (i < h, j < h) {
-                        (true, true) => g_uu[i * h + j],
-                        (true, false) => g_ux[i * bn + bi * n + j - h],
-                        (false, true) => g_ux[j * bn + bi * n + i - h],
-                        (false, false) => g_xx[bi * n * n + (i - h) * n + j - h],
-                    };
-                }
-                for p in 0..o {
-                    cross[i * o + p] = if i < h { g_uy[i * o + p] } else { g_xy[(bi * n + i - h) * o + p] };
-                }
-            }
-            let solution = ridge::solve(&gram, &cross, f, o, m.config.ridge)?;
+        for (i, m) in self.members.iter_mut().enumerate() {
+            let (gram, cross) = sums.assemble(i);
+            let solution = ridge::solve(&gram, &cross, m.config.features(), o, m.config.ridge)?;
             m.set_readout(&solution, o)?;
         }
         Ok(())
@@ -228,31 +177,20 @@ impl ReservoirBatch {
             ));
         }
         let (b, n, d) = (self.members.len(), self.members[0].config.size, self.members[0].config.input_size);
-        let (h, f, bn) = (1 + d, 1 + d + n, b * n);
+        let bn = b * n;
         let stacked: Vec<f32> = readouts.iter().flat_map(|r| r.w_out.iter().copied()).collect();
         let w_out = self.members[0].gpu()?.upload(&stacked)?;
         let mut out = vec![Vec::new(); b];
         self.run_gpu(inputs, |g, s, first, rows| {
             // The state part on the device for every member at once, the input part on the host.
             let mut y = g.stream().alloc_zeros::<f32>(b * rows * o)?;
-            let gm = Gemm::new(rows, o, n).transposed(false, true).leading_dims(bn, f, o).batched(
-                b,
-                n,
-                o * f,
-                rows * o,
-            );
-            g.gemm(&gm, &s.slice(..rows * bn), &w_out.slice(h..), &mut y.as_view_mut())?;
-            let y = g.download(&y)?;
-            for (bi, member) in out.iter_mut().enumerate() {
-                let w = &readouts[bi].w_out;
-                for t in 0..rows {
-                    let u = &inputs[(first + t) * d..(first + t + 1) * d];
-                    for p in 0..o {
-                        let row = &w[p * f..p * f + h];
-                        let input_part = row[0] + row[1..].iter().zip(u).map(|(a, b)| a * b).sum::<f32>();
-                        member.push(y[(bi * rows + t) * o + p] + input_part);
-                    }
-                }
+            let gm = state_part_gemm(rows, o, n, d, b);
+            g.gemm(&gm, &s.slice(..rows * bn), &w_out.slice(1 + d..), &mut y.as_view_mut())?;
+            let mut y = g.download(&y)?;
+            let chunk = &inputs[first * d..(first + rows) * d];
+            for ((member, readout), ym) in out.iter_mut().zip(&readouts).zip(y.chunks_exact_mut(rows * o)) {
+                add_input_part(readout, d, chunk, ym);
+                member.extend_from_slice(ym);
             }
             Ok(())
         })?;

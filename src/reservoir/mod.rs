@@ -28,6 +28,7 @@ mod batch;
 mod config;
 mod data;
 mod ridge;
+mod sums;
 mod weights;
 
 use std::sync::Arc;
@@ -40,10 +41,10 @@ pub use weights::Recurrent;
 use crate::driver::{CudaDevice, CudaSlice};
 use crate::error::{Error, Result};
 use crate::kernels::convert;
-use crate::kernels::gemm::Gemm;
 use crate::kernels::gemv::{self, Gemv};
 use crate::kernels::neuromorphic::{self, DeviceCsr, DeviceReservoir};
 use crate::runtime::{GpuOps, ProductionGpuRuntime};
+use sums::{add_input_part, state_part_gemm, Sums};
 use weights::Weights;
 
 /// Steps per chunk of a sequence: the states of one chunk are kept (on the device, or the host on
@@ -64,12 +65,11 @@ pub struct GpuReservoirComputer {
     readout: Option<Readout>,
 }
 
-/// Device copies of the weights, the state and the step's scratch.
+/// Device copies of the weights, the state and the readout.
 struct Device {
     w: DeviceMatrix,
     w_in: CudaSlice<f32>,
     x: CudaSlice<f32>,
-    drive: CudaSlice<f32>,
     w_out: Option<CudaSlice<f32>>,
 }
 
@@ -139,7 +139,6 @@ impl GpuReservoirComputer {
                 w: DeviceMatrix::upload(g, &weights.w, n)?,
                 w_in: g.upload(&weights.w_in)?,
                 x: g.stream().alloc_zeros(n)?,
-                drive: g.stream().alloc_zeros(n)?,
                 w_out: None,
             })
         } else {
@@ -234,22 +233,17 @@ impl GpuReservoirComputer {
     /// Runs the inputs (time-major `[steps, input_size]`) from the current state and returns the
     /// states, time-major `[steps, size]`.
     pub fn process(&mut self, inputs: &[f32]) -> Result<Vec<f32>> {
-        let (d, n, f) = (self.config.input_size, self.config.size, self.config.features());
+        let n = self.config.size;
         let steps = self.check_inputs("GpuReservoirComputer::process", inputs)?;
         let mut states = Vec::with_capacity(steps * n);
-        let take = |z: &[f32], states: &mut Vec<f32>| {
-            for row in z.chunks_exact(f) {
-                states.extend_from_slice(&row[1 + d..]);
-            }
-        };
         if self.device.is_some() {
-            self.run_gpu(inputs, |g, z, _, rows| {
-                take(&g.stream().clone_dtoh(&z.slice(..rows * f))?, &mut states);
+            self.run_gpu(inputs, |g, s, _, rows| {
+                states.extend(g.stream().clone_dtoh(&s.slice(..rows * n))?);
                 Ok(())
             })?;
         } else {
-            self.run_cpu(inputs, |z, _, _| {
-                take(z, &mut states);
+            self.run_cpu(inputs, |s, _, _| {
+                states.extend_from_slice(s);
                 Ok(())
             })?;
         }
@@ -272,75 +266,51 @@ impl GpuReservoirComputer {
     pub fn fit(&mut self, inputs: &[f32], targets: &[f32]) -> Result<()> {
         const OP: &str = "GpuReservoirComputer::fit";
         let steps = self.check_inputs(OP, inputs)?;
-        let warmup = self.config.warmup;
-        if targets.is_empty() || targets.len() % steps != 0 {
-            return Err(bad_input(
-                OP,
-                format!("targets of steps x outputs for {steps} steps"),
-                format!("{} values", targets.len()),
-            ));
-        }
-        if warmup >= steps {
-            return Err(bad_input(
-                OP,
-                format!("more steps than the warmup ({warmup})"),
-                format!("{steps} steps"),
-            ));
-        }
-        check_finite(OP, "targets", targets)?;
-        let outputs = targets.len() / steps;
-        let f = self.config.features();
-        // Sums in f64 (the f32 states converted exactly): with a small ridge the Gram matrix's
-        // smallest eigenvalues lie below f32 rounding of its sums, and an f32 Gram is not positive definite.
-        let wide = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
-        let (gram, cross) = if self.device.is_some() {
+        let outputs = check_targets(OP, targets, steps, self.config.warmup)?;
+        let (d, n, warmup) = (self.config.input_size, self.config.size, self.config.warmup);
+        let mut sums = Sums::new(d, n, outputs, 1);
+        if self.device.is_some() {
             let stream = self.gpu()?.stream().clone();
-            let mut gram = stream.alloc_zeros::<f64>(f * f)?;
-            let mut cross = stream.alloc_zeros::<f64>(f * outputs)?;
-            let mut z64 = stream.alloc_zeros::<f64>(CHUNK.min(steps) * f)?;
-            self.run_gpu(inputs, |g, z, first, rows| {
-                let skip = warmup.saturating_sub(first).min(rows);
-                let k = rows - skip;
-                if k == 0 {
+            let mut g_xx = stream.alloc_zeros::<f64>(n * n)?;
+            let mut g_ux = stream.alloc_zeros::<f64>(sums.ux.len())?;
+            let mut g_xy = stream.alloc_zeros::<f64>(n * outputs)?;
+            let mut s64 = stream.alloc_zeros::<f64>(CHUNK.min(steps) * n)?;
+            self.run_gpu(inputs, |g, s, first, rows| {
+                let Some((k, heads, y)) = sums.heads(inputs, targets, first, rows, warmup) else {
                     return Ok(());
-                }
-                let mut zs = z64.slice_mut(..k * f);
-                convert::f32_to_f64(g.kernels(), g.stream(), &z.slice(skip * f..rows * f), &mut zs)?;
-                let y = g.upload(&wide(&targets[(first + skip) * outputs..(first + rows) * outputs]))?;
-                let zs = z64.slice(..k * f);
-                let gm = Gemm::new(f, f, k).transposed(true, false).with_f64_scales(1.0, 1.0);
-                g.gemm_f64(&gm, &zs, &zs, &mut gram.as_view_mut())?;
-                let gm = Gemm::new(f, outputs, k).transposed(true, false).with_f64_scales(1.0, 1.0);
-                g.gemm_f64(&gm, &zs, &y.as_view(), &mut cross.as_view_mut())
+                };
+                let skip = rows - k;
+                convert::f32_to_f64(
+                    g.kernels(),
+                    g.stream(),
+                    &s.slice(skip * n..rows * n),
+                    &mut s64.slice_mut(..k * n),
+                )?;
+                let (sv, hd, yd) = (s64.slice(..k * n), g.upload(&heads)?, g.upload(&y)?);
+                let [xx, ux, xy] = sums.gemms(k);
+                g.gemm_f64(&xx, &sv, &sv, &mut g_xx.as_view_mut())?;
+                g.gemm_f64(&ux, &hd.as_view(), &sv, &mut g_ux.as_view_mut())?;
+                g.gemm_f64(&xy, &sv, &yd.as_view(), &mut g_xy.as_view_mut())
             })?;
-            (stream.clone_dtoh(&gram)?, stream.clone_dtoh(&cross)?)
+            (sums.xx, sums.ux, sums.xy) =
+                (stream.clone_dtoh(&g_xx)?, stream.clone_dtoh(&g_ux)?, stream.clone_dtoh(&g_xy)?);
         } else {
             let rt = self.runtime.clone();
-            let (mut gram, mut cross) = (vec![0.0f64; f * f], vec![0.0f64; f * outputs]);
-            self.run_cpu(inputs, |z, first, rows| {
-                let skip = warmup.saturating_sub(first).min(rows);
-                let k = rows - skip;
-                if k == 0 {
+            let (mut g_xx, mut g_ux, mut g_xy) = (sums.xx.clone(), sums.ux.clone(), sums.xy.clone());
+            self.run_cpu(inputs, |s, first, rows| {
+                let Some((k, heads, y)) = sums.heads(inputs, targets, first, rows, warmup) else {
                     return Ok(());
-                }
-                let zs = rt.f32_to_f64(&z[skip * f..rows * f])?;
-                let y = wide(&targets[(first + skip) * outputs..(first + rows) * outputs]);
-                rt.gemm_f64(
-                    &Gemm::new(f, f, k).transposed(true, false).with_f64_scales(1.0, 1.0),
-                    &zs,
-                    &zs,
-                    &mut gram,
-                )?;
-                rt.gemm_f64(
-                    &Gemm::new(f, outputs, k).transposed(true, false).with_f64_scales(1.0, 1.0),
-                    &zs,
-                    &y,
-                    &mut cross,
-                )
+                };
+                let s64 = rt.f32_to_f64(&s[(rows - k) * n..])?;
+                let [xx, ux, xy] = sums.gemms(k);
+                rt.gemm_f64(&xx, &s64, &s64, &mut g_xx)?;
+                rt.gemm_f64(&ux, &heads, &s64, &mut g_ux)?;
+                rt.gemm_f64(&xy, &s64, &y, &mut g_xy)
             })?;
-            (gram, cross)
-        };
-        let solution = ridge::solve(&gram, &cross, f, outputs, self.config.ridge)?;
+            (sums.xx, sums.ux, sums.xy) = (g_xx, g_ux, g_xy);
+        }
+        let (gram, cross) = sums.assemble(0);
+        let solution = ridge::solve(&gram, &cross, self.config.features(), outputs, self.config.ridge)?;
         self.set_readout(&solution, outputs)
     }
 
@@ -365,29 +335,27 @@ impl GpuReservoirComputer {
     /// The readout's outputs for `inputs` run from the current state, time-major `[steps, outputs]`.
     pub fn predict(&mut self, inputs: &[f32]) -> Result<Vec<f32>> {
         const OP: &str = "GpuReservoirComputer::predict";
-        let outputs = self.fitted(OP)?.outputs;
+        let readout = self.fitted(OP)?.clone();
         let steps = self.check_inputs(OP, inputs)?;
-        let f = self.config.features();
-        let mut out = Vec::with_capacity(steps * outputs);
+        let (d, n, o) = (self.config.input_size, self.config.size, readout.outputs);
+        let mut out = Vec::with_capacity(steps * o);
+        let state_part = |rows: usize| state_part_gemm(rows, o, n, d, 1);
         if self.device.is_some() {
-            let w_out = self.device.as_mut().and_then(|dev| dev.w_out.take()).ok_or_else(|| unfitted(OP))?;
-            let result = self.run_gpu(inputs, |g, z, _, rows| {
-                let mut y = g.stream().alloc_zeros::<f32>(rows * outputs)?;
-                let gm = Gemm::new(rows, outputs, f).transposed(false, true);
-                g.gemm(&gm, &z.slice(..rows * f), &w_out.as_view(), &mut y.as_view_mut())?;
-                out.extend(g.download(&y)?);
+            let w_out = self.gpu()?.upload(&readout.w_out)?;
+            self.run_gpu(inputs, |g, s, first, rows| {
+                let mut y = g.stream().alloc_zeros::<f32>(rows * o)?;
+                g.gemm(&state_part(rows), &s.slice(..rows * n), &w_out.slice(1 + d..), &mut y.as_view_mut())?;
+                let mut y = g.download(&y)?;
+                add_input_part(&readout, d, &inputs[first * d..(first + rows) * d], &mut y);
+                out.extend(y);
                 Ok(())
-            });
-            if let Some(dev) = &mut self.device {
-                dev.w_out = Some(w_out);
-            }
-            result?;
+            })?;
         } else {
             let rt = self.runtime.clone();
-            let w_out = self.fitted(OP)?.w_out.clone();
-            self.run_cpu(inputs, |z, _, rows| {
-                let mut y = vec![0.0f32; rows * outputs];
-                rt.gemm(&Gemm::new(rows, outputs, f).transposed(false, true), z, &w_out, &mut y)?;
+            self.run_cpu(inputs, |s, first, rows| {
+                let mut y = vec![0.0f32; rows * o];
+                rt.gemm(&state_part(rows), s, &readout.w_out[1 + d..], &mut y)?;
+                add_input_part(&readout, d, &inputs[first * d..(first + rows) * d], &mut y);
                 out.extend(y);
                 Ok(())
             })?;
@@ -420,26 +388,30 @@ impl GpuReservoirComputer {
             self.runtime.context()?.bind_to_thread()?;
             let (kernels, stream) = (g.kernels(), g.stream());
             let w_out = dev.w_out.as_ref().ok_or_else(|| unfitted(OP))?;
+            // Features [1; u; x] of this step and the next, swapped every step.
             let mut z = stream.alloc_zeros::<f32>(f)?;
+            let mut next = stream.clone_htod(&vec![1.0f32; f])?;
             stream.memcpy_htod(&head, &mut z.slice_mut(..1 + d))?;
             stream.memcpy_dtod(&dev.x, &mut z.slice_mut(1 + d..))?;
             let mut out = stream.alloc_zeros::<f32>(steps * d)?;
             for t in 0..steps {
                 let mut y = out.slice_mut(t * d..(t + 1) * d);
                 gemv::gemv(kernels, stream, Gemv::dense(d, f), &w_out.as_view(), &z.as_view(), &mut y)?;
-                stream.memcpy_dtod(&y, &mut z.slice_mut(1..1 + d))?;
-                neuromorphic::reservoir_step(
+                stream.memcpy_dtod(&y, &mut next.slice_mut(1..1 + d))?;
+                let (head_next, mut x_next) = next.split_at_mut(1 + d);
+                neuromorphic::reservoir_update(
                     kernels,
                     stream,
                     &dev.w_in.as_view(),
                     &dev.w.view(),
-                    &z.slice(..1 + d),
-                    &mut dev.x.as_view_mut(),
-                    &mut dev.drive.as_view_mut(),
+                    &head_next.as_view(),
+                    &z.slice(1 + d..),
+                    &mut x_next,
                     leak,
                 )?;
-                stream.memcpy_dtod(&dev.x, &mut z.slice_mut(1 + d..))?;
+                std::mem::swap(&mut z, &mut next);
             }
+            stream.memcpy_dtod(&z.slice(1 + d..), &mut dev.x)?;
             g.download(&out)?
         } else {
             let rt = self.runtime.clone();
@@ -449,11 +421,11 @@ impl GpuReservoirComputer {
             for _ in 0..steps {
                 let y = rt.gemv(Gemv::dense(d, f), &readout.w_out, &z, &[])?;
                 z[1..1 + d].copy_from_slice(&y);
-                rt.reservoir_step(
+                self.state = rt.reservoir_update(
                     &self.weights.w_in,
                     self.weights.w.as_reservoir(),
                     &z[..1 + d],
-                    &mut self.state,
+                    &self.state,
                     leak,
                 )?;
                 z[1 + d..].copy_from_slice(&self.state);
@@ -485,14 +457,14 @@ impl GpuReservoirComputer {
         Ok(inputs.len() / d)
     }
 
-    /// Runs `inputs` on the GPU chunk by chunk; `sink(g, z, first, rows)` gets each chunk's
-    /// features `z` (`rows` rows `[1; u; x]` of `features()` values, from step `first`).
+    /// Runs `inputs` on the GPU chunk by chunk, one fused launch per step; `sink(g, s, first, rows)`
+    /// gets each chunk's states `s` (`rows` rows of `size`, from step `first`).
     fn run_gpu(
         &mut self,
         inputs: &[f32],
         mut sink: impl FnMut(&GpuOps, &CudaSlice<f32>, usize, usize) -> Result<()>,
     ) -> Result<()> {
-        let (d, f, leak) = (self.config.input_size, self.config.features(), self.config.leak_rate);
+        let (d, n, leak) = (self.config.input_size, self.config.size, self.config.leak_rate);
         let runtime = self.runtime.clone();
         let g = runtime.gpu()?;
         runtime.context()?.bind_to_thread()?;
@@ -502,7 +474,7 @@ impl GpuReservoirComputer {
         })?;
         let (kernels, stream) = (g.kernels(), g.stream());
         let rows_max = CHUNK.min(inputs.len() / d);
-        let mut z = stream.alloc_zeros::<f32>(rows_max * f)?;
+        let mut s = stream.alloc_zeros::<f32>(rows_max * n)?;
         let mut heads = stream.alloc_zeros::<f32>(rows_max * (1 + d))?;
         let mut host = vec![1.0f32; rows_max * (1 + d)];
         for (c, chunk) in inputs.chunks(CHUNK * d).enumerate() {
@@ -513,48 +485,40 @@ impl GpuReservoirComputer {
             stream.memcpy_htod(&host[..rows * (1 + d)], &mut heads.slice_mut(..rows * (1 + d)))?;
             for r in 0..rows {
                 let head = heads.slice(r * (1 + d)..(r + 1) * (1 + d));
-                neuromorphic::reservoir_step(
-                    kernels,
-                    stream,
-                    &dev.w_in.as_view(),
-                    &dev.w.view(),
-                    &head,
-                    &mut dev.x.as_view_mut(),
-                    &mut dev.drive.as_view_mut(),
-                    leak,
-                )?;
-                stream.memcpy_dtod(&head, &mut z.slice_mut(r * f..r * f + 1 + d))?;
-                stream.memcpy_dtod(&dev.x, &mut z.slice_mut(r * f + 1 + d..(r + 1) * f))?;
+                // State r from state r - 1: the previous row, or the carried state at a chunk's start.
+                let (done, mut rest) = s.split_at_mut(r * n);
+                let mut out = rest.slice_mut(..n);
+                let prev = if r == 0 { dev.x.as_view() } else { done.slice((r - 1) * n..) };
+                let (w_in, w) = (dev.w_in.as_view(), dev.w.view());
+                neuromorphic::reservoir_update(kernels, stream, &w_in, &w, &head, &prev, &mut out, leak)?;
             }
-            sink(g, &z, c * CHUNK, rows)?;
+            stream.memcpy_dtod(&s.slice((rows - 1) * n..rows * n), &mut dev.x)?;
+            sink(g, &s, c * CHUNK, rows)?;
         }
         self.last_input.copy_from_slice(&inputs[inputs.len() - d..]);
         Ok(())
     }
 
-    /// [`run_gpu`](Self::run_gpu) on the CPU fallback: `sink(z, first, rows)` with `z` exactly
-    /// `rows` feature rows.
+    /// [`run_gpu`](Self::run_gpu) on the CPU fallback: `sink(s, first, rows)` with `s` exactly
+    /// `rows` states.
     fn run_cpu(
         &mut self,
         inputs: &[f32],
         mut sink: impl FnMut(&[f32], usize, usize) -> Result<()>,
     ) -> Result<()> {
-        let (d, f, leak) = (self.config.input_size, self.config.features(), self.config.leak_rate);
-        let mut z = vec![1.0f32; CHUNK.min(inputs.len() / d) * f];
+        let (d, n, leak) = (self.config.input_size, self.config.size, self.config.leak_rate);
+        let mut s = vec![0.0f32; CHUNK.min(inputs.len() / d) * n];
+        let mut head = vec![1.0f32; 1 + d];
         for (c, chunk) in inputs.chunks(CHUNK * d).enumerate() {
             let rows = chunk.len() / d;
-            for (row, u) in z.chunks_exact_mut(f).zip(chunk.chunks_exact(d)) {
-                row[1..1 + d].copy_from_slice(u);
-                self.runtime.reservoir_step(
-                    &self.weights.w_in,
-                    self.weights.w.as_reservoir(),
-                    &row[..1 + d],
-                    &mut self.state,
-                    leak,
-                )?;
-                row[1 + d..].copy_from_slice(&self.state);
+            for (x, u) in s.chunks_exact_mut(n).zip(chunk.chunks_exact(d)) {
+                head[1..].copy_from_slice(u);
+                let w = self.weights.w.as_reservoir();
+                self.state =
+                    self.runtime.reservoir_update(&self.weights.w_in, w, &head, &self.state, leak)?;
+                x.copy_from_slice(&self.state);
             }
-            sink(&z[..rows * f], c * CHUNK, rows)?;
+            sink(&s[..rows * n], c * CHUNK, rows)?;
         }
         self.last_input.copy_from_slice(&inputs[inputs.len() - d..]);
         Ok(())
@@ -564,6 +528,27 @@ impl GpuReservoirComputer {
 /// The error for a prediction before [`GpuReservoirComputer::fit`].
 fn unfitted(op: &'static str) -> Error {
     bad_input(op, "a fitted readout (call fit first)".into(), "none".into())
+}
+
+/// The outputs per step of `targets` for `steps` steps, or an error when they are not whole
+/// steps, not finite, or all within the warmup.
+fn check_targets(op: &'static str, targets: &[f32], steps: usize, warmup: usize) -> Result<usize> {
+    if targets.is_empty() || targets.len() % steps != 0 {
+        return Err(bad_input(
+            op,
+            format!("targets of steps x outputs for {steps} steps"),
+            format!("{} values", targets.len()),
+        ));
+    }
+    if warmup >= steps {
+        return Err(bad_input(
+            op,
+            format!("more steps than the warmup ({warmup})"),
+            format!("{steps} steps"),
+        ));
+    }
+    check_finite(op, "targets", targets)?;
+    Ok(targets.len() / steps)
 }
 
 /// An error naming `what` when `values` holds a NaN or an infinity.
