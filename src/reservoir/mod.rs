@@ -4,7 +4,8 @@
 //! A [`GpuReservoirComputer`] holds a random recurrent matrix `W` (`[n, n]`, dense or CSR by
 //! [`ReservoirConfig::connection_prob`], scaled to the configured spectral radius by power
 //! iteration) and input weights `W_in` (`[n, 1 + d]`, column 0 the bias). Each step
-//! `x = (1 - leak) x + leak * tanh(W_in [1; u] + W x)` is the runtime's fused reservoir step. The
+//! `x = (1 - leak) x + leak * tanh(W_in [1; u] + W x)` is one launch of the runtime's fused
+//! reservoir update, writing the state into a chunk of state rows on the device. The
 //! readout `y = W_out [1; u; x]` is fitted by ridge regression: `G = Σ z zᵀ` and `B = Σ z yᵀ` are
 //! accumulated by f64 GEMMs over chunks of the sequence on the device (memory independent of its
 //! length; the f32 states are widened exactly, since a small ridge needs sums beyond f32), then `(G + ridge I) W_out = B` is solved by a Cholesky factorisation in f64 on the host
