@@ -22,7 +22,6 @@ def main():
     parser.add_argument("--units", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--steps", type=int, default=50000)
     args = parser.parse_args()
-    rpy.verbosity(0)
     series = mackey_glass(args.steps + 1, tau=17)
     x, y = series[:-1], series[1:]
     for units in args.units:
