@@ -35,7 +35,7 @@ fn mg84_config() -> ReservoirConfig {
         input_size: 1,
         spectral_radius: env_f("SR", 0.95) as f32,
         connection_prob: env_f("P", 0.05) as f32,
-        leak_rate: env_f("LEAK", 0.8) as f32,
+        leak_rate: env_f("LEAK", 0.7) as f32,
         input_scaling: env_f("IN", 1.0) as f32,
         input_connectivity: 1.0,
         bias: env_f("BIAS", 0.2) as f32,
