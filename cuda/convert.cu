@@ -1,4 +1,4 @@
-// Precision conversions (round to nearest even): f32 <-> f16, f32 <-> bf16.
+// Precision conversions (round to nearest even): f32 <-> f16, f32 <-> bf16; f32 -> f64 (exact).
 // Launch: ELEMENTWISE CONTRACT (1-D grid-stride, any grid/block; recommended block 256, grid
 // ceil(n / 1024)). 16-byte f32 side / 8-byte half side vectors when both pointers allow it.
 #include "common.cuh"
@@ -53,4 +53,8 @@ PRISM_KERNEL void prism_f32_to_bf16(const float *x, __nv_bfloat16 *y, unsigned l
 // y = (f32) x (exact)
 PRISM_KERNEL void prism_bf16_to_f32(const __nv_bfloat16 *x, float *y, unsigned long long n) {
     up(x, y, n, [] __device__(__nv_bfloat16 v) { return __bfloat162float(v); });
+}
+// y = (f64) x (exact)
+PRISM_KERNEL void prism_f32_to_f64(const float *x, double *y, unsigned long long n) {
+    for (unsigned long long t = prism_global_thread(); t < n; t += prism_grid_threads()) y[t] = (double)x[t];
 }

@@ -40,6 +40,35 @@ PRISM_KERNEL void matvec_reservoir_csr_kernel(const int *row_ptr, const int *col
     if (lane == 0) out[row] = acc;
 }
 
+// One echo-state step out of place, fused: out[i] = (1 - leak) * x[i] + leak * tanh(sum_j w[i, j] x[j] +
+// sum_k w_in[i, k] u[k]), w dense row-major [n, n], w_in [n, n_in]. Launch: as matvec_input_kernel with n
+// rows. out must not overlap x.
+PRISM_KERNEL void reservoir_update_kernel(const float *w, const float *w_in, const float *u, const float *x,
+                                          float *out, int n, int n_in, float leak) {
+    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (row >= n) return;
+    const bool vec = prism_aligned16(w) && prism_aligned16(x) && (n % 4 == 0);
+    const bool vec_in = prism_aligned16(w_in) && prism_aligned16(u) && (n_in % 4 == 0);
+    const float d = warp_dot(w + (size_t)row * n, x, n, vec);
+    const float e = warp_dot(w_in + (size_t)row * n_in, u, n_in, vec_in);
+    if ((threadIdx.x & 31) == 0) out[row] = fmaf(1.0f - leak, x[row], leak * tanhf(d + e));
+}
+
+// reservoir_update_kernel with w in CSR (n rows, int indices, columns below n). Launch and aliasing as there.
+PRISM_KERNEL void reservoir_update_csr_kernel(const int *row_ptr, const int *col_idx, const float *values,
+                                              const float *w_in, const float *u, const float *x, float *out,
+                                              int n, int n_in, float leak) {
+    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (row >= n) return;
+    const int lane = threadIdx.x & 31;
+    const int b = row_ptr[row], e = row_ptr[row + 1];
+    float acc = 0.0f;
+    for (int k = b + lane; k < e; k += 32) acc = fmaf(values[k], __ldg(x + col_idx[k]), acc);
+    acc = warp_reduce(acc, SumOp{});
+    const float in = warp_dot(w_in + (size_t)row * n_in, u, n_in, false);
+    if (lane == 0) out[row] = fmaf(1.0f - leak, x[row], leak * tanhf(acc + in));
+}
+
 // x[i] = (1 - leak) * x[i] + leak * tanh(drive[i]). Launch: 1-D grid-stride, any grid/block (recommended
 // block 256, grid ceil(n / 4096)). drive may alias x.
 PRISM_KERNEL void leaky_integration_kernel(float *x, const float *drive, float leak, unsigned long long n) {

@@ -13,6 +13,7 @@
 //! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
 //! | neural networks | [`nn`] | tensors, dense layers, fused losses and optimisers, training, IDX data |
+//! | reservoir computing | [`reservoir`] | echo state networks on the runtime: run, ridge readout, free run |
 //! | benchmarks | [`mod@bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
 //! | self-test | [`selftest`] | every operation on GPU and CPU against f64 references |
 //!
@@ -67,6 +68,7 @@ pub mod nn;
 #[cfg(not(feature = "legacy-gpu"))]
 pub mod nvrtc;
 mod probe;
+pub mod reservoir;
 pub mod runtime;
 pub mod selftest;
 pub mod sys;

@@ -449,6 +449,21 @@ fn neuromorphic_poisoned_and_against_the_cpu() {
             cpu_rt.reservoir_step(&w_in, host_w, &u, &mut xc, 0.3).unwrap();
         }
         close(&down(g, &xd), &f64s(&xc), 1e-5, &format!("20 reservoir steps {name}"));
+        // The fused out-of-place update, 20 steps between two poisoned buffers, the second at an
+        // odd offset (no 16-byte vectors there), against the same 20 CPU steps.
+        let (mut a, mut b) = (up(g, &x0), poison(g, n + 1));
+        for step in 0..20 {
+            let (w_v, u_v) = (w_ind.as_view(), ud.as_view());
+            if step % 2 == 0 {
+                let mut to = b.slice_mut(1..);
+                neuromorphic::reservoir_update(k, s, &w_v, &dw, &u_v, &a.as_view(), &mut to, 0.3).unwrap();
+            } else {
+                let from = b.slice(1..);
+                neuromorphic::reservoir_update(k, s, &w_v, &dw, &u_v, &from, &mut a.as_view_mut(), 0.3)
+                    .unwrap();
+            }
+        }
+        close(&down(g, &a), &f64s(&xc), 1e-5, &format!("20 fused reservoir updates {name}"));
         let on_gpu = g.spectral_radius(&dw, n, 100, seed).unwrap();
         let on_cpu = cpu_rt.spectral_radius(host_w, n, 100, seed).unwrap();
         assert!(

@@ -39,7 +39,13 @@ pub static FAMILIES: &[Family] = &[
     },
     Family {
         name: "convert",
-        entries: &["prism_f32_to_f16", "prism_f16_to_f32", "prism_f32_to_bf16", "prism_bf16_to_f32"],
+        entries: &[
+            "prism_f32_to_f16",
+            "prism_f16_to_f32",
+            "prism_f32_to_bf16",
+            "prism_bf16_to_f32",
+            "prism_f32_to_f64",
+        ],
     },
     Family {
         name: "elementwise",
@@ -166,6 +172,8 @@ pub static FAMILIES: &[Family] = &[
             "matvec_input_kernel",
             "matvec_reservoir_kernel",
             "matvec_reservoir_csr_kernel",
+            "reservoir_update_kernel",
+            "reservoir_update_csr_kernel",
             "leaky_integration_kernel",
             "spike_encode_kernel",
             "pattern_correlation_kernel",

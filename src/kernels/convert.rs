@@ -1,4 +1,5 @@
-//! Typed launchers for `cuda/convert.cu`: f32 to and from f16 / bf16, rounding to nearest even.
+//! Typed launchers for `cuda/convert.cu`: f32 to and from f16 / bf16, rounding to nearest even;
+//! f32 to f64 (exact, for accumulating f32 data in f64).
 
 use std::sync::Arc;
 
@@ -72,4 +73,14 @@ pub fn bf16_to_f32(
     out: &mut CudaViewMut<f32>,
 ) -> Result<()> {
     convert(kernels, stream, "prism_bf16_to_f32", x, out)
+}
+
+/// `out = x as f64` (exact).
+pub fn f32_to_f64(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    x: &CudaView<f32>,
+    out: &mut CudaViewMut<f64>,
+) -> Result<()> {
+    convert(kernels, stream, "prism_f32_to_f64", x, out)
 }

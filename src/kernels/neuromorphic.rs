@@ -253,6 +253,70 @@ fn reservoir_launch(
     Ok(())
 }
 
+/// One echo-state step out of place in one launch: `out = (1 - leak) * x + leak * tanh(W_in u + W x)`,
+/// `w_in` row-major `[n, u.len()]`, `w` `[n, n]` dense or CSR, `x` and `out` of `n = x.len()`.
+#[allow(clippy::too_many_arguments)] // the step's operands
+pub fn reservoir_update(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    w_in: &CudaView<f32>,
+    w: &DeviceReservoir,
+    u: &CudaView<f32>,
+    x: &CudaView<f32>,
+    out: &mut CudaViewMut<f32>,
+    leak: f32,
+) -> Result<()> {
+    const OP: &str = "reservoir_update";
+    let n = shape::same_len(OP, &[("x", x.len()), ("out", out.len())])?;
+    shape::matrix(OP, "w_in", w_in.len(), n, u.len())?;
+    w.check(OP, n)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let (ni, n_in) = (args::int(OP, "n", n)?, args::int(OP, "n_inputs", u.len())?);
+    match w {
+        DeviceReservoir::Dense(w) => {
+            let function = kernels.function("reservoir_update_kernel")?;
+            // SAFETY: w holds n * n elements, w_in n * n_in, u n_in, x and out n (checked); out is
+            // a mutable view, so it cannot overlap the shared view x.
+            unsafe {
+                stream
+                    .launch_builder(&function)
+                    .arg(w)
+                    .arg(w_in)
+                    .arg(u)
+                    .arg(x)
+                    .arg(out)
+                    .arg(&ni)
+                    .arg(&n_in)
+                    .arg(&leak)
+                    .launch(warp_per_row(n))
+            }?;
+        }
+        DeviceReservoir::Csr(csr) => {
+            let function = kernels.function("reservoir_update_csr_kernel")?;
+            // SAFETY: the CSR arrays were checked on upload (offsets within the entries, columns
+            // below n); w_in holds n * n_in, u n_in, x and out n (checked); out cannot overlap x.
+            unsafe {
+                stream
+                    .launch_builder(&function)
+                    .arg(&csr.row_ptr)
+                    .arg(&csr.col_idx)
+                    .arg(&csr.values)
+                    .arg(w_in)
+                    .arg(u)
+                    .arg(x)
+                    .arg(out)
+                    .arg(&ni)
+                    .arg(&n_in)
+                    .arg(&leak)
+                    .launch(warp_per_row(n))
+            }?;
+        }
+    }
+    Ok(())
+}
+
 /// `x = (1 - leak) * x + leak * tanh(drive)` in place; both of one length.
 pub fn leaky_integration(
     kernels: &Kernels,

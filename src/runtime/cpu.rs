@@ -107,6 +107,11 @@ pub fn bf16_to_f32(x: &[bf16]) -> Vec<f32> {
     x.par_iter().map(|&v| v.to_f32()).collect()
 }
 
+/// `f32 -> f64` (exact).
+pub fn f32_to_f64(x: &[f32]) -> Vec<f64> {
+    x.par_iter().map(|&v| f64::from(v)).collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 // activations
 
@@ -876,6 +881,12 @@ pub fn spectral_radius_csr(
 /// One echo-state step in place: `x = (1 - leak) * x + leak * tanh(W_in u + W x)`, `w_in`
 /// `[n, u.len()]`, `w` `[n, n]` dense or CSR, `n = x.len()`. Assumes the shapes were checked.
 pub fn reservoir_step(w_in: &[f32], w: Reservoir<'_>, u: &[f32], x: &mut [f32], leak: f32) {
+    let next = reservoir_update(w_in, w, u, x, leak);
+    x.copy_from_slice(&next);
+}
+
+/// [`reservoir_step`] out of place: the next state of `x`.
+pub fn reservoir_update(w_in: &[f32], w: Reservoir<'_>, u: &[f32], x: &[f32], leak: f32) -> Vec<f32> {
     let n = x.len();
     let recurrent = match w {
         Reservoir::Dense(d) => matvec_reservoir(d, x, n),
@@ -883,7 +894,9 @@ pub fn reservoir_step(w_in: &[f32], w: Reservoir<'_>, u: &[f32], x: &mut [f32], 
     };
     let mut drive = matvec_input(w_in, u, n, u.len());
     binary_inplace(Binary::Add, &mut drive, &recurrent);
-    leaky_integration(x, &drive, leak);
+    let mut next = x.to_vec();
+    leaky_integration(&mut next, &drive, leak);
+    next
 }
 
 #[cfg(test)]

@@ -182,6 +182,13 @@ impl GpuOps {
         Ok(out)
     }
 
+    /// `x` as f64 (exact) in a new buffer.
+    pub fn f32_to_f64(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<f64>> {
+        let mut out = self.output(x.len())?;
+        convert::f32_to_f64(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
+        Ok(out)
+    }
+
     // -----------------------------------------------------------------------------------------
     // activations
 
@@ -615,6 +622,30 @@ impl GpuOps {
     /// (waits for the result).
     pub fn spectral_radius(&self, w: &DeviceReservoir<'_>, n: usize, iters: usize, seed: u64) -> Result<f32> {
         neuromorphic::spectral_radius(&self.kernels, &self.stream, w, n, iters, seed)
+    }
+
+    /// One echo-state step out of place in one launch: `out = (1 - leak) * x + leak * tanh(W_in u + W x)`.
+    pub fn reservoir_update(
+        &self,
+        w_in: &CudaSlice<f32>,
+        w: &DeviceReservoir<'_>,
+        u: &CudaSlice<f32>,
+        x: &CudaSlice<f32>,
+        leak: f32,
+    ) -> Result<CudaSlice<f32>> {
+        w.check("reservoir_update", x.len())?;
+        let mut out = self.output(x.len())?;
+        neuromorphic::reservoir_update(
+            &self.kernels,
+            &self.stream,
+            &w_in.as_view(),
+            w,
+            &u.as_view(),
+            &x.as_view(),
+            &mut out.as_view_mut(),
+            leak,
+        )?;
+        Ok(out)
     }
 
     /// One echo-state step in place: `x = (1 - leak) * x + leak * tanh(W_in u + W x)`.

@@ -174,7 +174,7 @@ pub fn matvec_ref(w: &[f32], x: &[f32], rows: usize, cols: usize) -> (Vec<f64>, 
 // ---------------------------------------------------------------------------------------------
 // the checks
 
-/// Conversions: round to nearest even, bit for bit as the `half` crate, ties included.
+/// Conversions: round to nearest even, bit for bit as the `half` crate, ties included; f32 -> f64 exact.
 pub fn conversions(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, n: usize) {
     let mut x = rng.vec(n, -70_000.0, 70_000.0);
     x.extend([1.0 + 2f32.powi(-11), 1.0 + 2f32.powi(-8), 65_520.0, -0.0, f32::INFINITY]);
@@ -187,6 +187,10 @@ pub fn conversions(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, n: usize) {
     assert_eq!(h[n].to_f32(), 1.0, "ties to even");
     assert_eq!(b[n + 1].to_f32(), 1.0, "ties to even");
     assert!(h[n + 2].to_f32().is_infinite(), "f16 overflow");
+    let wide = rt.f32_to_f64(&x).unwrap();
+    for (&v, &w) in x.iter().zip(&wide) {
+        assert_eq!(w.to_bits(), f64::from(v).to_bits(), "f64 of {v}");
+    }
     let hf = rt.f16_to_f32(&h).unwrap();
     let bf = rt.bf16_to_f32(&b).unwrap();
     for i in 0..x.len() {
@@ -533,6 +537,8 @@ pub fn neuromorphic(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, n: usize, n
             .map(|i| (1.0 - f64::from(leak)) * f64::from(x[i]) + f64::from(leak) * (a[i] + b[i]).tanh())
             .collect();
         close(&s, &want, 1e-5, &format!("reservoir_step {name}"));
+        let next = rt.reservoir_update(&w_in, wr, &u, &x, leak).unwrap();
+        close(&next, &want, 1e-5, &format!("reservoir_update {name}"));
     }
 
     // spikes: the documented generator, and rates near the expected count
