@@ -338,9 +338,22 @@ macro_rules! caller {
                 }
             }
 
-            fn upload<T: Element + DeviceRepr>(&self, x: &[f32]) -> Res<CudaSlice<T>> {
-                let x: Vec<T> = x.iter().map(|&v| T::from_f32(v)).collect();
-                self.stream.clone_htod(&x).map_err(err)
+            /// A and B rounded to `T` on the device, and C uninitialised (every call has beta 0).
+            #[allow(clippy::type_complexity)] // the three operands
+            fn operands<T: Element + DeviceRepr>(
+                &self,
+                case: &Case,
+                a: &[f32],
+                b: &[f32],
+            ) -> Res<(CudaSlice<T>, CudaSlice<T>, CudaSlice<T>)> {
+                let upload = |x: &[f32]| {
+                    let x: Vec<T> = x.iter().map(|&v| T::from_f32(v)).collect();
+                    self.stream.clone_htod(&x).map_err(err)
+                };
+                let len = case.batch * case.m * case.n;
+                // SAFETY: with beta == 0 every call writes all of C before anything reads it.
+                let c = unsafe { self.stream.alloc(len) }.map_err(err)?;
+                Ok((upload(a)?, upload(b)?, c))
             }
 
             fn result<T: Element + DeviceRepr>(
@@ -367,10 +380,7 @@ macro_rules! caller {
             where
                 CudaBlas: Gemm<T>,
             {
-                let (da, db) = (self.upload::<T>(a)?, self.upload::<T>(b)?);
-                let len = case.batch * case.m * case.n;
-                // SAFETY: with beta == 0 every call writes all of C before anything reads it.
-                let mut dc: CudaSlice<T> = unsafe { self.stream.alloc(len) }.map_err(err)?;
+                let (da, db, mut dc) = self.operands::<T>(case, a, b)?;
                 let cfg = config(case, T::from_f32(1.0), T::from_f32(0.0));
                 let ms = self.median_ms(settings, inner, || {
                     // SAFETY: B holds k x n (or n x k) elements (stride 0), A and C batch x m x k and
@@ -390,10 +400,7 @@ macro_rules! caller {
                 inner: usize,
                 check: bool,
             ) -> Res<(f64, Option<Vec<f64>>)> {
-                let (da, db) = (self.upload::<f32>(a)?, self.upload::<f32>(b)?);
-                let len = case.batch * case.m * case.n;
-                // SAFETY: with beta == 0 every call writes all of C before anything reads it.
-                let mut dc: CudaSlice<f32> = unsafe { self.stream.alloc(len) }.map_err(err)?;
+                let (da, db, mut dc) = self.operands::<f32>(case, a, b)?;
                 let cfg = config(case, 1.0f32, 0.0f32);
                 let g = cfg.gemm;
                 let f32t = cudaDataType::CUDA_R_32F;

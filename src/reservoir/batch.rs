@@ -4,11 +4,10 @@
 
 use std::sync::Arc;
 
-use super::sums::{add_input_part, state_part_gemm, Sums};
+use super::sums::{add_input_part, state_part_gemm, DeviceSums, Sums};
 use super::{bad_input, check_targets, ridge, weights::Recurrent, GpuReservoirComputer, Readout, CHUNK};
 use crate::driver::CudaSlice;
 use crate::error::Result;
-use crate::kernels::convert;
 use crate::kernels::gemm::Gemm;
 use crate::kernels::gemv::{self, Gemv};
 use crate::kernels::{neuromorphic, shape};
@@ -125,32 +124,14 @@ impl ReservoirBatch {
         let warmup = self.members.iter().map(|m| m.config.warmup).max().unwrap_or(0);
         let o = check_targets(OP, targets, steps, warmup)?;
         let (b, n, d) = (self.members.len(), self.members[0].config.size, self.members[0].config.input_size);
-        let bn = b * n;
+        shape::elements(OP, "Gram matrices", &[b, n, n])?;
         let stream = self.members[0].gpu()?.stream().clone();
         let mut sums = Sums::new(d, n, o, b);
-        let mut g_xx = stream.alloc_zeros::<f64>(shape::elements(OP, "Gram matrices", &[b, n, n])?)?;
-        let mut g_ux = stream.alloc_zeros::<f64>(sums.ux.len())?;
-        let mut g_xy = stream.alloc_zeros::<f64>(bn * o)?;
-        let mut s64 = stream.alloc_zeros::<f64>(CHUNK.min(steps) * bn)?;
+        let mut device = DeviceSums::new(&stream, &sums, CHUNK.min(steps))?;
         self.run_gpu(inputs, |g, s, first, rows| {
-            let Some((k, heads, y)) = sums.heads(inputs, targets, first, rows, warmup) else {
-                return Ok(());
-            };
-            let skip = rows - k;
-            convert::f32_to_f64(
-                g.kernels(),
-                g.stream(),
-                &s.slice(skip * bn..rows * bn),
-                &mut s64.slice_mut(..k * bn),
-            )?;
-            let (sv, hd, yd) = (s64.slice(..k * bn), g.upload(&heads)?, g.upload(&y)?);
-            let [xx, ux, xy] = sums.gemms(k);
-            g.gemm_f64(&xx, &sv, &sv, &mut g_xx.as_view_mut())?;
-            g.gemm_f64(&ux, &hd.as_view(), &sv, &mut g_ux.as_view_mut())?;
-            g.gemm_f64(&xy, &sv, &yd.as_view(), &mut g_xy.as_view_mut())
+            device.add(g, &mut sums, s, inputs, targets, first, rows, warmup)
         })?;
-        (sums.xx, sums.ux, sums.xy) =
-            (stream.clone_dtoh(&g_xx)?, stream.clone_dtoh(&g_ux)?, stream.clone_dtoh(&g_xy)?);
+        device.download(&stream, &mut sums)?;
         for (i, m) in self.members.iter_mut().enumerate() {
             let (gram, cross) = sums.assemble(i);
             let solution = ridge::solve(&gram, &cross, m.config.features(), o, m.config.ridge)?;

@@ -41,11 +41,10 @@ pub use weights::Recurrent;
 
 use crate::driver::{CudaDevice, CudaSlice};
 use crate::error::{Error, Result};
-use crate::kernels::convert;
 use crate::kernels::gemv::{self, Gemv};
 use crate::kernels::neuromorphic::{self, DeviceCsr, DeviceReservoir};
 use crate::runtime::{GpuOps, ProductionGpuRuntime};
-use sums::{add_input_part, state_part_gemm, Sums};
+use sums::{add_input_part, state_part_gemm, DeviceSums, Sums};
 use weights::Weights;
 
 /// Steps per chunk of a sequence: the states of one chunk are kept (on the device, or the host on
@@ -272,29 +271,11 @@ impl GpuReservoirComputer {
         let mut sums = Sums::new(d, n, outputs, 1);
         if self.device.is_some() {
             let stream = self.gpu()?.stream().clone();
-            let mut g_xx = stream.alloc_zeros::<f64>(n * n)?;
-            let mut g_ux = stream.alloc_zeros::<f64>(sums.ux.len())?;
-            let mut g_xy = stream.alloc_zeros::<f64>(n * outputs)?;
-            let mut s64 = stream.alloc_zeros::<f64>(CHUNK.min(steps) * n)?;
+            let mut device = DeviceSums::new(&stream, &sums, CHUNK.min(steps))?;
             self.run_gpu(inputs, |g, s, first, rows| {
-                let Some((k, heads, y)) = sums.heads(inputs, targets, first, rows, warmup) else {
-                    return Ok(());
-                };
-                let skip = rows - k;
-                convert::f32_to_f64(
-                    g.kernels(),
-                    g.stream(),
-                    &s.slice(skip * n..rows * n),
-                    &mut s64.slice_mut(..k * n),
-                )?;
-                let (sv, hd, yd) = (s64.slice(..k * n), g.upload(&heads)?, g.upload(&y)?);
-                let [xx, ux, xy] = sums.gemms(k);
-                g.gemm_f64(&xx, &sv, &sv, &mut g_xx.as_view_mut())?;
-                g.gemm_f64(&ux, &hd.as_view(), &sv, &mut g_ux.as_view_mut())?;
-                g.gemm_f64(&xy, &sv, &yd.as_view(), &mut g_xy.as_view_mut())
+                device.add(g, &mut sums, s, inputs, targets, first, rows, warmup)
             })?;
-            (sums.xx, sums.ux, sums.xy) =
-                (stream.clone_dtoh(&g_xx)?, stream.clone_dtoh(&g_ux)?, stream.clone_dtoh(&g_xy)?);
+            device.download(&stream, &mut sums)?;
         } else {
             let rt = self.runtime.clone();
             let (mut g_xx, mut g_ux, mut g_xy) = (sums.xx.clone(), sums.ux.clone(), sums.xy.clone());

@@ -3,8 +3,14 @@
 //! the host, they are tiny) and the state blocks (summed by f64 GEMMs on the states of each chunk,
 //! on the device or the CPU). Several reservoirs driven by the same inputs share the input blocks.
 
+use std::sync::Arc;
+
 use super::Readout;
+use crate::driver::{CudaSlice, CudaStream};
+use crate::error::Result;
+use crate::kernels::convert;
 use crate::kernels::gemm::{Gemm, GemmF64};
+use crate::runtime::GpuOps;
 
 /// The blocks of the sums of `b` reservoirs of `n` units, `h = 1 + d` input features and `o`
 /// outputs: `uu` `[h, h]`, `uy` `[h, o]`, `ux` `[h, b * n]`, `xx` `[b, n, n]`, `xy` `[b * n, o]`.
@@ -110,6 +116,69 @@ impl Sums {
             }
         }
         (gram, cross)
+    }
+}
+
+/// The state blocks of [`Sums`] on the device, accumulated in f64 chunk by chunk (so memory does not
+/// grow with the sequence), and the chunk's states widened to f64 for the products.
+pub struct DeviceSums {
+    xx: CudaSlice<f64>,
+    ux: CudaSlice<f64>,
+    xy: CudaSlice<f64>,
+    states: CudaSlice<f64>,
+    /// State columns a step: every member's `n`.
+    width: usize,
+}
+
+impl DeviceSums {
+    /// Zero sums shaped as `sums`, for chunks of at most `chunk_rows` steps.
+    pub fn new(stream: &Arc<CudaStream>, sums: &Sums, chunk_rows: usize) -> Result<Self> {
+        let width = sums.b * sums.n;
+        Ok(Self {
+            xx: stream.alloc_zeros(sums.xx.len())?,
+            ux: stream.alloc_zeros(sums.ux.len())?,
+            xy: stream.alloc_zeros(sums.xy.len())?,
+            states: stream.alloc_zeros(chunk_rows * width)?,
+            width,
+        })
+    }
+
+    /// Adds the chunk of `rows` states (`[rows, width]`, f32) that starts at step `first`, less
+    /// the warmup; the input blocks go to `sums` on the host.
+    #[allow(clippy::too_many_arguments)] // a chunk, its sequence and where it stands in it
+    pub fn add(
+        &mut self,
+        g: &GpuOps,
+        sums: &mut Sums,
+        states: &CudaSlice<f32>,
+        inputs: &[f32],
+        targets: &[f32],
+        first: usize,
+        rows: usize,
+        warmup: usize,
+    ) -> Result<()> {
+        let Some((k, heads, y)) = sums.heads(inputs, targets, first, rows, warmup) else {
+            return Ok(());
+        };
+        let (w, skip) = (self.width, rows - k);
+        convert::f32_to_f64(
+            g.kernels(),
+            g.stream(),
+            &states.slice(skip * w..rows * w),
+            &mut self.states.slice_mut(..k * w),
+        )?;
+        let (sv, hd, yd) = (self.states.slice(..k * w), g.upload(&heads)?, g.upload(&y)?);
+        let [xx, ux, xy] = sums.gemms(k);
+        g.gemm_f64(&xx, &sv, &sv, &mut self.xx.as_view_mut())?;
+        g.gemm_f64(&ux, &hd.as_view(), &sv, &mut self.ux.as_view_mut())?;
+        g.gemm_f64(&xy, &sv, &yd.as_view(), &mut self.xy.as_view_mut())
+    }
+
+    /// Copies the state blocks into `sums`.
+    pub fn download(&self, stream: &Arc<CudaStream>, sums: &mut Sums) -> Result<()> {
+        (sums.xx, sums.ux, sums.xy) =
+            (stream.clone_dtoh(&self.xx)?, stream.clone_dtoh(&self.ux)?, stream.clone_dtoh(&self.xy)?);
+        Ok(())
     }
 }
 
