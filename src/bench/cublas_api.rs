@@ -1,7 +1,7 @@
 //! The cudarc `cublas` API as callers use it, run twice in one process: on our kernels
 //! (`prism_gpu::cublas`) and on the real cuBLAS (`cudarc::cublas`, feature `bench-anchors`).
 //!
-//! Both sides are the *same caller code*: [`caller!`] expands one module body against each crate's
+//! Both sides are the *same caller code*: `caller!` expands one module body against each crate's
 //! `cublas` and `driver` paths. What is timed is what candle and similar crates issue: column-major
 //! `Cᵀ = Bᵀ·Aᵀ` for a row-major product (`gemm_strided_batched` through the safe `Gemm<T>` trait for
 //! f32, f64, f16 and bf16; `result::gemm_strided_batched_ex` with `CUBLAS_COMPUTE_32F_FAST_TF32` for
