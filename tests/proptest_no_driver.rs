@@ -41,7 +41,13 @@ const CASES: u32 = 400;
 #[test]
 fn every_driver_call_is_an_error() {
     stub_driver();
-    let ordinal = prop_oneof![0..4usize, Just(i32::MAX as usize), Just(i32::MAX as usize + 1), Just(usize::MAX), any::<usize>()];
+    let ordinal = prop_oneof![
+        0..4usize,
+        Just(i32::MAX as usize),
+        Just(i32::MAX as usize + 1),
+        Just(usize::MAX),
+        any::<usize>()
+    ];
     let s = (ordinal, any::<u32>(), any::<i32>(), any::<usize>());
     check("driver_without_driver", CASES, s, |(ordinal, flags, raw, value)| {
         is_err("CudaContext::new", CudaContext::new(ordinal))?;
@@ -57,7 +63,10 @@ fn every_driver_call_is_an_error() {
         is_err("result::ctx::set_limit", result::ctx::set_limit(sys::CUlimit::CU_LIMIT_STACK_SIZE, value))?;
         is_err("result::ctx::get_limit", result::ctx::get_limit(sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE))?;
         is_err("result::stream::create", result::stream::create(StreamKind::NonBlocking))?;
-        is_err("result::stream::create_with_priority", result::stream::create_with_priority(StreamKind::Default, raw))?;
+        is_err(
+            "result::stream::create_with_priority",
+            result::stream::create_with_priority(StreamKind::Default, raw),
+        )?;
         is_err("result::stream::get_priority_range", result::stream::get_priority_range())?;
         is_err("result::event::create", result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
         is_err("probe", prism_gpu::probe())?;
@@ -70,8 +79,12 @@ fn the_runtime_falls_back_and_refuses_device_work() {
     stub_driver();
     let s = (prop_oneof![0..4usize, any::<usize>()], "[a-z_]{0,24}");
     check("runtime_without_driver", CASES, s, |(ordinal, name)| {
-        is_err("ProductionGpuRuntime::with_device", ProductionGpuRuntime::with_device(ordinal).map(|r| r.describe()))?;
-        let rt = ProductionGpuRuntime::initialize().map_err(|e| TestCaseError::fail(format!("initialize: {e}")))?;
+        is_err(
+            "ProductionGpuRuntime::with_device",
+            ProductionGpuRuntime::with_device(ordinal).map(|r| r.describe()),
+        )?;
+        let rt = ProductionGpuRuntime::initialize()
+            .map_err(|e| TestCaseError::fail(format!("initialize: {e}")))?;
         prop_assert!(!rt.is_gpu(), "a GPU runtime without a driver");
         prop_assert!(rt.describe().starts_with("CPU fallback"), "{}", rt.describe());
         for r in [rt.gpu().map(|_| ()), rt.context().map(|_| ()), rt.get_kernel(&name).map(|_| ())] {
@@ -81,7 +94,10 @@ fn the_runtime_falls_back_and_refuses_device_work() {
             }
         }
         // And it still computes, on the CPU.
-        prop_assert_eq!(rt.add(&[1.5, -2.0], &[0.25, 0.5]).map_err(|e| TestCaseError::fail(e.to_string()))?, vec![1.75, -1.5]);
+        prop_assert_eq!(
+            rt.add(&[1.5, -2.0], &[0.25, 0.5]).map_err(|e| TestCaseError::fail(e.to_string()))?,
+            vec![1.75, -1.5]
+        );
         Ok(())
     });
 }

@@ -3,6 +3,8 @@
 //! with NaN/Inf, and comparisons against f64 references.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod ops;
+
 use std::fmt::Debug;
 use std::time::{SystemTime, UNIX_EPOCH};
 
