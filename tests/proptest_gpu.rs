@@ -142,7 +142,7 @@ fn exact_ops_match_the_cpu() {
                 prop_assert_eq!(ok("argmax", g.argmax(&a))?, ok("argmax", c.argmax(&a))?);
             }
             let m = &a[..(rows * cols).min(a.len()) / cols.max(1) * cols.max(1)];
-            let r = if cols == 0 { 0 } else { m.len() / cols };
+            let r = m.len().checked_div(cols).unwrap_or(0);
             both("transpose", &|rt| rt.transpose(m, r, cols))?;
             if cols > 0 {
                 both("row_max", &|rt| rt.row_max(m, r, cols))?;

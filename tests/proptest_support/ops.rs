@@ -593,7 +593,7 @@ pub fn gemv_transpose(rt: &ProductionGpuRuntime, cases: u32) {
         }
         // A as a packed [m, lda] matrix, transposed exactly.
         let packed = &a[..d.m * d.lda.min(a.len() / d.m.max(1))];
-        let cols = if d.m == 0 { 0 } else { packed.len() / d.m };
+        let cols = packed.len().checked_div(d.m).unwrap_or(0);
         let t = ok("transpose", rt.transpose(packed, d.m, cols))?;
         prop_assert_eq!(t.len(), packed.len());
         for i in 0..d.m {
@@ -1039,8 +1039,8 @@ pub fn bad_inputs(rt: &ProductionGpuRuntime, cases: u32) {
         let csr = Csr { row_ptr: &[0], col_idx: &[], values: &[] };
         shape_err("spectral_radius huge csr", rt.spectral_radius(Reservoir::Csr(csr), big, 3, 1))?;
         let g = Gemm::new(2, 2, 2).batched(3, big, 0, 4);
-        shape_err("gemm huge stride", rt.gemm(&g, &x, &x, &mut vec![0.0f32; 12]))?;
-        shape_err("gemm huge m", rt.gemm(&Gemm::new(big, 1, 1), &x, &x, &mut vec![0.0f32; 4]))?;
+        shape_err("gemm huge stride", rt.gemm(&g, &x, &x, &mut [0.0f32; 12]))?;
+        shape_err("gemm huge m", rt.gemm(&Gemm::new(big, 1, 1), &x, &x, &mut [0.0f32; 4]))?;
         // Empty inputs give empty results.
         prop_assert!(ok("relu of nothing", rt.relu(&[]))?.is_empty());
         prop_assert!(ok("softmax of nothing", rt.softmax_rows(&[], 0, c))?.is_empty());
