@@ -118,6 +118,48 @@ impl ProductionGpuRuntime {
         }
     }
 
+    /// Device-memory statistics (in use, reserved, peak, allocation retries, out-of-memory
+    /// failures), on a GPU. Our engine only (cudarc keeps no such account).
+    #[cfg(not(feature = "legacy-gpu"))]
+    pub fn memory_stats(&self) -> Result<crate::driver::MemoryStats> {
+        Ok(self.gpu_for("memory_stats")?.kernels().context().memory_stats()?)
+    }
+
+    /// After a kernel fault ([`Error::ContextFaulted`]): resets the device's primary context,
+    /// which destroys everything in it, and starts afresh (the kernels load again on first use).
+    /// Returns what it did, for the log; on a healthy runtime it does nothing and says so.
+    /// Buffers and other handles made before the reset become inert: their calls fail with
+    /// `CUDA_ERROR_CONTEXT_IS_DESTROYED` and dropping them frees nothing.
+    ///
+    /// Our engine only (it relies on contexts made before the reset turning inert).
+    ///
+    /// # Safety
+    /// No other thread may be inside a call on this device's primary context (through any
+    /// runtime or context object) while this runs; see [`CudaContext::reset_primary`].
+    #[cfg(not(feature = "legacy-gpu"))]
+    pub unsafe fn recover(&mut self) -> Result<String> {
+        let gpu = self.gpu_for("recover")?;
+        let Some(first) = gpu.fault() else {
+            return Ok(format!("{}: no fault to recover from", self.describe()));
+        };
+        let ctx = gpu.kernels().context().clone();
+        let ordinal = ctx.ordinal();
+        // Our handles go first (their frees fail quietly in the faulted context).
+        self.backend = Backend::Cpu { reason: format!("recovering device {ordinal}") };
+        // SAFETY: the caller guarantees no call is in flight on this primary context; handles made
+        // before become inert (reset_primary marks them stale).
+        unsafe { ctx.reset_primary() }?;
+        drop(ctx);
+        let fresh = Self::with_device(ordinal)?;
+        self.backend = fresh.backend;
+        let said = format!(
+            "prism-gpu: reset the primary context of device {ordinal} after a kernel fault ({}); kernels reload on first use",
+            crate::error::result_name(first)
+        );
+        eprintln!("{said}");
+        Ok(said)
+    }
+
     /// The context, on a GPU.
     pub fn context(&self) -> Result<&Arc<CudaContext>> {
         Ok(self.gpu_for("context")?.kernels().context())
