@@ -107,7 +107,11 @@ impl Drop for CudaContext {
 
 impl PartialEq for CudaContext {
     fn eq(&self, other: &Self) -> bool {
-        self.cu_device == other.cu_device && self.cu_ctx == other.cu_ctx && self.ordinal == other.ordinal
+        // A primary context reset in between makes the same handle a different context.
+        self.cu_device == other.cu_device
+            && self.cu_ctx == other.cu_ctx
+            && self.ordinal == other.ordinal
+            && self.generation == other.generation
     }
 }
 impl Eq for CudaContext {}
@@ -273,7 +277,10 @@ impl CudaContext {
     ///
     /// # Safety
     /// No other thread may be inside a call on a handle of this device's primary context while
-    /// the reset runs (a launch racing the reset could use memory the reset hands out again).
+    /// the reset runs (a launch racing the reset could use memory the reset hands out again), and
+    /// no buffer made before the reset may be passed to a stream made after it: the built-in
+    /// launchers and the runtime refuse such buffers (the contexts no longer compare equal), but
+    /// the driver API's copies and raw launches do not check which context a buffer is of.
     #[doc(alias = "cuDevicePrimaryCtxReset")]
     pub unsafe fn reset_primary(&self) -> Result<(), DriverError> {
         let resets = match primary_resets(self.cu_device) {

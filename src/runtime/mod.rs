@@ -135,7 +135,9 @@ impl ProductionGpuRuntime {
     ///
     /// # Safety
     /// No other thread may be inside a call on this device's primary context (through any
-    /// runtime or context object) while this runs; see [`CudaContext::reset_primary`].
+    /// runtime or context object) while this runs, and buffers made before it must not be
+    /// handed to the driver API's copies with a stream made after it (the runtime's own entry
+    /// points refuse them); see [`CudaContext::reset_primary`].
     #[cfg(not(feature = "legacy-gpu"))]
     pub unsafe fn recover(&mut self) -> Result<String> {
         let gpu = self.gpu_for("recover")?;
@@ -238,7 +240,12 @@ impl ProductionGpuRuntime {
         }
         match &self.backend {
             Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.fill(n, value)?)),
-            Backend::Cpu { .. } => Ok(vec![value; n]),
+            Backend::Cpu { .. } => {
+                // A size the host cannot hold is an error, not an allocation abort.
+                let mut out = shape::zeroed("fill", "out", n)?;
+                out.fill(value);
+                Ok(out)
+            }
         }
     }
 
@@ -249,14 +256,14 @@ impl ProductionGpuRuntime {
         if n == 0 {
             return Ok(Vec::new());
         }
-        self.dispatch(
-            |g| g.download(&g.rand_uniform(n, at)?),
-            || {
-                let mut out = vec![0.0; n];
+        match &self.backend {
+            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.rand_uniform(n, at)?)),
+            Backend::Cpu { .. } => {
+                let mut out = shape::zeroed("rand_uniform", "out", n)?;
                 cpu::random::uniform_f32(&mut out, at);
-                out
-            },
-        )
+                Ok(out)
+            }
+        }
     }
 
     /// `n` f32 from `N(mean, std^2)` (Box-Muller on the Philox stream at `at`, any `n`); the next
@@ -265,14 +272,14 @@ impl ProductionGpuRuntime {
         if n == 0 {
             return Ok(Vec::new());
         }
-        self.dispatch(
-            |g| g.download(&g.rand_normal(n, mean, std, at)?),
-            || {
-                let mut out = vec![0.0; n];
+        match &self.backend {
+            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.rand_normal(n, mean, std, at)?)),
+            Backend::Cpu { .. } => {
+                let mut out = shape::zeroed("rand_normal", "out", n)?;
                 cpu::random::normal_f32(&mut out, at, mean, std, false);
-                out
-            },
-        )
+                Ok(out)
+            }
+        }
     }
 }
 
@@ -911,13 +918,18 @@ impl ProductionGpuRuntime {
     /// Rate-based spikes, time-major `[steps, rates.len()]`: 1 where `uniform01(seed, i, t) <
     /// rates[i]`. GPU and CPU give identical spikes for the same seed.
     pub fn spike_encode(&self, rates: &[f32], steps: usize, seed: u64) -> Result<Vec<f32>> {
-        if neuromorphic::spike_len("spike_encode", rates.len(), steps)? == 0 {
+        let len = neuromorphic::spike_len("spike_encode", rates.len(), steps)?;
+        if len == 0 {
             return Ok(Vec::new());
         }
-        self.dispatch(
-            |g| g.download(&g.spike_encode(&g.upload(rates)?, steps, seed)?),
-            || cpu::spike_encode(rates, steps, seed),
-        )
+        match &self.backend {
+            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.spike_encode(&g.upload(rates)?, steps, seed)?)),
+            Backend::Cpu { .. } => {
+                let mut out = shape::zeroed("spike_encode", "out", len)?;
+                cpu::spike_encode_into(rates, seed, &mut out);
+                Ok(out)
+            }
+        }
     }
 
     /// Sliding-window correlation of spike trains (`[t, n]`) with `p` templates (`[w, n]`):

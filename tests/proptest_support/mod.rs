@@ -100,6 +100,15 @@ pub fn shape_err<T: Debug>(what: &str, r: prism_gpu::Result<T>) -> Result<(), Te
     }
 }
 
+/// `r` is an error of any kind (a size no device or host can hold: a shape error on the CPU,
+/// an allocation error on a GPU), not a value or a panic.
+pub fn refused<T: Debug>(what: &str, r: prism_gpu::Result<T>) -> Result<(), TestCaseError> {
+    match r {
+        Err(_) => Ok(()),
+        Ok(v) => Err(TestCaseError::fail(format!("{what}: expected an error, got {v:?}"))),
+    }
+}
+
 /// `r`'s value, or a test failure naming the error.
 pub fn ok<T>(what: &str, r: prism_gpu::Result<T>) -> Result<T, TestCaseError> {
     r.map_err(|e| TestCaseError::fail(format!("{what}: unexpected error {e}")))
