@@ -49,6 +49,33 @@ pub enum Error {
         /// Why no GPU is in use.
         reason: String,
     },
+    /// A device allocation failed for want of memory, after waiting for the context's work,
+    /// trimming the stream-ordered pool and retrying once.
+    #[error(
+        "out of device memory: {requested} bytes requested, {free} of {total} bytes free (after \
+         trimming the memory pool and retrying once)"
+    )]
+    OutOfMemory {
+        /// The size in bytes of the allocation that failed.
+        requested: usize,
+        /// Free device memory in bytes when it failed.
+        free: usize,
+        /// Total device memory in bytes.
+        total: usize,
+    },
+    /// A kernel faulted earlier on this runtime's context (a sticky error: the driver fails every
+    /// later call in the context); `ProductionGpuRuntime::recover` resets it.
+    #[error(
+        "the CUDA context of device {ordinal} is unusable since a kernel faulted with {} (the \
+         first fault; every later call fails until ProductionGpuRuntime::recover resets the device)",
+        result_name(*.first)
+    )]
+    ContextFaulted {
+        /// The device.
+        ordinal: usize,
+        /// The first fault's code (`CUDA_ERROR_ILLEGAL_ADDRESS`, ...).
+        first: CUresult,
+    },
     /// A raw driver call failed.
     #[error("{call} failed: {}", result_name(*.result))]
     DriverCall {

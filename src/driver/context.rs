@@ -1,6 +1,6 @@
 //! [`CudaContext`]: one device's context, the root every other object keeps alive.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::result::{self, DriverError};
@@ -35,6 +35,43 @@ pub struct CudaContext {
     pub(crate) error_state: AtomicU32,
     /// Page-locked buffers for large pageable copies, freed when the context drops.
     pub(crate) staging: StagingPool,
+    /// Allocations retried after an out-of-memory error (see [`CudaStream::alloc`]).
+    pub(crate) alloc_retries: AtomicU64,
+    /// Allocations that failed for want of memory after their retry.
+    pub(crate) out_of_memory: AtomicU64,
+    /// The size in bytes of the last allocation that failed for want of memory.
+    pub(crate) last_oom_bytes: AtomicUsize,
+    /// For a primary context: its device's reset count when this object was made (see
+    /// [`CudaContext::reset_primary`]); a later reset makes this object and its children inert.
+    pub(crate) generation: u64,
+}
+
+/// Devices whose primary context can be reset (`cu_device` below this).
+const RESETTABLE_DEVICES: usize = 64;
+
+/// How often each device's primary context has been reset in this process.
+static PRIMARY_RESETS: [AtomicU64; RESETTABLE_DEVICES] = [const { AtomicU64::new(0) }; RESETTABLE_DEVICES];
+
+fn primary_resets(cu_device: sys::CUdevice) -> Option<&'static AtomicU64> {
+    usize::try_from(cu_device).ok().and_then(|d| PRIMARY_RESETS.get(d))
+}
+
+/// Device-memory statistics of a context ([`CudaContext::memory_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Bytes allocated from the device's stream-ordered pool and not yet freed.
+    pub in_use: u64,
+    /// Bytes the pool holds from the device (in use, or freed and kept for reuse).
+    pub reserved: u64,
+    /// The most bytes in use at once since the pool was created.
+    pub peak: u64,
+    /// Allocations that failed for want of memory and were retried (after waiting for the
+    /// context's work and trimming the pool).
+    pub allocation_retries: u64,
+    /// Allocations that still failed after their retry.
+    pub out_of_memory: u64,
+    /// The size in bytes of the last allocation that failed for want of memory (0: none did).
+    pub last_failed_request: usize,
 }
 
 // SAFETY: the raw handles are owned by this object and the driver API is thread safe; the
@@ -70,7 +107,11 @@ impl Drop for CudaContext {
 
 impl PartialEq for CudaContext {
     fn eq(&self, other: &Self) -> bool {
-        self.cu_device == other.cu_device && self.cu_ctx == other.cu_ctx && self.ordinal == other.ordinal
+        // A primary context reset in between makes the same handle a different context.
+        self.cu_device == other.cu_device
+            && self.cu_ctx == other.cu_ctx
+            && self.ordinal == other.ordinal
+            && self.generation == other.generation
     }
 }
 impl Eq for CudaContext {}
@@ -100,6 +141,10 @@ impl CudaContext {
             active_captures: AtomicUsize::new(0),
             error_state: AtomicU32::new(0),
             staging: StagingPool::default(),
+            alloc_retries: AtomicU64::new(0),
+            out_of_memory: AtomicU64::new(0),
+            last_oom_bytes: AtomicUsize::new(0),
+            generation: primary_resets(cu_device).map_or(0, |r| r.load(Ordering::Acquire)),
         })
     }
 
@@ -215,6 +260,86 @@ impl CudaContext {
         result::mem_get_info()
     }
 
+    /// Whether the device's primary context was reset after this object was made.
+    pub fn is_stale(&self) -> bool {
+        self.is_primary
+            && primary_resets(self.cu_device).is_some_and(|r| r.load(Ordering::Acquire) != self.generation)
+    }
+
+    /// Resets the device's primary context (`cuDevicePrimaryCtxReset`): every allocation,
+    /// module, stream and event in it is destroyed, which is the one way out of a sticky kernel
+    /// fault. Every `CudaContext` object of this primary context made before the reset (this one
+    /// included) becomes inert: its calls, and its children's, fail with
+    /// `CUDA_ERROR_CONTEXT_IS_DESTROYED` and their drops free nothing. Make a new context with
+    /// [`CudaContext::new`] afterwards.
+    ///
+    /// Not in cudarc: an addition for recovering from faults.
+    ///
+    /// # Safety
+    /// No other thread may be inside a call on a handle of this device's primary context while
+    /// the reset runs (a launch racing the reset could use memory the reset hands out again), and
+    /// no buffer made before the reset may be passed to a stream made after it: the built-in
+    /// launchers and the runtime refuse such buffers (the contexts no longer compare equal), but
+    /// the driver API's copies and raw launches do not check which context a buffer is of.
+    #[doc(alias = "cuDevicePrimaryCtxReset")]
+    pub unsafe fn reset_primary(&self) -> Result<(), DriverError> {
+        let resets = match primary_resets(self.cu_device) {
+            Some(r) if self.is_primary => r,
+            _ => return Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_SUPPORTED)),
+        };
+        // Mark every existing object stale first, so nothing frees into the fresh state.
+        resets.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: `cu_device` came from cuDeviceGet; the old handles are inert (stale above) and
+        // the caller guarantees no call is in flight.
+        unsafe { result::primary_ctx::reset(self.cu_device) }
+    }
+
+    /// Allocation statistics: the device's stream-ordered pool (in use, reserved, peak; zeros
+    /// where the device has no pools) and this context's retry and out-of-memory counts.
+    ///
+    /// Not in cudarc: an addition for running out of memory with a clear account.
+    #[doc(alias = "cuMemPoolGetAttribute")]
+    pub fn memory_stats(&self) -> Result<MemoryStats, DriverError> {
+        self.bind_to_thread()?;
+        let mut stats = MemoryStats {
+            allocation_retries: self.alloc_retries.load(Ordering::Relaxed),
+            out_of_memory: self.out_of_memory.load(Ordering::Relaxed),
+            last_failed_request: self.last_oom_bytes.load(Ordering::Relaxed),
+            ..MemoryStats::default()
+        };
+        if self.has_async_alloc {
+            use sys::CUmemPool_attribute as A;
+            // SAFETY: `cu_device` came from cuDeviceGet; the default pool lives as long as the
+            // device, and these attributes are 64-bit byte counts.
+            unsafe {
+                let pool = result::mem_pool::default_pool(self.cu_device)?;
+                stats.in_use = result::mem_pool::get_u64(pool, A::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
+                stats.reserved = result::mem_pool::get_u64(pool, A::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?;
+                stats.peak = result::mem_pool::get_u64(pool, A::CU_MEMPOOL_ATTR_USED_MEM_HIGH)?;
+            }
+        }
+        Ok(stats)
+    }
+
+    /// Makes room before an allocation's one retry: waits for the context's work (so frees
+    /// enqueued on streams have happened) and trims the device's pool to what is in use.
+    /// Counts the retry. Not called while a stream captures (waiting would break the capture).
+    pub(crate) fn reclaim_for_retry(&self) -> Result<(), DriverError> {
+        self.alloc_retries.fetch_add(1, Ordering::Relaxed);
+        result::ctx::synchronize()?;
+        if self.has_async_alloc {
+            // SAFETY: `cu_device` came from cuDeviceGet; its default pool lives as long as it.
+            unsafe { result::mem_pool::trim_to(result::mem_pool::default_pool(self.cu_device)?, 0) }?;
+        }
+        Ok(())
+    }
+
+    /// Counts an allocation of `bytes` that failed for want of memory after its retry.
+    pub(crate) fn note_out_of_memory(&self, bytes: usize) {
+        self.out_of_memory.fetch_add(1, Ordering::Relaxed);
+        self.last_oom_bytes.store(bytes, Ordering::Relaxed);
+    }
+
     /// The raw device handle (owned by this context).
     pub fn cu_device(&self) -> sys::CUdevice {
         self.cu_device
@@ -237,6 +362,10 @@ impl CudaContext {
     /// error stays parked). Used by `Drop` impls and the tracking that must run even after an
     /// error: they free or order work in this context, never in whatever context the thread has.
     pub(crate) fn bind(&self) -> Result<(), DriverError> {
+        if self.is_stale() {
+            // The primary context was reset after this object was made: its handles are gone.
+            return Err(DriverError(sys::CUresult::CUDA_ERROR_CONTEXT_IS_DESTROYED));
+        }
         if result::ctx::get_current()? != Some(self.cu_ctx) {
             // SAFETY: `cu_ctx` is alive for as long as `self`.
             unsafe { result::ctx::set_current(self.cu_ctx) }?;

@@ -408,6 +408,10 @@ mod tests {
             active_captures: AtomicUsize::new(0),
             error_state: AtomicU32::new(0),
             staging: Default::default(),
+            alloc_retries: Default::default(),
+            out_of_memory: Default::default(),
+            last_oom_bytes: Default::default(),
+            generation: 0,
         });
         let stream = Arc::new(CudaStream {
             cu_stream: std::ptr::null_mut(),

@@ -1179,12 +1179,28 @@ impl CudaStream {
         if bytes == 0 {
             return Ok(self.wrap_allocation(0, len));
         }
-        let ptr = if self.ctx.has_async_alloc {
-            // SAFETY: the stream is alive; the memory is handed to a CudaSlice that frees it.
-            unsafe { result::malloc_async(self.cu_stream, bytes) }?
-        } else {
-            // SAFETY: as above.
-            unsafe { result::malloc_sync(bytes) }?
+        let malloc = || {
+            if self.ctx.has_async_alloc {
+                // SAFETY: the stream is alive; the memory is handed to a CudaSlice that frees it.
+                unsafe { result::malloc_async(self.cu_stream, bytes) }
+            } else {
+                // SAFETY: as above.
+                unsafe { result::malloc_sync(bytes) }
+            }
+        };
+        const OOM: sys::CUresult = sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY;
+        let ptr = match malloc() {
+            // Freed memory may still be pending on streams or kept by the pool: reclaim it and
+            // retry once (not while capturing, where waiting would invalidate the capture).
+            Err(DriverError(OOM)) if !self.is_capturing_now() => {
+                self.ctx.reclaim_for_retry()?;
+                malloc().inspect_err(|e| {
+                    if e.0 == OOM {
+                        self.ctx.note_out_of_memory(bytes);
+                    }
+                })?
+            }
+            other => other?,
         };
         let slice = self.wrap_allocation(ptr, len);
         if let Some(events) = &slice.events {

@@ -44,7 +44,7 @@ pub mod sys {
     pub use crate::sys::driver::*;
 }
 
-pub use context::CudaContext;
+pub use context::{CudaContext, MemoryStats};
 pub use event::CudaEvent;
 pub use graph::CudaGraph;
 pub use launch::{ArgumentMismatch, LaunchArgs, LaunchConfig, PushKernelArg};

@@ -234,6 +234,61 @@ pub mod primary_ctx {
         // SAFETY: the caller balances a retain.
         unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) }.result()
     }
+
+    /// Destroys every allocation and all state of the device's primary context (the way out of a
+    /// sticky kernel fault); the context is set up afresh on its next use.
+    ///
+    /// # Safety
+    /// `dev` must come from [`super::device::get`]; every handle made in the old state (memory,
+    /// modules, streams, events) is dangling afterwards and must not be used.
+    #[doc(alias = "cuDevicePrimaryCtxReset_v2")]
+    pub unsafe fn reset(dev: sys::CUdevice) -> Result<(), DriverError> {
+        // SAFETY: the caller vouches for `dev` and drops the old handles.
+        unsafe { sys::cuDevicePrimaryCtxReset_v2(dev) }.result()
+    }
+}
+
+pub mod mem_pool {
+    //! Stream-ordered memory pools (`cuMemPool*`).
+    use super::*;
+
+    /// The device's default pool, which `cuMemAllocAsync` allocates from.
+    ///
+    /// # Safety
+    /// `dev` must come from [`super::device::get`].
+    #[doc(alias = "cuDeviceGetDefaultMemPool")]
+    pub unsafe fn default_pool(dev: sys::CUdevice) -> Result<sys::CUmemoryPool, DriverError> {
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the caller vouches for `dev`.
+        unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, dev) }.result()?;
+        Ok(pool)
+    }
+
+    /// Gives the pool's unused memory back to the device until it holds at most `keep` bytes
+    /// (memory still allocated is kept).
+    ///
+    /// # Safety
+    /// `pool` must be a live pool.
+    #[doc(alias = "cuMemPoolTrimTo")]
+    pub unsafe fn trim_to(pool: sys::CUmemoryPool, keep: usize) -> Result<(), DriverError> {
+        // SAFETY: the caller vouches for `pool`.
+        unsafe { sys::cuMemPoolTrimTo(pool, keep) }.result()
+    }
+
+    /// A byte-count attribute of the pool (`*_MEM_CURRENT`, `*_MEM_HIGH`: 64-bit values).
+    ///
+    /// # Safety
+    /// `pool` must be a live pool and `attr` one whose value is a `cuuint64_t`.
+    #[doc(alias = "cuMemPoolGetAttribute")]
+    pub unsafe fn get_u64(
+        pool: sys::CUmemoryPool,
+        attr: sys::CUmemPool_attribute,
+    ) -> Result<u64, DriverError> {
+        let mut value = 0u64;
+        // SAFETY: `value` is a valid u64 out-pointer, as the attribute needs (caller's contract).
+        unsafe { sys::cuMemPoolGetAttribute(pool, attr, (&mut value as *mut u64).cast()) }.result()?;
+        Ok(value)
+    }
 }
 
 pub mod ctx {

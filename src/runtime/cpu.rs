@@ -798,17 +798,23 @@ pub fn uniform01(seed: u64, index: u64, step: u64) -> f32 {
 /// 0, for `t < steps` (time-major `[steps, n]`; rates are per-step probabilities). The same seed gives
 /// the same spikes as `spike_encode_kernel`.
 pub fn spike_encode(rates: &[f32], steps: usize, seed: u64) -> Vec<f32> {
+    let mut out = vec![0.0; rates.len() * steps];
+    spike_encode_into(rates, seed, &mut out);
+    out
+}
+
+/// [`spike_encode`] into `out` (`[out.len() / rates.len(), rates.len()]`), which the caller
+/// allocated (the runtime does so fallibly).
+pub fn spike_encode_into(rates: &[f32], seed: u64, out: &mut [f32]) {
     let n = rates.len();
-    let mut out = vec![0.0; n * steps];
     if n == 0 {
-        return out;
+        return;
     }
     out.par_chunks_mut(n).enumerate().for_each(|(t, row)| {
         for (i, (o, &r)) in row.iter_mut().zip(rates).enumerate() {
             *o = if uniform01(seed, i as u64, t as u64) < r { 1.0 } else { 0.0 };
         }
     });
-    out
 }
 
 /// Sliding-window correlation of spike trains `spikes` (time-major `[t_len, n]`) against `p`

@@ -1,11 +1,12 @@
 //! Operations on device buffers: allocate the output, check shapes, launch the built-in kernel.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use half::{bf16, f16};
 
-use crate::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
-use crate::error::Result;
+use crate::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError};
+use crate::error::{Error, Result};
 use crate::kernels::activations::{self, Activation};
 use crate::kernels::elementwise::{self, Binary};
 use crate::kernels::gemm::Workspace;
@@ -16,6 +17,7 @@ use crate::kernels::random::{self, Normal, Philox};
 use crate::kernels::reductions::{self, Reduce};
 use crate::kernels::softmax::{self, Softmax};
 use crate::kernels::{convert, shape, transpose, Kernels};
+use crate::sys::driver::CUresult;
 
 /// The device-buffer side of [`ProductionGpuRuntime`](super::ProductionGpuRuntime): every
 /// operation takes `CudaSlice`s and returns a new `CudaSlice` (or works in place) on its stream.
@@ -23,6 +25,25 @@ pub struct GpuOps {
     stream: Arc<CudaStream>,
     kernels: Kernels,
     gemm_workspace: Workspace,
+    /// The first sticky fault seen on this context (a `CUresult` code; 0: none).
+    fault: AtomicU32,
+}
+
+/// Errors after which the driver fails every call in the context (a kernel fault).
+fn is_sticky(code: CUresult) -> bool {
+    use CUresult as R;
+    matches!(
+        code,
+        R::CUDA_ERROR_ILLEGAL_ADDRESS
+            | R::CUDA_ERROR_LAUNCH_FAILED
+            | R::CUDA_ERROR_LAUNCH_TIMEOUT
+            | R::CUDA_ERROR_ASSERT
+            | R::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | R::CUDA_ERROR_MISALIGNED_ADDRESS
+            | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | R::CUDA_ERROR_INVALID_PC
+    )
 }
 
 impl GpuOps {
@@ -32,6 +53,7 @@ impl GpuOps {
             stream: ctx.default_stream(),
             kernels: Kernels::new(ctx)?,
             gemm_workspace: Workspace::default(),
+            fault: AtomicU32::new(0),
         })
     }
 
@@ -59,29 +81,69 @@ impl GpuOps {
 
     /// Runs a host-slice operation's GPU part; its downloads synchronise the stream.
     pub(crate) fn host<T>(&self, f: impl FnOnce(&Self) -> Result<T>) -> Result<T> {
-        self.kernels.context().bind_to_thread()?;
-        f(self)
+        self.healthy()?;
+        self.kernels.context().bind_to_thread().map_err(|e| self.account(e.into()))?;
+        f(self).map_err(|e| self.account(e))
+    }
+
+    /// The first sticky fault seen on this context, if any.
+    pub fn fault(&self) -> Option<CUresult> {
+        CUresult::from_raw(self.fault.load(Ordering::Acquire)).filter(|&c| c != CUresult::CUDA_SUCCESS)
+    }
+
+    /// [`Error::ContextFaulted`] once a kernel has faulted on this context.
+    fn healthy(&self) -> Result<()> {
+        match self.fault() {
+            None => Ok(()),
+            Some(first) => Err(Error::ContextFaulted { ordinal: self.kernels.context().ordinal(), first }),
+        }
+    }
+
+    /// Gives a driver error its account: running out of memory names the request and the
+    /// device's free and total memory; a sticky fault is remembered (the first one) and named
+    /// by every later call.
+    fn account(&self, err: Error) -> Error {
+        let Error::Driver(DriverError(driver_code)) = err else { return err };
+        // The code in our bindings' terms (the same values under either engine).
+        let Some(code) = CUresult::from_raw(driver_code as u32) else { return err };
+        let ctx = self.kernels.context();
+        if code == CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            #[cfg(not(feature = "legacy-gpu"))]
+            let requested = ctx.memory_stats().map_or(0, |s| s.last_failed_request);
+            #[cfg(feature = "legacy-gpu")] // cudarc keeps no account of failed requests
+            let requested = 0;
+            let (free, total) = ctx.mem_get_info().unwrap_or((0, 0));
+            return Error::OutOfMemory { requested, free, total };
+        }
+        if is_sticky(code) {
+            let _ = self.fault.compare_exchange(0, code as u32, Ordering::AcqRel, Ordering::Acquire);
+            return self.healthy().err().unwrap_or(err);
+        }
+        err
     }
 
     /// A device copy of `data`.
     pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>> {
-        Ok(self.stream.clone_htod(data)?)
+        self.healthy()?;
+        self.stream.clone_htod(data).map_err(|e| self.account(e.into()))
     }
 
     /// A host copy of `data` (waits for the work that writes it).
     pub fn download<T: DeviceRepr>(&self, data: &CudaSlice<T>) -> Result<Vec<T>> {
+        self.healthy()?;
         crate::kernels::args::same_context(data.stream(), &self.stream)?;
-        Ok(self.stream.clone_dtoh(data)?)
+        self.stream.clone_dtoh(data).map_err(|e| self.account(e.into()))
     }
 
     /// An uninitialised buffer that the caller's launch overwrites entirely.
     fn output<T: DeviceRepr>(&self, len: usize) -> Result<CudaSlice<T>> {
+        self.healthy()?;
         if len == 0 {
             return Ok(self.stream.null()?);
         }
         // SAFETY: every caller launches a kernel that writes all `len` elements before the
         // buffer is read.
-        Ok(unsafe { self.stream.alloc(len) }?)
+        unsafe { self.stream.alloc(len) }.map_err(|e| self.account(e.into()))
     }
 
     /// `a ∘ b` elementwise into a new buffer.

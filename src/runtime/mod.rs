@@ -128,6 +128,50 @@ impl ProductionGpuRuntime {
         }
     }
 
+    /// Device-memory statistics (in use, reserved, peak, allocation retries, out-of-memory
+    /// failures), on a GPU. Our engine only (cudarc keeps no such account).
+    #[cfg(not(feature = "legacy-gpu"))]
+    pub fn memory_stats(&self) -> Result<crate::driver::MemoryStats> {
+        Ok(self.gpu_for("memory_stats")?.kernels().context().memory_stats()?)
+    }
+
+    /// After a kernel fault ([`Error::ContextFaulted`]): resets the device's primary context,
+    /// which destroys everything in it, and starts afresh (the kernels load again on first use).
+    /// Returns what it did, for the log; on a healthy runtime it does nothing and says so.
+    /// Buffers and other handles made before the reset become inert: their calls fail with
+    /// `CUDA_ERROR_CONTEXT_IS_DESTROYED` and dropping them frees nothing.
+    ///
+    /// Our engine only (it relies on contexts made before the reset turning inert).
+    ///
+    /// # Safety
+    /// No other thread may be inside a call on this device's primary context (through any
+    /// runtime or context object) while this runs, and buffers made before it must not be
+    /// handed to the driver API's copies with a stream made after it (the runtime's own entry
+    /// points refuse them); see [`CudaContext::reset_primary`].
+    #[cfg(not(feature = "legacy-gpu"))]
+    pub unsafe fn recover(&mut self) -> Result<String> {
+        let gpu = self.gpu_for("recover")?;
+        let Some(first) = gpu.fault() else {
+            return Ok(format!("{}: no fault to recover from", self.describe()));
+        };
+        let ctx = gpu.kernels().context().clone();
+        let ordinal = ctx.ordinal();
+        // Our handles go first (their frees fail quietly in the faulted context).
+        self.backend = Backend::Cpu { reason: format!("recovering device {ordinal}") };
+        // SAFETY: the caller guarantees no call is in flight on this primary context; handles made
+        // before become inert (reset_primary marks them stale).
+        unsafe { ctx.reset_primary() }?;
+        drop(ctx);
+        let fresh = Self::with_device(ordinal)?;
+        self.backend = fresh.backend;
+        let said = format!(
+            "prism-gpu: reset the primary context of device {ordinal} after a kernel fault ({}); kernels reload on first use",
+            crate::error::result_name(first)
+        );
+        eprintln!("{said}");
+        Ok(said)
+    }
+
     /// The context, on a GPU.
     pub fn context(&self) -> Result<&Arc<CudaContext>> {
         Ok(self.gpu_for("context")?.kernels().context())
@@ -206,7 +250,12 @@ impl ProductionGpuRuntime {
         }
         match &self.backend {
             Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.fill(n, value)?)),
-            Backend::Cpu { .. } => Ok(vec![value; n]),
+            Backend::Cpu { .. } => {
+                // A size the host cannot hold is an error, not an allocation abort.
+                let mut out = shape::zeroed("fill", "out", n)?;
+                out.fill(value);
+                Ok(out)
+            }
         }
     }
 
@@ -217,14 +266,14 @@ impl ProductionGpuRuntime {
         if n == 0 {
             return Ok(Vec::new());
         }
-        self.dispatch(
-            |g| g.download(&g.rand_uniform(n, at)?),
-            || {
-                let mut out = vec![0.0; n];
+        match &self.backend {
+            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.rand_uniform(n, at)?)),
+            Backend::Cpu { .. } => {
+                let mut out = shape::zeroed("rand_uniform", "out", n)?;
                 cpu::random::uniform_f32(&mut out, at);
-                out
-            },
-        )
+                Ok(out)
+            }
+        }
     }
 
     /// `n` f32 from `N(mean, std^2)` (Box-Muller on the Philox stream at `at`, any `n`); the next
@@ -233,14 +282,14 @@ impl ProductionGpuRuntime {
         if n == 0 {
             return Ok(Vec::new());
         }
-        self.dispatch(
-            |g| g.download(&g.rand_normal(n, mean, std, at)?),
-            || {
-                let mut out = vec![0.0; n];
+        match &self.backend {
+            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.rand_normal(n, mean, std, at)?)),
+            Backend::Cpu { .. } => {
+                let mut out = shape::zeroed("rand_normal", "out", n)?;
                 cpu::random::normal_f32(&mut out, at, mean, std, false);
-                out
-            },
-        )
+                Ok(out)
+            }
+        }
     }
 }
 
@@ -887,13 +936,18 @@ impl ProductionGpuRuntime {
     /// Rate-based spikes, time-major `[steps, rates.len()]`: 1 where `uniform01(seed, i, t) <
     /// rates[i]`. GPU and CPU give identical spikes for the same seed.
     pub fn spike_encode(&self, rates: &[f32], steps: usize, seed: u64) -> Result<Vec<f32>> {
-        if neuromorphic::spike_len("spike_encode", rates.len(), steps)? == 0 {
+        let len = neuromorphic::spike_len("spike_encode", rates.len(), steps)?;
+        if len == 0 {
             return Ok(Vec::new());
         }
-        self.dispatch(
-            |g| g.download(&g.spike_encode(&g.upload(rates)?, steps, seed)?),
-            || cpu::spike_encode(rates, steps, seed),
-        )
+        match &self.backend {
+            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.spike_encode(&g.upload(rates)?, steps, seed)?)),
+            Backend::Cpu { .. } => {
+                let mut out = shape::zeroed("spike_encode", "out", len)?;
+                cpu::spike_encode_into(rates, seed, &mut out);
+                Ok(out)
+            }
+        }
     }
 
     /// Sliding-window correlation of spike trains (`[t, n]`) with `p` templates (`[w, n]`):
