@@ -49,19 +49,14 @@ fn is_sticky(code: CUresult) -> bool {
 impl GpuOps {
     /// Operations on `ctx`'s default stream.
     pub fn new(ctx: Arc<CudaContext>) -> Result<Self> {
-        Ok(Self {
-            stream: ctx.default_stream(),
-            kernels: Kernels::new(ctx)?,
-            gemm_workspace: Workspace::default(),
-            fault: AtomicU32::new(0),
-        })
+        Self::with_stream(ctx.default_stream())
     }
 
     /// Operations on `stream` (a stream of their own can be captured into a CUDA graph; the
     /// default stream cannot).
     pub fn with_stream(stream: Arc<CudaStream>) -> Result<Self> {
         let kernels = Kernels::new(stream.context().clone())?;
-        Ok(Self { stream, kernels, gemm_workspace: Workspace::default() })
+        Ok(Self { stream, kernels, gemm_workspace: Workspace::default(), fault: AtomicU32::new(0) })
     }
 
     /// The stream every operation is ordered on.
