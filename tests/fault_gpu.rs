@@ -2,8 +2,9 @@
 //! share it; compute-sanitizer reports the planted fault, so leave this binary out of sanitizer
 //! runs). A kernel compiled with NVRTC writes through an illegal address; every later runtime call
 //! fails with `Error::ContextFaulted` naming that first fault; `recover` resets the device's
-//! primary context, says so, and the runtime works again, while handles made before the reset are
-//! inert. Run on a machine with a CUDA GPU:
+//! primary context and says so; the runtime computes again, on the GPU or (where CUDA refuses the
+//! device for the rest of the process, as it does after an illegal address) on the CPU fallback,
+//! and handles made before the reset are inert. Run on a machine with a CUDA GPU:
 //! `cargo test --release --test fault_gpu -- --include-ignored --nocapture`.
 #![cfg(not(feature = "legacy-gpu"))]
 
@@ -66,14 +67,20 @@ fn a_kernel_fault_is_named_by_every_later_call_and_recover_resets() {
     eprintln!("{said}");
     assert!(said.contains("reset") && said.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{said}");
     assert!(ctx.is_stale(), "the old context object is stale after the reset");
+    // Either the device works again, or (an illegal address: CUDA refuses the device for the rest
+    // of the process) the runtime says it continues on the CPU fallback. Both compute.
+    let reopened = rt.gpu().is_ok();
+    assert_eq!(reopened, !said.contains("CPU fallback"), "{said}");
     assert_eq!(rt.add(&[1.0, 2.0], &[0.5, 0.5]).unwrap(), [1.5, 2.5]);
     assert_eq!(
         rt.matmul(&[1.0, 2.0, 3.0, 4.0], &[1.0, 0.0, 0.0, 1.0], 2, 2, 2).unwrap(),
         [1.0, 2.0, 3.0, 4.0]
     );
-    // A buffer from before the reset is inert: using it is an error (not a read of whatever now
-    // lives at its address), and dropping it frees nothing.
-    assert!(rt.gpu().unwrap().download(&before).is_err());
+    if reopened {
+        // A buffer from before the reset is inert: using it is an error (not a read of whatever
+        // now lives at its address), and dropping it frees nothing.
+        assert!(rt.gpu().unwrap().download(&before).is_err());
+    }
     assert!(ctx.synchronize().is_err());
     drop(before);
     drop(ctx);

@@ -137,7 +137,10 @@ impl ProductionGpuRuntime {
 
     /// After a kernel fault ([`Error::ContextFaulted`]): resets the device's primary context,
     /// which destroys everything in it, and starts afresh (the kernels load again on first use).
-    /// Returns what it did, for the log; on a healthy runtime it does nothing and says so.
+    /// Where the driver refuses the device after the reset (CUDA documents an illegal address as
+    /// leaving the whole process unusable for CUDA; the H100 behaves so), the runtime continues on
+    /// the CPU fallback. Returns what it did, for the log; on a healthy runtime it does nothing and
+    /// says so.
     /// Buffers and other handles made before the reset become inert: their calls fail with
     /// `CUDA_ERROR_CONTEXT_IS_DESTROYED` and dropping them frees nothing.
     ///
@@ -150,7 +153,9 @@ impl ProductionGpuRuntime {
     /// points refuse them); see [`CudaContext::reset_primary`].
     #[cfg(not(feature = "legacy-gpu"))]
     pub unsafe fn recover(&mut self) -> Result<String> {
-        let gpu = self.gpu_for("recover")?;
+        let Backend::Gpu(gpu) = &self.backend else {
+            return Ok(format!("{}: no fault to recover from", self.describe()));
+        };
         let Some(first) = gpu.fault() else {
             return Ok(format!("{}: no fault to recover from", self.describe()));
         };
@@ -162,12 +167,25 @@ impl ProductionGpuRuntime {
         // before become inert (reset_primary marks them stale).
         unsafe { ctx.reset_primary() }?;
         drop(ctx);
-        let fresh = Self::with_device(ordinal)?;
-        self.backend = fresh.backend;
-        let said = format!(
-            "prism-gpu: reset the primary context of device {ordinal} after a kernel fault ({}); kernels reload on first use",
-            crate::error::result_name(first)
-        );
+        let fault = crate::error::result_name(first);
+        let said = match Self::with_device(ordinal) {
+            Ok(fresh) => {
+                self.backend = fresh.backend;
+                format!(
+                    "prism-gpu: reset the primary context of device {ordinal} after a kernel fault ({fault}); kernels reload on first use"
+                )
+            }
+            // CUDA documents some faults (an illegal address among them) as leaving the whole
+            // process inconsistent: the device cannot be used again until the process restarts.
+            Err(e) => {
+                let reason = format!(
+                    "device {ordinal} cannot be reopened in this process after a kernel fault ({fault}; after the reset: {e}); restart the process to use the GPU again"
+                );
+                let said = format!("prism-gpu: reset the primary context of device {ordinal}, but {reason}; continuing on the CPU fallback");
+                self.backend = Backend::Cpu { reason };
+                said
+            }
+        };
         eprintln!("{said}");
         Ok(said)
     }

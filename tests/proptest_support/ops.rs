@@ -1041,13 +1041,12 @@ pub fn bad_inputs(rt: &ProductionGpuRuntime, cases: u32) {
         let g = Gemm::new(2, 2, 2).batched(3, big, 0, 4);
         shape_err("gemm huge stride", rt.gemm(&g, &x, &x, &mut [0.0f32; 12]))?;
         shape_err("gemm huge m", rt.gemm(&Gemm::new(big, 1, 1), &x, &x, &mut [0.0f32; 4]))?;
-        // Outputs no host or device can hold (>= 4 TiB) are errors, not allocation aborts.
-        for n in [past_half, 1 << 40] {
-            refused("fill huge", rt.fill(n, 1.0))?;
-            refused("rand_uniform huge", rt.rand_uniform(n, Philox::new(1)))?;
-            refused("rand_normal huge", rt.rand_normal(n, 0.0, 1.0, Philox::new(1)))?;
-        }
-        refused("spike_encode of 4 TiB", rt.spike_encode(&[0.5; 4], 1 << 38, 1))?;
+        // Outputs past what an allocation may be (isize::MAX bytes) are errors, not aborts. (A
+        // merely enormous one, say 4 TiB, is refused or not by the host's overcommit policy: with
+        // overcommit it is reserved and the process dies filling it, so it is not tested.)
+        refused("fill huge", rt.fill(past_half, 1.0))?;
+        refused("rand_uniform huge", rt.rand_uniform(past_half, Philox::new(1)))?;
+        refused("rand_normal huge", rt.rand_normal(past_half, 0.0, 1.0, Philox::new(1)))?;
         // Empty inputs give empty results.
         prop_assert!(ok("relu of nothing", rt.relu(&[]))?.is_empty());
         prop_assert!(ok("softmax of nothing", rt.softmax_rows(&[], 0, c))?.is_empty());
