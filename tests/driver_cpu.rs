@@ -3,17 +3,10 @@
 //! built for the `legacy-gpu` (real cudarc) engine.
 #![cfg(not(feature = "legacy-gpu"))]
 
+mod support;
+
 use prism_gpu::driver::{sys, CudaContext, DriverError, LaunchConfig};
 use prism_gpu::nvrtc::{compile_ptx, CompileError, CompileOptions, Ptx};
-
-/// compute-sanitizer reports every failing API call as an error: deliberate failures run only in
-/// the plain run.
-fn under_sanitizer() -> bool {
-    std::env::vars_os().any(|(k, v)| {
-        let text = format!("{}={}", k.to_string_lossy(), v.to_string_lossy()).to_ascii_lowercase();
-        text.contains("sanitizer")
-    })
-}
 
 #[test]
 fn for_num_elems_rounds_up_to_whole_blocks_of_1024() {
@@ -89,7 +82,7 @@ fn driver_error_prints_name_and_message() {
 #[test]
 fn without_a_driver_everything_is_an_error_not_a_panic() {
     if prism_gpu::sys::driver().is_ok() {
-        if under_sanitizer() {
+        if support::skip_failing_calls("an impossible ordinal") {
             return; // the check below is a deliberately failing API call
         }
         // A driver is present (GPU machine): an impossible ordinal is still a clean error.
