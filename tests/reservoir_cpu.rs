@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use prism_gpu::kernels::activations::Activation;
 use prism_gpu::reservoir::{mackey_glass, narma10, GpuReservoirComputer, ReservoirConfig};
-use prism_gpu::selftest::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 use reservoir_common::*;
 
@@ -31,12 +30,6 @@ fn small(seed: u64, connection_prob: f32) -> ReservoirConfig {
         seed,
         activation: Activation::Tanh,
     }
-}
-
-fn fresh() -> (SplitMix64, u64) {
-    let seed = SplitMix64::from_time().next_u64();
-    println!("seed {seed}");
-    (SplitMix64::new(seed), seed)
 }
 
 #[test]

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use prism_gpu::kernels::activations::Activation;
 use prism_gpu::reservoir::{GpuReservoirComputer, ReservoirConfig};
-use prism_gpu::selftest::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 use reservoir_common::*;
 
@@ -34,12 +33,6 @@ fn config(seed: u64, connection_prob: f32) -> ReservoirConfig {
         seed,
         activation: Activation::Tanh,
     }
-}
-
-fn fresh() -> (SplitMix64, u64) {
-    let seed = SplitMix64::from_time().next_u64();
-    println!("seed {seed}");
-    (SplitMix64::new(seed), seed)
 }
 
 #[test]

@@ -6,6 +6,13 @@
 use prism_gpu::reservoir::{GpuReservoirComputer, Recurrent};
 use prism_gpu::selftest::SplitMix64;
 
+/// A generator seeded from the clock, and its seed (printed, so a failure can be replayed).
+pub fn fresh() -> (SplitMix64, u64) {
+    let seed = SplitMix64::from_time().next_u64();
+    println!("seed {seed}");
+    (SplitMix64::new(seed), seed)
+}
+
 /// The recurrent matrix as dense f64 `[n, n]`.
 pub fn dense(w: &Recurrent, n: usize) -> Vec<f64> {
     let mut out = vec![0.0; n * n];
