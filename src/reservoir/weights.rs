@@ -7,9 +7,9 @@ use crate::kernels::neuromorphic::{Csr, Reservoir};
 use crate::selftest::SplitMix64;
 
 /// Power-iteration steps before the estimate's two averaging windows.
-const BURN_IN: usize = 200;
+const BURN_IN: usize = 1000;
 /// Length of each averaging window of the spectral-radius estimate.
-const WINDOW: usize = 300;
+const WINDOW: usize = 1000;
 
 /// The recurrent matrix on the host.
 #[derive(Debug, Clone)]
