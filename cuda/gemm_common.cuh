@@ -3,6 +3,7 @@
 #pragma once
 #include "common.cuh"
 #include <stdint.h>
+#include <type_traits>
 
 namespace {
 
@@ -33,5 +34,51 @@ __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_grou
 template <int N> __device__ __forceinline__ void cp_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
+
+// The fused epilogue (cuBLASLt's BIAS / RELU / GELU): D = act(alpha * acc + bias[col]) with bias (C's element
+// type, one value per column of the row-major C, batch entry z at z * bias_stride) optional. The kernels take
+// `const TO *bias, long long biasStride, int act` as their last arguments; act codes match `FusedActivation` in
+// src/kernels/gemm/epilogue.rs. The host sends an epilogue with beta == 0 only (beta != 0 runs the plain
+// GEMM, then `gemm_epilogue_<type>`), so it is applied to the accumulators in registers before the
+// unchanged store, which then scales by 1.
+constexpr int EPI_NONE = 0, EPI_RELU = 1, EPI_GELU = 2;
+template <typename TO> struct Epilogue {
+    const TO *bias;
+    long long bias_stride;
+    int act;
+    int bias_cols;  // columns of C when there is a bias, else 0: one predicated load, no second code path
+
+    __device__ __forceinline__ Epilogue(const TO *bias, long long bias_stride, int act, int n)
+        : bias(bias), bias_stride(bias_stride), act(act), bias_cols(bias != nullptr ? n : 0) {}
+
+    __device__ __forceinline__ bool active() const { return bias_cols > 0 || act != EPI_NONE; }
+
+    template <bool GELU> __device__ __forceinline__ float apply(float v, int col) const {
+        if (col < bias_cols) v += to_f32<TO>(bias[(long long)blockIdx.z * bias_stride + col]);
+        if constexpr (GELU) {
+            // tanh form: 0.5 v (1 + tanh(u)) = v * sigmoid(2u), u = sqrt(2/pi) (v + 0.044715 v^3); the sigmoid
+            // form has no cancellation for negative v and costs two MUFU operations.
+            const float u = 0.7978845608028654f * fmaf(0.044715f * v, v * v, v);
+            return __fdividef(v, 1.f + __expf(-2.f * u));
+        } else {
+            return (act == EPI_RELU && !(v > 0.f)) ? 0.f : v;  // NaN -> 0, as prism_relu_f32
+        }
+    }
+
+    // Folds alpha and the epilogue into `count` accumulators, acc(i) at column col(i), and sets alpha to 1.
+    // One unrolled copy with GELU and one without, so GEMMs without GELU pay nothing for it.
+    template <int COUNT, class Acc, class Col>
+    __device__ __forceinline__ void fuse(float &alpha, Acc acc, Col col) const {
+        if (!active()) return;
+        const float a = alpha;
+        auto run = [&](auto gelu) {
+#pragma unroll
+            for (int i = 0; i < COUNT; ++i) acc(i) = apply<decltype(gelu)::value>(a * acc(i), col(i));
+        };
+        if (act == EPI_GELU) run(std::true_type{});
+        else run(std::false_type{});
+        alpha = 1.f;
+    }
+};
 
 }  // namespace

@@ -111,7 +111,7 @@ template <int BM, int BN, int BK> struct TileBuffers {
 template <int BM, int BN, int BK, int WARPS_M, int LANES_M, typename TI, typename TO, bool TA, bool TB, bool VEC>
 __device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, const TI *__restrict__ A, int lda,
                                            const TI *__restrict__ B, int ldb, float beta, TO *__restrict__ C, int ldc,
-                                           TileBuffers<BM, BN, BK> &s) {
+                                           const Epilogue<TO> &epi, TileBuffers<BM, BN, BK> &s) {
     constexpr int WARPS_N = 8 / WARPS_M, LANES_N = 32 / LANES_M;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
     constexpr int TM = WM / LANES_M, TN = WN / LANES_N;  // thread tile
@@ -182,6 +182,9 @@ __device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, con
         }
     }
 
+    // acc[i][j]: column (j / 4) * LANES_N * 4 + j % 4 from col0.
+    epi.template fuse<TM * TN>(alpha, [&](int f) -> float & { return acc[f / TN][f % TN]; },
+                               [&](int f) { return n0 + col0 + ((f % TN) / 4) * LANES_N * 4 + f % 4; });
     const bool vec_out = sizeof(TO) == 4 && (ldc % 4) == 0 && (((unsigned long long)C & 15ull) == 0);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
@@ -220,7 +223,8 @@ __device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, con
 template <int BM, int BN, int BK, int WARPS_M, int LANES_M, typename TI, typename TO>
 __device__ __forceinline__ void tiled_entry(int m, int n, int k, float alpha, const TI *A, int lda, long long strideA,
                                             int transA, const TI *B, int ldb, long long strideB, int transB,
-                                            float beta, TO *C, int ldc, long long strideC) {
+                                            float beta, TO *C, int ldc, long long strideC,
+                                            const Epilogue<TO> &epi) {
     __shared__ __align__(16) TileBuffers<BM, BN, BK> tiles;
     const long long z = blockIdx.z;
     A += z * strideA;
@@ -234,7 +238,8 @@ __device__ __forceinline__ void tiled_entry(int m, int n, int k, float alpha, co
               (a_row % 4 == 0) && (b_row % 4 == 0);
     }
 #define TILED_CALL(TA, TB, V)                                                                                   \
-    tiled_gemm<BM, BN, BK, WARPS_M, LANES_M, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, tiles)
+    tiled_gemm<BM, BN, BK, WARPS_M, LANES_M, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, epi, \
+                                                           tiles)
     if (vec) {
         if (transA) { if (transB) TILED_CALL(true, true, true); else TILED_CALL(true, false, true); }
         else { if (transB) TILED_CALL(false, true, true); else TILED_CALL(false, false, true); }
@@ -250,7 +255,8 @@ __device__ __forceinline__ void tiled_entry(int m, int n, int k, float alpha, co
 template <typename TI, typename TO>
 __device__ __forceinline__ void small_gemm(int m, int n, int k, float alpha, const TI *A, int lda,
                                            long long strideA, int transA, const TI *B, int ldb, long long strideB,
-                                           int transB, float beta, TO *C, int ldc, long long strideC) {
+                                           int transB, float beta, TO *C, int ldc, long long strideC,
+                                           const Epilogue<TO> &epi) {
     __shared__ float As[16][17];  // [m][k]
     __shared__ float Bs[16][17];  // [k][n]
     const long long z = blockIdx.z;
@@ -281,6 +287,7 @@ __device__ __forceinline__ void small_gemm(int m, int n, int k, float alpha, con
         for (int kk = 0; kk < 16; ++kk) acc = fmaf(As[ty][kk], Bs[kk][tx], acc);
         __syncthreads();
     }
+    epi.template fuse<1>(alpha, [&](int) -> float & { return acc; }, [&](int) { return col; });
     if (row < m && col < n) {
         TO *p = C + (long long)row * ldc + col;
         float v = alpha * acc;
@@ -293,8 +300,9 @@ __device__ __forceinline__ void small_gemm(int m, int n, int k, float alpha, con
 
 #define GEMM_ARGS(TIN, TO)                                                                                      \
     int m, int n, int k, float alpha, const TIN *A, int lda, long long strideA, int transA, const TIN *B,       \
-        int ldb, long long strideB, int transB, float beta, TO *C, int ldc, long long strideC
-#define GEMM_PASS A, lda, strideA, transA, B, ldb, strideB, transB, beta, C, ldc, strideC
+        int ldb, long long strideB, int transB, float beta, TO *C, int ldc, long long strideC, const TO *bias,     \
+        long long biasStride, int act
+#define GEMM_PASS A, lda, strideA, transA, B, ldb, strideB, transB, beta, C, ldc, strideC, {bias, biasStride, act, n}
 
 // gemm_simt_*: 128 x 256 tiles, grid (ceil(n/256), ceil(m/128), batch); gemm_small_*: 16 x 16 tiles, grid
 // (ceil(n/16), ceil(m/16), batch). Block 256, no dynamic smem.
@@ -338,28 +346,54 @@ PRISM_KERNEL void __launch_bounds__(256)
 }
 
 // Split-K finish: C[i][j] = alpha * sum_s part[s][i][j] + beta * C[i][j] over `splits` packed m x n partial
-// products (f32, one after another), summed in split order, rounded once to C's type. beta == 0 never reads
-// C. Grid-stride over the outputs: block 256, any grid. gemm_splitk_reduce_<C's type>.
+// products (f32, one after another), summed in split order, then the fused epilogue (batch 1), rounded once to
+// C's type. beta == 0 never reads C. Grid-stride over the outputs: block 256, any grid. gemm_splitk_reduce_<C's type>.
 template <typename TO>
 __device__ __forceinline__ void splitk_reduce(int m, int n, int splits, const float *part, float alpha, float beta,
-                                              TO *C, int ldc) {
+                                              TO *C, int ldc, const Epilogue<TO> &epi) {
     const long long outputs = (long long)m * n;
     for (long long at = blockIdx.x * 256ll + threadIdx.x; at < outputs; at += (long long)gridDim.x * 256) {
         float sum = 0.f;
         for (int s = 0; s < splits; ++s) sum += part[s * outputs + at];
         TO *c = C + (at / n) * ldc + at % n;
-        const float v = alpha * sum;
+        float scale = alpha;
+        epi.template fuse<1>(scale, [&](int) -> float & { return sum; }, [&](int) { return (int)(at % n); });
+        const float v = scale * sum;
         *c = from_f32<TO>(beta != 0.f ? fmaf(beta, to_f32<TO>(*c), v) : v);
     }
 }
 #define SPLITK_REDUCE(SFX, TO)                                                                                  \
     PRISM_KERNEL void __launch_bounds__(256) gemm_splitk_reduce_##SFX(int m, int n, int splits, const float *part, \
-                                                                      float alpha, float beta, TO *C, int ldc) { \
-        splitk_reduce<TO>(m, n, splits, part, alpha, beta, C, ldc);                                             \
+                                                                      float alpha, float beta, TO *C, int ldc,   \
+                                                                      const TO *bias, int act) {                 \
+        splitk_reduce<TO>(m, n, splits, part, alpha, beta, C, ldc, {bias, 0, act, n});                          \
     }
 SPLITK_REDUCE(f32, float)
 SPLITK_REDUCE(bf16, __nv_bfloat16)
 SPLITK_REDUCE(f16, __half)
+
+// The fused epilogue as a pass of its own, for GEMMs with beta != 0 (the stores fuse it only when C is not
+// read): C[i][j] = epilogue(C[i][j]) on the m x n block of batch entry blockIdx.z. Grid-stride over the
+// outputs: block 256, grid (any, 1, batch). gemm_epilogue_<C's type>.
+template <typename TO>
+__device__ __forceinline__ void epilogue_pass(int m, int n, TO *C, int ldc, long long strideC, const Epilogue<TO> &epi) {
+    C += blockIdx.z * strideC;
+    const long long outputs = (long long)m * n;
+    for (long long at = blockIdx.x * 256ll + threadIdx.x; at < outputs; at += (long long)gridDim.x * 256) {
+        TO *c = C + (at / n) * ldc + at % n;
+        float v = to_f32<TO>(*c), one = 1.f;
+        epi.template fuse<1>(one, [&](int) -> float & { return v; }, [&](int) { return (int)(at % n); });
+        *c = from_f32<TO>(v);
+    }
+}
+#define EPILOGUE_PASS(SFX, TO)                                                                                  \
+    PRISM_KERNEL void __launch_bounds__(256) gemm_epilogue_##SFX(int m, int n, TO *C, int ldc, long long strideC, \
+                                                                 const TO *bias, long long biasStride, int act) { \
+        epilogue_pass<TO>(m, n, C, ldc, strideC, {bias, biasStride, act, n});                                   \
+    }
+EPILOGUE_PASS(f32, float)
+EPILOGUE_PASS(bf16, __nv_bfloat16)
+EPILOGUE_PASS(f16, __half)
 
 // Copies `rows` rows of `width` bytes from src (rows src_pitch bytes apart) to dst (dst_pitch apart): the
 // 128-byte-pitch copies of the sm_90 path. 16-byte moves when width, both pitches and both addresses are

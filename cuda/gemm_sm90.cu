@@ -2,7 +2,8 @@
 // Hopper GEMM: TMA (cp.async.bulk.tensor, 128B swizzle) -> mbarrier ring -> wgmma, warp-specialised
 // (1 producer warpgroup + 2 consumer warpgroups, setmaxnreg), persistent over output tiles.
 //
-// C[m x n] (row-major, ldc) = alpha * op(A) * op(B) + beta * C, f32 accumulation.
+// C[m x n] (row-major, ldc) = alpha * op(A) * op(B) + beta * C, f32 accumulation, or the fused epilogue of
+// gemm_common.cuh (bias, ReLU, GELU) when one is passed.
 // A and B are read through CUtensorMaps encoded on the host (see notes/gemm.md for the exact encoding);
 // out-of-range rows/columns/k are zero-filled by TMA, so any m, n, k >= 1 works. Batch = gridDim.z.
 // beta == 0 never reads C.
@@ -231,7 +232,8 @@ template <int BN> struct Sm90Cfg {
 // KIND: 0 bf16, 1 f16, 2 tf32.  TA/TB: 1 = operand stored transposed (A: k x m, B: n x k).
 template <int KIND, typename TO, int BN, int TA, int TB>
 __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensorMap *tmB, int m, int n, int k,
-                                          float alpha, float beta, TO *C, int ldc, long long strideC) {
+                                          float alpha, float beta, TO *C, int ldc, long long strideC,
+                                          const Epilogue<TO> &epi) {
     using Cfg = Sm90Cfg<BN>;
     constexpr int STAGES = Cfg::STAGES;
     constexpr int ES = KIND == 2 ? 4 : 2;
@@ -318,6 +320,10 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
             const int row0 = tm * SM90_BM + c * 64 + warp * 16 + lane / 4;
             const int t = lane % 4;
             const bool odd = t & 1;
+            // Accumulator i: columns 8 (i / 4) + 2t + i % 2 of the tile.
+            float scale = alpha;
+            epi.template fuse<BN / 2>(scale, [&](int i) -> float & { return d[i]; },
+                                      [&](int i) { return tn * BN + 8 * (i / 4) + 2 * t + i % 2; });
 #pragma unroll
             for (int jp = 0; jp < BN / 16; ++jp) {
                 const int j = 2 * jp;
@@ -331,7 +337,7 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
                     float v[4];
                     if (!odd) { v[0] = a0; v[1] = a1; v[2] = s0; v[3] = s1; }
                     else { v[0] = s0; v[1] = s1; v[2] = b0; v[3] = b1; }
-                    store_quad<TO>(Cz, ldc, row0 + 8 * h, col, m, n, v, alpha, beta, vec_ok);
+                    store_quad<TO>(Cz, ldc, row0 + 8 * h, col, m, n, v, scale, beta, vec_ok);
                 }
             }
         }
@@ -353,7 +359,8 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
 // per bank.
 template <int BQ, bool R_IS_B>
 __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUtensorMap *tmB, int m, int n, int k,
-                                             float alpha, float beta, float *C, int ldc, long long strideC) {
+                                             float alpha, float beta, float *C, int ldc, long long strideC,
+                                             const Epilogue<float> &epi) {
     using Cfg = Sm90Cfg<BQ>;  // the A_BYTES region holds R's four boxes, the B_BYTES region D's BQ rows
     constexpr int STAGES = Cfg::STAGES;
     constexpr int BK = 32, BP = SM90_BM, BOX = 32 * 128;
@@ -447,15 +454,20 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
 
             // Accumulator j of lane (g, t): rows p, p + 1 (d[4j..4j+1] and d[4j+2..4j+3]) by columns q, q + 1.
             const int p = tp * BP + p_in_tile;
+            // Accumulator 4j + r: rows p + r / 2, columns q + r % 2 of the P x Q product (q = 8j + 2t in the tile).
+            float scale = alpha;
+            epi.template fuse<BQ / 2>(scale, [&](int i) -> float & { return d[i]; }, [&](int i) {
+                return R_IS_B ? p + (i % 4) / 2 : tq * BQ + 8 * (i / 4) + 2 * t + i % 2;
+            });
 #pragma unroll
             for (int j = 0; j < BQ / 8; ++j) {
                 const int q = tq * BQ + 8 * j + 2 * t;
                 if constexpr (R_IS_B) {  // C[q][p..p+1] and C[q+1][p..p+1]
-                    store_pair<float>(Cz, ldc, q, p, m, n, d[4 * j], d[4 * j + 2], alpha, beta, pair_ok);
-                    store_pair<float>(Cz, ldc, q + 1, p, m, n, d[4 * j + 1], d[4 * j + 3], alpha, beta, pair_ok);
+                    store_pair<float>(Cz, ldc, q, p, m, n, d[4 * j], d[4 * j + 2], scale, beta, pair_ok);
+                    store_pair<float>(Cz, ldc, q + 1, p, m, n, d[4 * j + 1], d[4 * j + 3], scale, beta, pair_ok);
                 } else {  // C[p][q..q+1] and C[p+1][q..q+1]
-                    store_pair<float>(Cz, ldc, p, q, m, n, d[4 * j], d[4 * j + 1], alpha, beta, pair_ok);
-                    store_pair<float>(Cz, ldc, p + 1, q, m, n, d[4 * j + 2], d[4 * j + 3], alpha, beta, pair_ok);
+                    store_pair<float>(Cz, ldc, p, q, m, n, d[4 * j], d[4 * j + 1], scale, beta, pair_ok);
+                    store_pair<float>(Cz, ldc, p + 1, q, m, n, d[4 * j + 2], d[4 * j + 3], scale, beta, pair_ok);
                 }
             }
         }
@@ -466,8 +478,10 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
 #define SM90_ENTRY(NAME, KIND, TIN, TO, BN, TA, TB)                                                              \
     PRISM_KERNEL void __launch_bounds__(384, 1)                                                                 \
         NAME(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int m, int n,    \
-             int k, float alpha, float beta, TO *C, int ldc, long long strideC) {                               \
-        sm90_gemm<KIND, TO, BN, TA, TB>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC);                    \
+             int k, float alpha, float beta, TO *C, int ldc, long long strideC, const TO *bias,                 \
+             long long biasStride, int act) {                                                                   \
+        sm90_gemm<KIND, TO, BN, TA, TB>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC,                     \
+                                        {bias, biasStride, act, n}); \
     }
 
 // TF32 with one MN-major operand: nn (B through registers), tt (A through registers).
@@ -475,14 +489,16 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
     PRISM_KERNEL void __launch_bounds__(384, 1)                                                                 \
         gemm_sm90_tf32_f32_nn_n##BQ(const __grid_constant__ CUtensorMap tmA,                                    \
                                     const __grid_constant__ CUtensorMap tmB, int m, int n, int k, float alpha,  \
-                                    float beta, float *C, int ldc, long long strideC) {                         \
-        sm90_tf32_rs<BQ, true>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC);                             \
+                                    float beta, float *C, int ldc, long long strideC, const float *bias,        \
+                                    long long biasStride, int act) {                                            \
+        sm90_tf32_rs<BQ, true>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC, {bias, biasStride, act, n}); \
     }                                                                                                           \
     PRISM_KERNEL void __launch_bounds__(384, 1)                                                                 \
         gemm_sm90_tf32_f32_tt_n##BQ(const __grid_constant__ CUtensorMap tmA,                                    \
                                     const __grid_constant__ CUtensorMap tmB, int m, int n, int k, float alpha,  \
-                                    float beta, float *C, int ldc, long long strideC) {                         \
-        sm90_tf32_rs<BQ, false>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC);                            \
+                                    float beta, float *C, int ldc, long long strideC, const float *bias,        \
+                                    long long biasStride, int act) {                                            \
+        sm90_tf32_rs<BQ, false>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC, {bias, biasStride, act, n}); \
     }
 
 #define SM90_TRANS(PFX, KIND, TIN, TO, BN)                      \

@@ -6,7 +6,9 @@
 //   u32 bits      4 per block: word i % 4 of block i / 4 (a u64 fill is the u32 fill of 2n words)
 //   f32 uniform   4 per block: ((w >> 8) + 1) * 2^-24, in (0, 1], exact
 //   f64 uniform   2 per block: ((v >> 11) + 1) * 2^-53 with v = w[2j] | w[2j+1] << 32, in (0, 1]
-//   f32 normal    4 per block: Box-Muller on the pairs (w0, w1), (w2, w3) in double, rounded once
+//   f32 normal    4 per block: Box-Muller on the pairs (w0, w1), (w2, w3) in f32 arithmetic that the CPU
+//                 repeats bit for bit (IEEE-rounded + - * / sqrt only, our own ln and sin/cos polynomials);
+//                 the log-normal exponentiates that value in double
 //   f64 normal    2 per block: Box-Muller on the pair (v0, v1) of 64-bit values
 //   log-normal    exp of the normal (same layout)
 // src/runtime/cpu/random.rs computes the same numbers; cuRAND's Philox gives other values.
@@ -51,6 +53,75 @@ __device__ __forceinline__ double2 box_muller(double u1, double turns) {
     return make_double2(r * c, r * s);
 }
 
+// f32 Box-Muller, reproducible on the CPU: every operation is an IEEE-rounded one (the __f*_rn intrinsics are
+// never contracted into FMAs), in the order src/runtime/cpu/random.rs uses.
+namespace exact {
+__device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+
+// ln(u) for a normal u > 0: u = 2^k m with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s), s = (m - 1) / (m + 1)
+// = f / (2 + f), |s| < 0.172, as 2s + 2s z (1/3 + z (1/5 + z (1/7 + z / 9))), z = s^2 (truncation < 2^-28).
+__device__ __forceinline__ float ln(float u) {
+    int bits = __float_as_int(u);
+    int k = (bits >> 23) - 127;
+    bits = (bits & 0x7fffff) | 0x3f800000;  // m in [1, 2)
+    if (bits > 0x3fb504f3) {                // m > sqrt(2): halve it
+        bits -= 0x800000;
+        k += 1;
+    }
+    const float f = add(__int_as_float(bits), -1.f);  // exact (Sterbenz)
+    const float s = __fdiv_rn(f, add(2.f, f));
+    const float z = mul(s, s);
+    float p = add(0.14285715f, mul(z, 0.11111111f));
+    p = add(0.2f, mul(z, p));
+    p = add(0.33333334f, mul(z, p));
+    const float two_s = add(s, s);
+    const float ln_m = add(two_s, mul(mul(two_s, z), p));
+    // k ln 2 in two parts: ln2_hi has 16 significant bits, so k * ln2_hi is exact for |k| < 256.
+    const float kf = (float)k;
+    return add(mul(kf, 0.693145752f), add(mul(kf, 1.4286068e-6f), ln_m));
+}
+
+// (sin 2 pi t, cos 2 pi t) for t in [0, 1) with 24 significant bits: t = q/4 + r exactly, |r| <= 1/8, then
+// Taylor polynomials in a = 2 pi r (|a| <= pi / 4; truncation < 2^-27).
+__device__ __forceinline__ void sin_cos_turns(float t, float &sine, float &cosine) {
+    const float q = floorf(add(mul(t, 4.f), 0.5f));  // the nearest quarter (a rounding of 4t + 0.5 >= 4 keeps the floor)
+    const float r = add(t, mul(q, -0.25f));           // exact: multiples of 2^-24 below 1/8
+    const float a = mul(r, 6.28318548f);
+    const float a2 = mul(a, a);
+    float ps = add(-1.98412701e-4f, mul(a2, 2.75573188e-6f));
+    ps = add(8.33333377e-3f, mul(a2, ps));
+    ps = add(-0.166666672f, mul(a2, ps));
+    const float s = add(a, mul(mul(a, a2), ps));
+    float pc = add(2.48015876e-5f, mul(a2, -2.75573200e-7f));
+    pc = add(-1.38888892e-3f, mul(a2, pc));
+    pc = add(4.16666679e-2f, mul(a2, pc));
+    pc = add(-0.5f, mul(a2, pc));
+    const float c = add(1.f, mul(a2, pc));
+    switch ((int)q & 3) {
+        case 0: sine = s, cosine = c; break;
+        case 1: sine = c, cosine = -s; break;
+        case 2: sine = -s, cosine = -c; break;
+        default: sine = -c, cosine = s; break;
+    }
+}
+
+// Box-Muller on two 32-bit words: radius from u = ((w0 >> 8) + 1) 2^-24 in (0, 1], angle from t = (w1 >> 8) 2^-24.
+__device__ __forceinline__ float2 box_muller(unsigned w0, unsigned w1) {
+    const float u = mul((float)((w0 >> 8) + 1u), 0x1p-24f);
+    const float radius = __fsqrt_rn(mul(-2.f, ln(u)));
+    float s, c;
+    sin_cos_turns(mul((float)(w1 >> 8), 0x1p-24f), s, c);
+    return make_float2(mul(radius, c), mul(radius, s));
+}
+}  // namespace exact
+
+template <bool LOG>
+__device__ __forceinline__ float shape_f32(float z, float mean, float stddev) {
+    const float x = exact::add(mean, exact::mul(stddev, z));
+    return LOG ? __double2float_rn(exp((double)x)) : x;
+}
+
 template <bool LOG>
 __device__ __forceinline__ double shape(double z, double mean, double stddev) {
     const double x = fma(stddev, z, mean);
@@ -87,13 +158,11 @@ template <bool LOG>
 __device__ __forceinline__ void normal_f32(float *out, u64 n, u64 seed, u64 offset, float mean,
                                            float stddev) {
     fill<4>(out, n, seed, offset, [=] __device__(uint4 w, float (&v)[4]) {
-        // 32-bit uniforms in double: (w + 1) 2^-32 in (0, 1] for the radius, w 2^-32 for the angle.
-        const double2 a = box_muller(((double)w.x + 1.0) * 0x1p-32, (double)w.y * 0x1p-32);
-        const double2 b = box_muller(((double)w.z + 1.0) * 0x1p-32, (double)w.w * 0x1p-32);
-        v[0] = __double2float_rn(shape<LOG>(a.x, mean, stddev));
-        v[1] = __double2float_rn(shape<LOG>(a.y, mean, stddev));
-        v[2] = __double2float_rn(shape<LOG>(b.x, mean, stddev));
-        v[3] = __double2float_rn(shape<LOG>(b.y, mean, stddev));
+        const float2 a = exact::box_muller(w.x, w.y), b = exact::box_muller(w.z, w.w);
+        v[0] = shape_f32<LOG>(a.x, mean, stddev);
+        v[1] = shape_f32<LOG>(a.y, mean, stddev);
+        v[2] = shape_f32<LOG>(b.x, mean, stddev);
+        v[3] = shape_f32<LOG>(b.y, mean, stddev);
     });
 }
 

@@ -32,8 +32,9 @@
 //! - Library modules: `cublas` turns on `cublas` (cudarc's cuBLAS API on our own GEMM kernels; no
 //!   libcublas is loaded), `curand` turns on `curand` (cudarc's cuRAND API on our Philox kernel; no
 //!   libcurand), `nccl` (and `nccl-020xx`) turns on `nccl` (cudarc's NCCL API over the real
-//!   `libnccl.so.2`, opened at run time). `cublaslt` is a reserved name with our engine until its
-//!   module lands. With `legacy-gpu` each turns on and re-exports cudarc's module.
+//!   `libnccl.so.2`, opened at run time), `cublaslt` turns on `cublaslt` (cudarc's cuBLASLt matmul
+//!   on our GEMM kernels, bias and activation fused; no libcublasLt; it implies `cublas`). With
+//!   `legacy-gpu` each turns on and re-exports cudarc's module.
 //! - Not provided: `cudnn` (and `cudnn-0xxxx`), `cufft`, `cufile`, `cupti`, `cusolver`, `cusolvermg`,
 //!   `cusparse`, `cutensor` (and `cutensor-020xx`), `nvtx`, `runtime`: the feature builds, and calling
 //!   the module's entry points (`cudnn::Cudnn::new`, `runtime::result::version::get`, ...) is a compile
@@ -55,6 +56,8 @@ compile_error!(
 pub mod bench;
 #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 pub mod cublas;
+#[cfg(all(feature = "cublaslt", not(feature = "legacy-gpu")))]
+pub mod cublaslt;
 #[cfg(all(feature = "curand", not(feature = "legacy-gpu")))]
 pub mod curand;
 #[cfg(not(feature = "legacy-gpu"))]

@@ -386,18 +386,85 @@ fn random_family(b: &mut Bench, n: usize) -> Result<()> {
             }
             .map(|_| ())
         })?;
-        b.rows.push(Row {
+        let ours = gigabytes_per_second((4 * n) as f64, t.median_ms);
+        let row = |anchor: &str, anchor_value| Row {
             group: "kernels".into(),
             name: format!("philox {name} 2^{} f32", n.trailing_zeros()),
             series: None,
-            ours: gigabytes_per_second((4 * n) as f64, t.median_ms),
-            anchor: "memset".into(),
-            anchor_value: Some(memset),
+            ours,
+            anchor: anchor.into(),
+            anchor_value,
             unit: "GB/s".into(),
             higher_is_better: true,
-        });
+        };
+        b.rows.push(row("memset", Some(memset)));
+        let curand = curand_philox(s, settings, &mut out, draw.is_some())
+            .map_err(|e| eprintln!("kernels bench: cuRAND Philox {name}: {e}"))
+            .ok()
+            .map(|ms| gigabytes_per_second((4 * n) as f64, ms));
+        b.rows.push(row("cuRAND Philox4_32_10", curand));
     }
     Ok(())
+}
+
+/// Median milliseconds of cuRAND's Philox4x32-10 (the real libcurand through cudarc, feature
+/// `bench-anchors`) filling the same buffers on the same stream with uniform or standard normal
+/// f32.
+#[cfg(feature = "bench-anchors")]
+fn curand_philox(
+    s: &Arc<CudaStream>,
+    settings: Settings,
+    out: &mut [CudaSlice<f32>],
+    normal: bool,
+) -> std::result::Result<f64, String> {
+    use cudarc::curand::{result, sys};
+
+    use crate::driver::DevicePtrMut as _;
+    let err = |e: result::CurandError| format!("{e:?}");
+    let generator =
+        result::create_generator_kind(sys::curandRngType_t::CURAND_RNG_PSEUDO_PHILOX4_32_10).map_err(err)?;
+    let sets = out.len();
+    let timed = (|| {
+        // SAFETY: the generator was just created; the stream outlives it (destroyed below).
+        unsafe {
+            result::set_seed(generator, 42).map_err(err)?;
+            result::set_stream(generator, s.cu_stream() as sys::cudaStream_t).map_err(err)?;
+        }
+        time_gpu(s, settings, |i| {
+            let buffer = &mut out[i % sets];
+            let n = buffer.len();
+            let (ptr, _write) = buffer.device_ptr_mut(s);
+            // SAFETY: `ptr` holds `n` f32 (n is even, as cuRAND's normal fill needs).
+            unsafe {
+                if normal {
+                    result::generate::normal_f32(generator, ptr as *mut f32, n, 0.0, 1.0)
+                } else {
+                    result::generate::uniform_f32(generator, ptr as *mut f32, n)
+                }
+            }
+            .map_err(|e| crate::Error::Shape {
+                op: "curand",
+                expected: "a fill".into(),
+                got: format!("{e:?}"),
+            })
+        })
+        .map(|t| t.median_ms)
+        .map_err(|e| e.to_string())
+    })();
+    // SAFETY: created above, destroyed once; its work was synchronised by the timing.
+    unsafe { result::destroy_generator(generator) }.map_err(err)?;
+    timed
+}
+
+/// Without `bench-anchors` there is no libcurand to compare with.
+#[cfg(not(feature = "bench-anchors"))]
+fn curand_philox(
+    _: &Arc<CudaStream>,
+    _: Settings,
+    _: &mut [CudaSlice<f32>],
+    _: bool,
+) -> std::result::Result<f64, String> {
+    Err("built without the bench-anchors feature".into())
 }
 
 fn reservoir_step(b: &mut Bench, (n, n_in): (usize, usize)) -> Result<()> {

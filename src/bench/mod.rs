@@ -5,6 +5,8 @@
 pub mod cpu;
 #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 pub mod cublas_api;
+#[cfg(all(feature = "cublaslt", not(feature = "legacy-gpu")))]
+pub mod cublaslt_api;
 pub mod driver;
 pub mod gemm;
 pub mod kernels;

@@ -23,13 +23,16 @@ pub enum Group {
     Gemm,
     /// The cudarc `cublas` API on our kernels beside the real cuBLAS, the same caller code.
     Cublas,
+    /// The cudarc `cublaslt` API (fused bias + GELU) on our kernels beside the real cuBLASLt and
+    /// our own unfused GEMM + bias/activation pass.
+    Cublaslt,
     /// The CPU fallback (what runs without a GPU).
     Cpu,
 }
 
 impl Group {
     /// Every GPU group, in run order.
-    pub const GPU: [Group; 4] = [Group::Driver, Group::Kernels, Group::Gemm, Group::Cublas];
+    pub const GPU: [Group; 5] = [Group::Driver, Group::Kernels, Group::Gemm, Group::Cublas, Group::Cublaslt];
 
     /// The group's name on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -38,13 +41,14 @@ impl Group {
             Group::Kernels => "kernels",
             Group::Gemm => "gemm",
             Group::Cublas => "cublas",
+            Group::Cublaslt => "cublaslt",
             Group::Cpu => "cpu",
         }
     }
 
     /// The group called `name`.
     pub fn parse(name: &str) -> Option<Group> {
-        [Group::Driver, Group::Kernels, Group::Gemm, Group::Cublas, Group::Cpu]
+        [Group::Driver, Group::Kernels, Group::Gemm, Group::Cublas, Group::Cublaslt, Group::Cpu]
             .into_iter()
             .find(|g| g.name() == name)
     }
@@ -129,6 +133,14 @@ pub fn run(
             #[cfg(not(all(feature = "cublas", not(feature = "legacy-gpu"))))]
             Group::Cublas => {
                 progress("cublas: this build has no prism_gpu::cublas (feature cublas, our engine)")
+            }
+            #[cfg(all(feature = "cublaslt", not(feature = "legacy-gpu")))]
+            Group::Cublaslt => {
+                rows.extend(super::cublaslt_api::run(settings, &super::cublaslt_api::cases())?)
+            }
+            #[cfg(not(all(feature = "cublaslt", not(feature = "legacy-gpu"))))]
+            Group::Cublaslt => {
+                progress("cublaslt: this build has no prism_gpu::cublaslt (feature cublaslt, our engine)")
             }
             Group::Cpu => rows.extend(cpu::run(settings, options.full)?),
         }

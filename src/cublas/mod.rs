@@ -10,7 +10,7 @@
 //! Device pointer mode reads alpha and beta with a copy to the host and a stream synchronisation
 //! (the call blocks).
 
-mod plan;
+pub(crate) mod plan;
 pub mod result;
 mod safe;
 #[allow(missing_docs)] // cuBLAS's own names, documented by NVIDIA

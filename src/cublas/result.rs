@@ -111,12 +111,19 @@ unsafe fn context<'a>(handle: sys::cublasHandle_t) -> Result<&'a cublasContext, 
 
 /// How an error of the engine reads as a cuBLAS status.
 fn to_status(e: Error) -> CublasError {
+    status(status_of(e))
+}
+
+/// The cuBLAS status of an engine error (shared with the cublaslt module): a shape error is an
+/// invalid value, running out of device memory an allocation failure, anything else a failed
+/// execution.
+pub(crate) fn status_of(e: Error) -> Status {
     match e {
-        Error::Shape { .. } => status(Status::CUBLAS_STATUS_INVALID_VALUE),
+        Error::Shape { .. } => Status::CUBLAS_STATUS_INVALID_VALUE,
         Error::Driver(d) if d.0 == driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
-            status(Status::CUBLAS_STATUS_ALLOC_FAILED)
+            Status::CUBLAS_STATUS_ALLOC_FAILED
         }
-        _ => status(Status::CUBLAS_STATUS_EXECUTION_FAILED),
+        _ => Status::CUBLAS_STATUS_EXECUTION_FAILED,
     }
 }
 

@@ -10,7 +10,7 @@ use half::{bf16, f16};
 use super::{runtime, Backend, GpuOps, ProductionGpuRuntime};
 use crate::driver::{CudaSlice, CudaView, CudaViewMut};
 use crate::error::Result;
-use crate::kernels::gemm::{self, effective_precision, Element, Gemm, Precision};
+use crate::kernels::gemm::{self, effective_precision, Bias, Element, FusedActivation, Gemm, Precision};
 use crate::kernels::shape;
 use crate::selftest::{max_difference, max_error, Check, SplitMix64};
 
@@ -40,6 +40,45 @@ impl ProductionGpuRuntime {
         let mut c = shape::zeroed("matmul", "c", c_len)?;
         self.gemm(&g, a, b, &mut c)?;
         Ok(c)
+    }
+
+    /// `act(a * b + bias)` for row-major `a` (m x k), `b` (k x n) and `bias` (n values, one per
+    /// column): a dense layer's forward pass as one GEMM at `precision`, with the bias and the
+    /// activation fused into its store on the GPU. The CPU fallback runs the same GEMM, then adds
+    /// the bias and applies the activation.
+    pub fn matmul_bias_act(
+        &self,
+        a: &[f32],
+        b: &[f32],
+        bias: &[f32],
+        (m, n, k): (usize, usize, usize),
+        act: FusedActivation,
+        precision: Precision,
+    ) -> Result<Vec<f32>> {
+        shape::matrix("matmul_bias_act", "a", a.len(), m, k)?;
+        shape::matrix("matmul_bias_act", "b", b.len(), k, n)?;
+        shape::same_len("matmul_bias_act", &[("bias", bias.len()), ("n", n)])?;
+        shape::elements("matmul_bias_act", "c", &[m, n])?;
+        match &self.backend {
+            Backend::Gpu(gpu) => gpu.host(|ops| {
+                let (da, db, dbias) = (ops.upload(a)?, ops.upload(b)?, ops.upload(bias)?);
+                let c = ops.matmul_bias_act(&da, &db, &dbias, (m, n, k), act, precision)?;
+                ops.download(&c)
+            }),
+            Backend::Cpu { .. } => {
+                let mut c = self.matmul_with(a, b, m, n, k, precision)?;
+                let act = act.as_activation();
+                for row in c.chunks_exact_mut(n.max(1)) {
+                    for (x, &bias) in row.iter_mut().zip(bias) {
+                        *x += bias;
+                        if let Some(act) = act {
+                            *x = act.forward(*x);
+                        }
+                    }
+                }
+                Ok(c)
+            }
+        }
     }
 
     /// The general GEMM on host slices: `c = alpha * op(a) * op(b) + beta * c` for every batch
@@ -188,6 +227,59 @@ impl GpuOps {
         let mut c = unsafe { self.stream().alloc::<f32>(c_len) }?;
         self.gemm(&g, &a.as_view(), &b.as_view(), &mut c.as_view_mut())?;
         Ok(c)
+    }
+}
+
+impl GpuOps {
+    /// `act(a * b + bias)` on device buffers into a new m x n buffer: packed row-major `a`
+    /// (m x k), `b` (k x n), `bias` (n values), products at F32 or TF32, the bias and activation
+    /// fused into the GEMM's store. See [`ProductionGpuRuntime::matmul_bias_act`].
+    pub fn matmul_bias_act(
+        &self,
+        a: &CudaSlice<f32>,
+        b: &CudaSlice<f32>,
+        bias: &CudaSlice<f32>,
+        (m, n, k): (usize, usize, usize),
+        act: FusedActivation,
+        precision: Precision,
+    ) -> Result<CudaSlice<f32>> {
+        effective_precision::<f32, f32>(precision)?;
+        shape::matrix("matmul_bias_act", "a", a.len(), m, k)?;
+        shape::matrix("matmul_bias_act", "b", b.len(), k, n)?;
+        shape::same_len("matmul_bias_act", &[("bias", bias.len()), ("n", n)])?;
+        let g = Gemm::new(m, n, k).with_precision(precision);
+        let c_len = shape::elements("matmul_bias_act", "c", &[m, n])?;
+        if c_len == 0 {
+            return Ok(self.stream().null()?);
+        }
+        // SAFETY: with beta == 0 the GEMM writes all m x n elements (k == 0 included).
+        let mut c = unsafe { self.stream().alloc::<f32>(c_len) }?;
+        let bias_view = bias.as_view();
+        gemm::gemm_bias_act(
+            self.kernels(),
+            self.stream(),
+            self.gemm_workspace(),
+            &g,
+            &a.as_view(),
+            &b.as_view(),
+            Some(Bias { values: &bias_view, stride: 0 }),
+            act,
+            &mut c.as_view_mut(),
+        )?;
+        Ok(c)
+    }
+
+    /// `c = act(c + bias)` in place on a packed row-major `rows x cols` device matrix (f32, bf16
+    /// or f16), `bias` one value per column: the GEMM epilogue as a separate pass, for products
+    /// that did not fuse it.
+    pub fn bias_act<T: Element>(
+        &self,
+        c: &mut CudaViewMut<T>,
+        (rows, cols): (usize, usize),
+        bias: Option<&CudaView<T>>,
+        act: FusedActivation,
+    ) -> Result<()> {
+        gemm::bias_act(self.kernels(), self.stream(), c, (rows, cols), bias, act)
     }
 }
 

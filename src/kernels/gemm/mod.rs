@@ -6,6 +6,7 @@
 
 pub mod dispatch;
 pub mod double;
+mod epilogue;
 mod spec;
 pub mod tensor_map;
 
@@ -24,6 +25,7 @@ use crate::kernels::shape;
 use crate::kernels::Kernels;
 
 use dispatch::{Device, Feed, Plan, TmaReady, SIMT64_TILE_M, SIMT_TILE_N, TILE_M, TMA_FAST_PITCH};
+pub use epilogue::{Bias, FusedActivation, RawEpilogue};
 pub use spec::{effective_precision, Element, Gemm, GemmF64, Precision};
 use tensor_map::{Dtype, Operand};
 
@@ -61,9 +63,30 @@ pub fn gemm<TIn: Element, TOut: Element>(
     b: &CudaView<TIn>,
     c: &mut CudaViewMut<TOut>,
 ) -> Result<()> {
+    gemm_bias_act(kernels, stream, workspace, g, a, b, None, FusedActivation::Identity, c)
+}
+
+/// [`gemm`] with the fused epilogue: `C = act(alpha * op(A) * op(B) + beta * C + bias)`, the bias
+/// (when given) holding one value per column of C for each batch entry (see [`Bias`]). Checks the
+/// bias's length too.
+#[allow(clippy::too_many_arguments)] // the GEMM's operands plus the epilogue's two
+pub fn gemm_bias_act<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    workspace: &Workspace,
+    g: &Gemm,
+    a: &CudaView<TIn>,
+    b: &CudaView<TIn>,
+    bias: Option<Bias<'_, TOut>>,
+    act: FusedActivation,
+    c: &mut CudaViewMut<TOut>,
+) -> Result<()> {
     let precision = effective_precision::<TIn, TOut>(g.precision)?;
     g.validate(a.len(), b.len(), c.len())?;
-    if g.is_empty() || (g.k == 0 && g.beta == 1.0) {
+    if let Some(bias) = &bias {
+        check_bias(g, bias.stride, bias.values.len())?;
+    }
+    if g.is_empty() || (g.k == 0 && g.beta == 1.0 && bias.is_none() && act == FusedActivation::Identity) {
         return Ok(());
     }
     // The guards record the reads and the write for other streams when they drop, after the
@@ -71,8 +94,17 @@ pub fn gemm<TIn: Element, TOut: Element>(
     let (pa, _read_a) = a.checked_ptr(stream)?;
     let (pb, _read_b) = b.checked_ptr(stream)?;
     let (pc, _write_c) = c.checked_ptr_mut(stream)?;
-    // SAFETY: `validate` checked that the three views hold every element `g` touches.
-    unsafe { run::<TIn, TOut>(kernels, stream, workspace, g, precision, [pa, pb, pc]) }
+    let (bias_ptr, _read_bias) = match &bias {
+        Some(bias) => {
+            let (ptr, guard) = bias.values.checked_ptr(stream)?;
+            (Some(ptr), Some(guard))
+        }
+        None => (None, None),
+    };
+    let epilogue = RawEpilogue { bias: bias_ptr, bias_stride: bias.map_or(0, |b| b.stride), act };
+    // SAFETY: `validate` and `check_bias` checked that the views hold every element `g` and the
+    // epilogue touch.
+    unsafe { run::<TIn, TOut>(kernels, stream, workspace, g, precision, [pa, pb, pc], &epilogue) }
 }
 
 /// [`gemm`] on raw device addresses `[A, B, C]` (for the cuBLAS-shaped API, whose callers pass
@@ -87,28 +119,174 @@ pub unsafe fn gemm_raw<TIn: Element, TOut: Element>(
     stream: &Arc<CudaStream>,
     workspace: &Workspace,
     g: &Gemm,
+    operands: [u64; 3],
+) -> Result<()> {
+    // SAFETY: the caller's obligations, and no epilogue.
+    unsafe {
+        gemm_raw_with_epilogue::<TIn, TOut>(kernels, stream, workspace, g, operands, &RawEpilogue::default())
+    }
+}
+
+/// [`gemm_raw`] with the fused epilogue of [`gemm_bias_act`].
+///
+/// # Safety
+/// As [`gemm_raw`]; a bias address must hold `(batch - 1) * bias_stride + n` elements of `TOut`
+/// from there on, not written until the work enqueued on `stream` is done.
+pub unsafe fn gemm_raw_with_epilogue<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    workspace: &Workspace,
+    g: &Gemm,
     [a, b, c]: [u64; 3],
+    epilogue: &RawEpilogue,
 ) -> Result<()> {
     let precision = effective_precision::<TIn, TOut>(g.precision)?;
     g.validate(usize::MAX, usize::MAX, usize::MAX)?;
-    if g.is_empty() || (g.k == 0 && g.beta == 1.0) {
+    if epilogue.bias.is_some() {
+        check_bias(g, epilogue.bias_stride, usize::MAX)?;
+    }
+    if g.is_empty() || (g.k == 0 && g.beta == 1.0 && !epilogue.is_active()) {
         return Ok(());
     }
     // SAFETY: the caller vouches for the operands.
-    unsafe { run::<TIn, TOut>(kernels, stream, workspace, g, precision, [a, b, c]) }
+    unsafe { run::<TIn, TOut>(kernels, stream, workspace, g, precision, [a, b, c], epilogue) }
 }
 
-/// The launches of a validated, non-empty `g` at `precision` on `[A, B, C]`.
+/// [`Error::Shape`] unless a bias of `len` elements, `stride` apart per batch entry, covers the n
+/// columns of every entry of `g`.
+fn check_bias(g: &Gemm, stride: usize, len: usize) -> Result<()> {
+    let need = shape::strided_extent("gemm", "bias", g.batch, stride, 1, 0, g.n)?;
+    if len < need {
+        return Err(Error::Shape {
+            op: "gemm",
+            expected: format!("a bias of at least {need} elements ({} x {}, stride {stride})", g.batch, g.n),
+            got: format!("{len} elements"),
+        });
+    }
+    Ok(())
+}
+
+/// The launches of a validated, non-empty `g` at `precision` on `[A, B, C]`, then `epilogue`:
+/// fused into the stores, or (beta != 0, which the stores cannot fuse) one more pass over C.
 ///
 /// # Safety
-/// As [`gemm_raw`]; `g` has passed `validate`.
+/// As [`gemm_raw_with_epilogue`]; `g` has passed `validate`.
 unsafe fn run<TIn: Element, TOut: Element>(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     workspace: &Workspace,
     g: &Gemm,
     precision: Precision,
+    operands: [u64; 3],
+    epilogue: &RawEpilogue,
+) -> Result<()> {
+    if epilogue.is_active() && g.beta != 0.0 {
+        // SAFETY: the caller's obligations.
+        unsafe {
+            run_fused::<TIn, TOut>(
+                kernels,
+                stream,
+                workspace,
+                g,
+                precision,
+                operands,
+                &RawEpilogue::default(),
+            )
+        }?;
+        // SAFETY: C holds the validated m x n blocks of every entry; the bias was checked.
+        return unsafe { epilogue_pass::<TOut>(kernels, stream, g, operands[2], epilogue) };
+    }
+    // SAFETY: the caller's obligations; the epilogue is fusable (beta == 0 or inactive).
+    unsafe { run_fused::<TIn, TOut>(kernels, stream, workspace, g, precision, operands, epilogue) }
+}
+
+/// `c = act(c + bias)` on a packed row-major `rows x cols` matrix on the device, `bias` holding
+/// one value per column: the GEMM epilogue as a pass of its own (for a product that could not
+/// fuse it). Ordered on `stream`; [`Error::Shape`] when `c` or `bias` is short.
+pub fn bias_act<T: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    c: &mut CudaViewMut<T>,
+    (rows, cols): (usize, usize),
+    bias: Option<&CudaView<T>>,
+    act: FusedActivation,
+) -> Result<()> {
+    shape::matrix("bias_act", "c", c.len(), rows, cols)?;
+    let g = Gemm::new(rows, cols, 0);
+    g.validate(0, 0, c.len())?;
+    if let Some(bias) = bias {
+        check_bias(&g, 0, bias.len())?;
+    }
+    if g.is_empty() {
+        return Ok(());
+    }
+    let (pc, _write_c) = c.checked_ptr_mut(stream)?;
+    let (bias_ptr, _read_bias) = match bias {
+        Some(bias) => {
+            let (ptr, guard) = bias.checked_ptr(stream)?;
+            (Some(ptr), Some(guard))
+        }
+        None => (None, None),
+    };
+    let epilogue = RawEpilogue { bias: bias_ptr, bias_stride: 0, act };
+    // SAFETY: c holds the rows x cols matrix and the bias its cols values (both checked).
+    unsafe { epilogue_pass::<T>(kernels, stream, &g, pc, &epilogue) }
+}
+
+/// `C = epilogue(C)` on the m x n block of every batch entry (`gemm_epilogue_<out>`).
+///
+/// # Safety
+/// `c` holds the validated C of `g`; the epilogue's bias covers every entry.
+unsafe fn epilogue_pass<TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &Gemm,
+    c: u64,
+    epilogue: &RawEpilogue,
+) -> Result<()> {
+    let function = kernels.function(&format!("gemm_epilogue_{}", TOut::NAME))?;
+    let (m, n, ldc, stride_c) = (g.m as i32, g.n as i32, g.ldc as i32, g.stride_c as i64);
+    let blocks = (g.m * g.n).div_ceil(BLOCK as usize).min(kernels.multiprocessors() as usize * 8);
+    for z0 in (0..g.batch).step_by(GRID_YZ_MAX) {
+        let entries = (g.batch - z0).min(GRID_YZ_MAX);
+        let c = c + (z0 * g.stride_c * size_of::<TOut>()) as u64;
+        let (bias, bias_stride, act) = epilogue.args_from(z0, size_of::<TOut>());
+        let cfg = LaunchConfig {
+            grid_dim: (blocks as u32, 1, entries as u32),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: `(m, n, C, ldc, strideC, bias, biasStride, act)`: C advanced to entry z0 holds
+        // the m x n blocks of entries z0..z0+entries (validated), the bias theirs (checked).
+        unsafe {
+            stream
+                .launch_builder(&function)
+                .arg(&m)
+                .arg(&n)
+                .arg(&c)
+                .arg(&ldc)
+                .arg(&stride_c)
+                .arg(&bias)
+                .arg(&bias_stride)
+                .arg(&act)
+                .launch(cfg)?;
+        }
+    }
+    Ok(())
+}
+
+/// The GEMM's launches with `epilogue` fused into their stores (inactive, or with beta == 0).
+///
+/// # Safety
+/// As [`run`].
+unsafe fn run_fused<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    workspace: &Workspace,
+    g: &Gemm,
+    precision: Precision,
     [pa, pb, pc]: [u64; 3],
+    epilogue: &RawEpilogue,
 ) -> Result<()> {
     if g.k == 0 {
         // C = beta * C: a k = 1 product of zeros (alpha 0), read through zero strides.
@@ -127,7 +305,15 @@ unsafe fn run<TIn: Element, TOut: Element>(
             ..*g
         };
         let small = Family::Small.entry::<TIn, TOut>(precision);
-        return launch_common::<TIn, TOut>(kernels, stream, &small, Family::Small, &scale_only, [pz, pz, pc]);
+        return launch_common::<TIn, TOut>(
+            kernels,
+            stream,
+            &small,
+            Family::Small,
+            &scale_only,
+            [pz, pz, pc],
+            epilogue,
+        );
     }
 
     let mut device = device(kernels)?;
@@ -148,7 +334,7 @@ unsafe fn run<TIn: Element, TOut: Element>(
             Plan::SplitK { splits, mma } => {
                 let family = if mma { Family::Mma } else { Family::Simt64 };
                 let parts = SplitK { g, precision, family, splits: splits as usize };
-                return parts.run::<TIn, TOut>(kernels, stream, workspace, [pa, pb, pc]);
+                return parts.run::<TIn, TOut>(kernels, stream, workspace, [pa, pb, pc], epilogue);
             }
             Plan::Sm90 { bn, a: feed_a, b: feed_b } => {
                 match sm90::<TIn, TOut>(
@@ -162,6 +348,7 @@ unsafe fn run<TIn: Element, TOut: Element>(
                     bn,
                     feed_a,
                     feed_b,
+                    epilogue,
                 ) {
                     Err(Error::ModuleLoad { family: "gemm_sm90", .. }) => {
                         // Not loadable here (driver or image): remember, and use mma.sync.
@@ -174,7 +361,7 @@ unsafe fn run<TIn: Element, TOut: Element>(
             }
         };
         let name = family.entry::<TIn, TOut>(precision);
-        return launch_common::<TIn, TOut>(kernels, stream, &name, family, g, [pa, pb, pc]);
+        return launch_common::<TIn, TOut>(kernels, stream, &name, family, g, [pa, pb, pc], epilogue);
     }
 }
 
@@ -231,7 +418,8 @@ fn function_with_smem(kernels: &Kernels, name: &str, smem: u32) -> Result<CudaFu
 }
 
 /// Launches a SIMT / small / mma.sync kernel over `g`, whose operands are at device addresses
-/// `[A, B, C]`: batches of at most 65 535 (grid.z) and row blocks within grid.y's limit.
+/// `[A, B, C]`, with `epilogue` in its stores: batches of at most 65 535 (grid.z) and row blocks
+/// within grid.y's limit.
 fn launch_common<TIn: Element, TOut: Element>(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
@@ -239,6 +427,7 @@ fn launch_common<TIn: Element, TOut: Element>(
     family: Family,
     g: &Gemm,
     [pa, pb, pc]: [u64; 3],
+    epilogue: &RawEpilogue,
 ) -> Result<()> {
     let (tile_rows, tile_cols, smem) = family.tile_and_smem();
     let function = function_with_smem(kernels, name, smem)?;
@@ -255,6 +444,7 @@ fn launch_common<TIn: Element, TOut: Element>(
             let a = pa + (a_offset * es_in) as u64;
             let b = pb + (z0 * g.stride_b * es_in) as u64;
             let c = pc + ((z0 * g.stride_c + r0 * g.ldc) * es_out) as u64;
+            let (bias, bias_stride, act) = epilogue.args_from(z0, es_out);
             let m = rows as i32;
             let cfg = LaunchConfig {
                 grid_dim: (g.n.div_ceil(tile_cols) as u32, rows.div_ceil(tile_rows) as u32, entries as u32),
@@ -263,8 +453,9 @@ fn launch_common<TIn: Element, TOut: Element>(
             };
             // SAFETY: the argument list matches the family's signature (notes/gemm.md). `validate`
             // checked that A, B and C hold every element the `batch x m x n x k` problem touches
-            // with these leading dimensions and strides; this launch covers batch entries
-            // z0..z0+entries and rows r0..r0+rows of that problem, with A and C advanced to them.
+            // with these leading dimensions and strides (and the bias its entries); this launch
+            // covers batch entries z0..z0+entries and rows r0..r0+rows of that problem, with A, C
+            // and the bias advanced to them.
             unsafe {
                 stream
                     .launch_builder(&function)
@@ -284,6 +475,9 @@ fn launch_common<TIn: Element, TOut: Element>(
                     .arg(&c)
                     .arg(&ldc)
                     .arg(&stride_c)
+                    .arg(&bias)
+                    .arg(&bias_stride)
+                    .arg(&act)
                     .launch(cfg)?;
             }
         }
@@ -364,6 +558,7 @@ impl SplitK<'_> {
         stream: &Arc<CudaStream>,
         workspace: &Workspace,
         [pa, pb, pc]: [u64; 3],
+        epilogue: &RawEpilogue,
     ) -> Result<()> {
         let g = self.g;
         let depth = g.k.div_ceil(self.splits).next_multiple_of(Self::SLICE_ALIGN);
@@ -391,9 +586,18 @@ impl SplitK<'_> {
             ..*g
         };
         let name = self.family.entry::<TIn, f32>(self.precision);
+        let none = RawEpilogue::default();
         let es = size_of::<TIn>() as u64;
         if full > 0 {
-            launch_common::<TIn, f32>(kernels, stream, &name, self.family, &slices, [pa, pb, partials])?;
+            launch_common::<TIn, f32>(
+                kernels,
+                stream,
+                &name,
+                self.family,
+                &slices,
+                [pa, pb, partials],
+                &none,
+            )?;
         }
         if rest > 0 {
             let last = Gemm { k: rest, batch: 1, ..slices };
@@ -402,15 +606,17 @@ impl SplitK<'_> {
                 pb + (full * step_b) as u64 * es,
                 partials + (full * outputs * size_of::<f32>()) as u64,
             ];
-            launch_common::<TIn, f32>(kernels, stream, &name, self.family, &last, at)?;
+            launch_common::<TIn, f32>(kernels, stream, &name, self.family, &last, at, &none)?;
         }
 
         let reduce = kernels.function(&format!("gemm_splitk_reduce_{}", TOut::NAME))?;
         let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
+        let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
         // One output per thread per step, blocks of 256 (the kernel's own block size).
         let cfg = grid::elementwise(outputs, grid::Step::Scalar);
-        // SAFETY: `(m, n, splits, part, alpha, beta, C, ldc)`: reads the `parts` packed m x n
-        // partial products written above, writes C's validated m x n block (batch 1).
+        // SAFETY: `(m, n, splits, part, alpha, beta, C, ldc, bias, act)`: reads the `parts` packed
+        // m x n partial products written above (and n bias values, checked), writes C's validated
+        // m x n block (batch 1).
         unsafe {
             stream
                 .launch_builder(&reduce)
@@ -422,6 +628,8 @@ impl SplitK<'_> {
                 .arg(&g.beta)
                 .arg(&pc)
                 .arg(&ldc)
+                .arg(&bias)
+                .arg(&act)
                 .launch(cfg)?;
         }
         Ok(())
@@ -453,6 +661,7 @@ fn sm90<TIn: Element, TOut: Element>(
     bn: u32,
     feed_a: Feed,
     feed_b: Feed,
+    epilogue: &RawEpilogue,
 ) -> Result<()> {
     let (dtype, bk) = match precision {
         Precision::Bf16 => (Dtype::Bf16, 64),
@@ -587,16 +796,18 @@ fn sm90<TIn: Element, TOut: Element>(
         let map_b =
             if b.trans { map(b, g.n, g.k, bk, tile_cols as u32)? } else { map(b, g.k, g.n, mn_box, bk)? };
         let c = pc + (z0 * g.stride_c * size_of::<TOut>()) as u64;
+        let (bias, bias_stride, act) = epilogue.args_from(z0, size_of::<TOut>());
         let per_entry = (device.multiprocessors as usize / entries).max(1);
         let cfg = LaunchConfig {
             grid_dim: (tiles.min(per_entry) as u32, 1, entries as u32),
             block_dim: (SM90_BLOCK, 1, 1),
             shared_mem_bytes: SM90_SMEM,
         };
-        // SAFETY: `(tmA, tmB, m, n, k, alpha, beta, C, ldc, strideC)` as the sm_90a entries take
-        // them. The maps cover exactly the validated operands (or the workspace regions, kept
-        // while the lock is held) of entries z0..z0+entries; C is advanced to entry z0 and holds
-        // every m x n block of them (validated).
+        // SAFETY: `(tmA, tmB, m, n, k, alpha, beta, C, ldc, strideC, bias, biasStride, act)` as
+        // the sm_90a entries take them. The maps cover exactly the validated operands (or the
+        // workspace regions, kept while the lock is held) of entries z0..z0+entries; C and the
+        // bias are advanced to entry z0 and hold every m x n block and bias vector of them
+        // (validated, checked).
         unsafe {
             stream
                 .launch_builder(&function)
@@ -610,6 +821,9 @@ fn sm90<TIn: Element, TOut: Element>(
                 .arg(&c)
                 .arg(&ldc)
                 .arg(&stride_c)
+                .arg(&bias)
+                .arg(&bias_stride)
+                .arg(&act)
                 .launch(cfg)?;
         }
     }
