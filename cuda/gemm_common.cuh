@@ -53,27 +53,35 @@ template <typename TO> struct Epilogue {
 
     __device__ __forceinline__ bool active() const { return bias_cols > 0 || act != EPI_NONE; }
 
-    template <bool GELU> __device__ __forceinline__ float apply(float v, int col) const {
+    template <bool GELU, bool APPROX> __device__ __forceinline__ float apply(float v, int col) const {
         if (col < bias_cols) v += to_f32<TO>(bias[(long long)blockIdx.z * bias_stride + col]);
         if constexpr (GELU) {
-            // tanh form: 0.5 v (1 + tanh(u)) = v * sigmoid(2u), u = sqrt(2/pi) (v + 0.044715 v^3); the sigmoid
-            // form has no cancellation for negative v and costs two MUFU operations.
+            // tanh form, u = sqrt(2/pi) (v + 0.044715 v^3). APPROX (the tensor-core kernels, whose products carry
+            // TF32 / 16-bit rounding already): 0.5 v (1 + tanh.approx(u)), one MUFU operation, absolute error
+            // ~2^-11 |v|. Otherwise v * sigmoid(2u), no cancellation for negative v, two MUFU operations.
             const float u = 0.7978845608028654f * fmaf(0.044715f * v, v * v, v);
-            return __fdividef(v, 1.f + __expf(-2.f * u));
+            if constexpr (APPROX) {
+                float t;
+                asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
+                const float h = 0.5f * v;
+                return fmaf(h, t, h);
+            } else {
+                return __fdividef(v, 1.f + __expf(-2.f * u));
+            }
         } else {
             return (act == EPI_RELU && !(v > 0.f)) ? 0.f : v;  // NaN -> 0, as prism_relu_f32
         }
     }
 
     // Folds alpha and the epilogue into `count` accumulators, acc(i) at column col(i), and sets alpha to 1.
-    // One unrolled copy with GELU and one without, so GEMMs without GELU pay nothing for it.
-    template <int COUNT, class Acc, class Col>
+    // One unrolled copy with GELU and one without, so GEMMs without GELU pay nothing for it. APPROX: see apply.
+    template <int COUNT, bool APPROX = false, class Acc, class Col>
     __device__ __forceinline__ void fuse(float &alpha, Acc acc, Col col) const {
         if (!active()) return;
         const float a = alpha;
         auto run = [&](auto gelu) {
 #pragma unroll
-            for (int i = 0; i < COUNT; ++i) acc(i) = apply<decltype(gelu)::value>(a * acc(i), col(i));
+            for (int i = 0; i < COUNT; ++i) acc(i) = apply<decltype(gelu)::value, APPROX>(a * acc(i), col(i));
         };
         if (act == EPI_GELU) run(std::true_type{});
         else run(std::false_type{});

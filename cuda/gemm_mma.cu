@@ -231,7 +231,7 @@ __device__ __forceinline__ void mma_gemm(int m, int n, int k, float alpha,
     cp_wait<0>();
 
     // Epilogue. acc[i][j][2h + e]: column j * 8 + 2t + e of the warp's 32.
-    epi.template fuse<64>(alpha, [&](int f) -> float & { return acc[f / 16][(f / 4) % 4][f % 4]; },
+    epi.template fuse<64, true>(alpha, [&](int f) -> float & { return acc[f / 16][(f / 4) % 4][f % 4]; },
                           [&](int f) { return n0 + wn * 32 + ((f / 4) % 4) * 8 + 2 * t + f % 2; });
 #pragma unroll
     for (int i = 0; i < 4; ++i) {

@@ -322,7 +322,7 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
             const bool odd = t & 1;
             // Accumulator i: columns 8 (i / 4) + 2t + i % 2 of the tile.
             float scale = alpha;
-            epi.template fuse<BN / 2>(scale, [&](int i) -> float & { return d[i]; },
+            epi.template fuse<BN / 2, true>(scale, [&](int i) -> float & { return d[i]; },
                                       [&](int i) { return tn * BN + 8 * (i / 4) + 2 * t + i % 2; });
 #pragma unroll
             for (int jp = 0; jp < BN / 16; ++jp) {
@@ -456,7 +456,7 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
             const int p = tp * BP + p_in_tile;
             // Accumulator 4j + r: rows p + r / 2, columns q + r % 2 of the P x Q product (q = 8j + 2t in the tile).
             float scale = alpha;
-            epi.template fuse<BQ / 2>(scale, [&](int i) -> float & { return d[i]; }, [&](int i) {
+            epi.template fuse<BQ / 2, true>(scale, [&](int i) -> float & { return d[i]; }, [&](int i) {
                 return R_IS_B ? p + (i % 4) / 2 : tq * BQ + 8 * (i / 4) + 2 * t + i % 2;
             });
 #pragma unroll

@@ -123,7 +123,10 @@ fn reference(p: &Problem, a: &[f64], b: &[f64], c: &[f64], bias: &[f64]) -> Vec<
                     dot += x * y;
                 }
                 let at = z * s(cfg.stride_c) + j * ldc + i;
-                let mut v = f64::from(cfg.alpha) * dot + f64::from(cfg.beta) * c[at];
+                let mut v = f64::from(cfg.alpha) * dot;
+                if cfg.beta != 0.0 {
+                    v += f64::from(cfg.beta) * c[at]; // beta 0 never reads C (NaN-poisoned)
+                }
                 if p.bias {
                     v += bias[z * s(cfg.stride_bias) + i];
                 }

@@ -91,7 +91,8 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
         let bias = rng.vec(case.n, -1.0, 1.0);
         let inner = ((5e9 / case.flops()) as usize).clamp(1, 100);
         let (fused_ms, ours_y) = ours.time(case, [&x, &w, &bias], settings, inner).map_err(side_err)?;
-        let unfused_ms = ours.time_unfused(case, [&x, &w, &bias], settings, inner).map_err(side_err)?;
+        let [plain_ms, unfused_ms] =
+            ours.time_unfused(case, [&x, &w, &bias], settings, inner).map_err(side_err)?;
         let theirs =
             real.as_ref().map_err(Clone::clone).and_then(|r| r.time(case, [&x, &w, &bias], settings, inner));
         let tflops = |ms: f64| teraflops(case.flops() * inner as f64, ms);
@@ -117,6 +118,7 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
         };
         rows.push(row("cuBLASLt", anchor_value));
         rows.push(row("ours unfused (GEMM, then bias_act)", Some(tflops(unfused_ms))));
+        rows.push(row("ours GEMM alone (no bias, no GELU)", Some(tflops(plain_ms))));
     }
     Ok(rows)
 }
@@ -312,15 +314,16 @@ mod prism {
     use crate::kernels::Kernels;
 
     impl Side {
-        /// Median milliseconds of `inner` unfused layers: our GEMM into y (row-major, through
-        /// the kernels' own API), then the bias and GELU as a separate pass.
+        /// Median milliseconds of `inner` of our GEMMs alone into y (row-major, through the
+        /// kernels' own API), and of `inner` unfused layers: that GEMM, then the bias and GELU as
+        /// a separate pass.
         pub fn time_unfused(
             &self,
             case: &Case,
             inputs: [&[f32]; 3],
             settings: Settings,
             inner: usize,
-        ) -> Res<f64> {
+        ) -> Res<[f64; 2]> {
             match case.kind {
                 Kind::Tf32 => self.unfused::<f32>(case, inputs, settings, inner, Precision::Tf32),
                 Kind::Bf16 => self.unfused::<bf16>(case, inputs, settings, inner, Precision::Bf16),
@@ -335,26 +338,33 @@ mod prism {
             settings: Settings,
             inner: usize,
             precision: Precision,
-        ) -> Res<f64> {
+        ) -> Res<[f64; 2]> {
             let [x, w, bias, mut y] = self.operands::<T>(case, inputs)?;
             let kernels = Kernels::new(self.stream.context().clone()).map_err(err)?;
             let workspace = gemm::Workspace::default();
             let g =
                 Gemm::new(case.m, case.n, case.k).transposed(false, case.weight_t).with_precision(precision);
-            median_ms(&self.stream, settings, inner, || {
+            let mut layer = |with_pass: bool| {
                 let mut out = y.as_view_mut();
                 gemm::gemm(&kernels, &self.stream, &workspace, &g, &x.as_view(), &w.as_view(), &mut out)
                     .map_err(err)?;
-                gemm::bias_act(
-                    &kernels,
-                    &self.stream,
-                    &mut out,
-                    (case.m, case.n),
-                    Some(&bias.as_view()),
-                    FusedActivation::Gelu,
-                )
-                .map_err(err)
-            })
+                if with_pass {
+                    let bias = bias.as_view();
+                    let dims = (case.m, case.n);
+                    gemm::bias_act(
+                        &kernels,
+                        &self.stream,
+                        &mut out,
+                        dims,
+                        Some(&bias),
+                        FusedActivation::Gelu,
+                    )
+                    .map_err(err)?;
+                }
+                Ok(())
+            };
+            let plain = median_ms(&self.stream, settings, inner, || layer(false))?;
+            Ok([plain, median_ms(&self.stream, settings, inner, || layer(true))?])
         }
     }
 }
