@@ -7,8 +7,6 @@ use half::{bf16, f16};
 
 use crate::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError};
 use crate::error::{Error, Result};
-use crate::kernels::activations::{self, Activation};
-use crate::kernels::elementwise::{self, Binary};
 use crate::kernels::gemm::Workspace;
 use crate::kernels::gemv::{self, Gemv};
 use crate::kernels::neuromorphic::{self, Csr, DeviceCsr, DeviceReservoir, Patterns};
@@ -17,6 +15,9 @@ use crate::kernels::random::{self, Normal, Philox};
 use crate::kernels::reductions::{self, Reduce};
 use crate::kernels::softmax::{self, Softmax};
 use crate::kernels::{convert, shape, transpose, Kernels};
+use crate::ops::activations::{Activation, Backward};
+use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::{Map, Update};
 use crate::sys::driver::CUresult;
 
 /// The device-buffer side of [`ProductionGpuRuntime`](super::ProductionGpuRuntime): every
@@ -141,51 +142,65 @@ impl GpuOps {
         unsafe { self.stream.alloc(len) }.map_err(|e| self.account(e.into()))
     }
 
+    /// The device-buffer path of every [`Map`] operation: checks, allocates the output, launches.
+    pub(crate) fn map<const N: usize, M: Map<N>>(
+        &self,
+        op: M,
+        inputs: [&CudaSlice<M::In>; N],
+    ) -> Result<CudaSlice<M::Out>> {
+        let mut out = self.output(op.check(inputs.map(|x| x.len()))?)?;
+        let views = inputs.map(CudaSlice::as_view);
+        op.launch(&self.kernels, &self.stream, views.each_ref(), &mut out.as_view_mut())?;
+        Ok(out)
+    }
+
+    /// The device-buffer path of every [`Update`] operation: checks, launches on `x` in place.
+    pub(crate) fn update<const N: usize, U: Update<N>>(
+        &self,
+        op: U,
+        x: &mut CudaSlice<U::Elem>,
+        inputs: [&CudaSlice<U::In>; N],
+    ) -> Result<()> {
+        op.check(x.len(), inputs.map(|x| x.len()))?;
+        let views = inputs.map(CudaSlice::as_view);
+        op.launch(&self.kernels, &self.stream, &mut x.as_view_mut(), views.each_ref())
+    }
+
+    /// Device copies of `inputs`, stopping at the first failure.
+    pub(crate) fn upload_all<T: DeviceRepr, const N: usize>(
+        &self,
+        inputs: [&[T]; N],
+    ) -> Result<[CudaSlice<T>; N]> {
+        let mut copies = [const { None }; N];
+        for (copy, input) in copies.iter_mut().zip(inputs) {
+            *copy = Some(self.upload(input)?);
+        }
+        Ok(copies.map(|c| c.expect("every input was uploaded above")))
+    }
+
     /// `a ∘ b` elementwise into a new buffer.
     pub fn binary(&self, op: Binary, a: &CudaSlice<f32>, b: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(a.len())?;
-        elementwise::binary(
-            &self.kernels,
-            &self.stream,
-            op,
-            &a.as_view(),
-            &b.as_view(),
-            &mut out.as_view_mut(),
-        )?;
-        Ok(out)
+        self.map(op, [a, b])
     }
 
     /// `alpha * x + y` into a new buffer.
     pub fn axpy(&self, alpha: f32, x: &CudaSlice<f32>, y: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(x.len())?;
-        elementwise::axpy(
-            &self.kernels,
-            &self.stream,
-            alpha,
-            &x.as_view(),
-            &y.as_view(),
-            &mut out.as_view_mut(),
-        )?;
-        Ok(out)
+        self.map(Axpy(alpha), [x, y])
     }
 
     /// `alpha * x` into a new buffer.
     pub fn scale(&self, alpha: f32, x: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(x.len())?;
-        elementwise::scale(&self.kernels, &self.stream, alpha, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(Scale(alpha), [x])
     }
 
     /// `x *= alpha` in place.
     pub fn scale_inplace(&self, alpha: f32, x: &mut CudaSlice<f32>) -> Result<()> {
-        elementwise::scale_inplace(&self.kernels, &self.stream, alpha, &mut x.as_view_mut())
+        self.update(Scale(alpha), x, [])
     }
 
     /// A new buffer of `len` copies of `value`.
     pub fn fill(&self, len: usize, value: f32) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(len)?;
-        elementwise::fill(&self.kernels, &self.stream, &mut out.as_view_mut(), value)?;
-        Ok(out)
+        self.map(Fill { len, value }, [])
     }
 
     /// A new buffer of `len` uniform f32 in (0, 1] from the Philox stream at `at`.
@@ -251,14 +266,12 @@ impl GpuOps {
 
     /// `f(x)` in a new buffer.
     pub fn activation(&self, act: Activation, x: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(x.len())?;
-        activations::forward(&self.kernels, &self.stream, act, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(act, [x])
     }
 
     /// `x = f(x)` in place.
     pub fn activation_inplace(&self, act: Activation, x: &mut CudaSlice<f32>) -> Result<()> {
-        activations::forward_inplace(&self.kernels, &self.stream, act, &mut x.as_view_mut())
+        self.update(act, x, [])
     }
 
     /// `dy * f'(x)` (`x` the forward input) in a new buffer.
@@ -268,17 +281,7 @@ impl GpuOps {
         dy: &CudaSlice<f32>,
         x: &CudaSlice<f32>,
     ) -> Result<CudaSlice<f32>> {
-        shape::same_len(act.backward_kernel(), &[("dy", dy.len()), ("x", x.len())])?;
-        let mut dx = self.output(dy.len())?;
-        activations::backward(
-            &self.kernels,
-            &self.stream,
-            act,
-            &dy.as_view(),
-            &x.as_view(),
-            &mut dx.as_view_mut(),
-        )?;
-        Ok(dx)
+        self.map(Backward(act), [dy, x])
     }
 
     /// `dy = dy * f'(x)` in place.
@@ -288,7 +291,7 @@ impl GpuOps {
         dy: &mut CudaSlice<f32>,
         x: &CudaSlice<f32>,
     ) -> Result<()> {
-        activations::backward_inplace(&self.kernels, &self.stream, act, &mut dy.as_view_mut(), &x.as_view())
+        self.update(Backward(act), dy, [x])
     }
 
     // -----------------------------------------------------------------------------------------

@@ -35,8 +35,6 @@ use half::{bf16, f16};
 
 use crate::driver::{CudaContext, CudaSlice};
 use crate::error::{Error, Result};
-use crate::kernels::activations::Activation;
-use crate::kernels::elementwise::Binary;
 use crate::kernels::gemv::Gemv;
 use crate::kernels::neuromorphic::{self, DeviceReservoir, Patterns, Reservoir};
 use crate::kernels::norms::{self, Nchw};
@@ -44,6 +42,9 @@ use crate::kernels::random::Philox;
 use crate::kernels::reductions::{self, Reduce};
 use crate::kernels::softmax::Softmax;
 use crate::kernels::{args, shape};
+use crate::ops::activations::{Activation, Backward};
+use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::{Map, Update};
 
 pub use gpu::{ChannelStats, GpuOps};
 pub use matmul::{matrix_multiply, sgemm};
@@ -200,81 +201,74 @@ impl ProductionGpuRuntime {
         self.gpu_for("get_kernel")?.kernels().function(name)
     }
 
-    /// `a ∘ b` elementwise.
-    fn binary(&self, op: Binary, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
-        shape::same_len(op.kernel(), &[("a", a.len()), ("b", b.len())])?;
-        if a.is_empty() {
+    /// The host-slice path of every [`Map`] operation: checks; then upload → launch → download on
+    /// a GPU, or the CPU body. An empty output is returned without a launch.
+    fn map<const N: usize, M: Map<N>>(&self, op: M, inputs: [&[M::In]; N]) -> Result<Vec<M::Out>> {
+        let len = op.check(inputs.map(<[M::In]>::len))?;
+        if len == 0 {
             return Ok(Vec::new());
         }
         match &self.backend {
+            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.map(op, g.upload_all(inputs)?.each_ref())?)),
+            Backend::Cpu { .. } => op.cpu(inputs, len),
+        }
+    }
+
+    /// The host-slice path of every [`Update`] operation: checks; then upload → launch → download
+    /// into `x` on a GPU, or the CPU body. Nothing runs when `x` is empty.
+    fn update<const N: usize, U: Update<N>>(
+        &self,
+        op: U,
+        x: &mut [U::Elem],
+        inputs: [&[U::In]; N],
+    ) -> Result<()> {
+        op.check(x.len(), inputs.map(<[U::In]>::len))?;
+        if x.is_empty() {
+            return Ok(());
+        }
+        match &self.backend {
             Backend::Gpu(gpu) => gpu.host(|g| {
-                let (a, b) = (g.upload(a)?, g.upload(b)?);
-                g.download(&g.binary(op, &a, &b)?)
+                let mut d = g.upload(x)?;
+                g.update(op, &mut d, g.upload_all(inputs)?.each_ref())?;
+                Ok(g.stream().memcpy_dtoh(&d, x)?)
             }),
-            Backend::Cpu { .. } => Ok(cpu::binary(op, a, b)),
+            Backend::Cpu { .. } => {
+                op.cpu(x, inputs);
+                Ok(())
+            }
         }
     }
 
     /// `a + b` elementwise.
     pub fn add(&self, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
-        self.binary(Binary::Add, a, b)
+        self.map(Binary::Add, [a, b])
     }
     /// `a - b` elementwise.
     pub fn sub(&self, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
-        self.binary(Binary::Sub, a, b)
+        self.map(Binary::Sub, [a, b])
     }
     /// `a * b` elementwise.
     pub fn mul(&self, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
-        self.binary(Binary::Mul, a, b)
+        self.map(Binary::Mul, [a, b])
     }
     /// `a / b` elementwise.
     pub fn div(&self, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
-        self.binary(Binary::Div, a, b)
+        self.map(Binary::Div, [a, b])
     }
 
     /// `alpha * x + y`.
     pub fn axpy(&self, alpha: f32, x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
-        shape::same_len("axpy", &[("x", x.len()), ("y", y.len())])?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| {
-                let (x, y) = (g.upload(x)?, g.upload(y)?);
-                g.download(&g.axpy(alpha, &x, &y)?)
-            }),
-            Backend::Cpu { .. } => Ok(cpu::axpy(alpha, x, y)),
-        }
+        self.map(Axpy(alpha), [x, y])
     }
 
     /// `alpha * x`.
     pub fn scale(&self, alpha: f32, x: &[f32]) -> Result<Vec<f32>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| {
-                let x = g.upload(x)?;
-                g.download(&g.scale(alpha, &x)?)
-            }),
-            Backend::Cpu { .. } => Ok(cpu::scale(alpha, x)),
-        }
+        self.map(Scale(alpha), [x])
     }
 
     /// `n` copies of `value`.
     pub fn fill(&self, n: usize, value: f32) -> Result<Vec<f32>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.fill(n, value)?)),
-            Backend::Cpu { .. } => {
-                // A size the host cannot hold is an error, not an allocation abort.
-                let mut out = shape::zeroed("fill", "out", n)?;
-                out.fill(value);
-                Ok(out)
-            }
-        }
+        self.map(Fill { len: n, value }, [])
     }
 
     /// `n` uniform f32 in (0, 1] from the Philox4x32-10 stream at `at` (see
@@ -386,40 +380,17 @@ impl ProductionGpuRuntime {
     /// `f(x)` elementwise. ReLU and leaky ReLU are exact; sigmoid, tanh and GELU use the device's
     /// `expf`/`tanhf` on the GPU and Rust's on the CPU: within 2e-6 of the f64 reference.
     pub fn activation(&self, act: Activation, x: &[f32]) -> Result<Vec<f32>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.activation(act, &g.upload(x)?)?), || cpu::activation(act, x))
+        self.map(act, [x])
     }
 
     /// `x = f(x)` in place (tolerances as [`activation`](Self::activation)).
     pub fn activation_inplace(&self, act: Activation, x: &mut [f32]) -> Result<()> {
-        if x.is_empty() {
-            return Ok(());
-        }
-        match &self.backend {
-            Backend::Gpu(ops) => ops.host(|g| {
-                let mut d = g.upload(x)?;
-                g.activation_inplace(act, &mut d)?;
-                Ok(g.stream().memcpy_dtoh(&d, x)?)
-            }),
-            Backend::Cpu { .. } => {
-                cpu::activation_inplace(act, x);
-                Ok(())
-            }
-        }
+        self.update(act, x, [])
     }
 
     /// `dy * f'(x)` elementwise, `x` the forward input (tolerances as [`activation`](Self::activation)).
     pub fn activation_backward(&self, act: Activation, dy: &[f32], x: &[f32]) -> Result<Vec<f32>> {
-        shape::same_len(act.backward_kernel(), &[("dy", dy.len()), ("x", x.len())])?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| g.download(&g.activation_backward(act, &g.upload(dy)?, &g.upload(x)?)?),
-            || cpu::activation_backward(act, dy, x),
-        )
+        self.map(Backward(act), [dy, x])
     }
 
     /// `max(x, 0)` (exact).
