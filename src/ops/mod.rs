@@ -8,8 +8,12 @@
 //! The CPU fallback and the launchers import their operand types from here, not from each other.
 
 pub mod activations;
+pub mod convert;
 pub mod elementwise;
+pub mod reductions;
 pub mod shape;
+pub mod softmax;
+pub mod transpose;
 
 use std::sync::Arc;
 

@@ -12,11 +12,13 @@ use crate::kernels::gemv::{self, Gemv};
 use crate::kernels::neuromorphic::{self, Csr, DeviceCsr, DeviceReservoir, Patterns};
 use crate::kernels::norms::{self, Channels, Nchw, NormElement, Running};
 use crate::kernels::random::{self, Normal, Philox};
-use crate::kernels::reductions::{self, Reduce};
-use crate::kernels::softmax::{self, Softmax};
-use crate::kernels::{convert, shape, transpose, Kernels};
+use crate::kernels::{shape, Kernels};
 use crate::ops::activations::{Activation, Backward};
+use crate::ops::convert;
 use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::reductions::{self, Argmax, Reduce};
+use crate::ops::softmax::{self, Softmax};
+use crate::ops::transpose::Transpose;
 use crate::ops::{Map, Update};
 use crate::sys::driver::CUresult;
 
@@ -228,37 +230,27 @@ impl GpuOps {
 
     /// `x` as f16 (round to nearest even) in a new buffer.
     pub fn f32_to_f16(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<f16>> {
-        let mut out = self.output(x.len())?;
-        convert::f32_to_f16(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(convert::F32_TO_F16, [x])
     }
 
     /// `x` as f32 (exact) in a new buffer.
     pub fn f16_to_f32(&self, x: &CudaSlice<f16>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(x.len())?;
-        convert::f16_to_f32(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(convert::F16_TO_F32, [x])
     }
 
     /// `x` as bf16 (round to nearest even) in a new buffer.
     pub fn f32_to_bf16(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<bf16>> {
-        let mut out = self.output(x.len())?;
-        convert::f32_to_bf16(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(convert::F32_TO_BF16, [x])
     }
 
     /// `x` as f32 (exact) in a new buffer.
     pub fn bf16_to_f32(&self, x: &CudaSlice<bf16>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(x.len())?;
-        convert::bf16_to_f32(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(convert::BF16_TO_F32, [x])
     }
 
     /// `x` as f64 (exact) in a new buffer.
     pub fn f32_to_f64(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<f64>> {
-        let mut out = self.output(x.len())?;
-        convert::f32_to_f64(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(convert::F32_TO_F64, [x])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -305,10 +297,7 @@ impl GpuOps {
         rows: usize,
         cols: usize,
     ) -> Result<CudaSlice<f32>> {
-        shape::matrix(kind.kernel(), "x", x.len(), rows, cols)?;
-        let mut out = self.output(x.len())?;
-        softmax::rows(&self.kernels, &self.stream, kind, &x.as_view(), &mut out.as_view_mut(), rows, cols)?;
-        Ok(out)
+        self.map(softmax::Rows { kind, rows, cols }, [x])
     }
 
     /// Softmax or log-softmax of each row of `x` (`[rows, cols]`) in place.
@@ -319,7 +308,7 @@ impl GpuOps {
         rows: usize,
         cols: usize,
     ) -> Result<()> {
-        softmax::rows_inplace(&self.kernels, &self.stream, kind, &mut x.as_view_mut(), rows, cols)
+        self.update(softmax::Rows { kind, rows, cols }, x, [])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -520,16 +509,12 @@ impl GpuOps {
 
     /// Sum, mean or maximum of `x` in a one-element buffer (empty `x`: 0, NaN, `-inf`).
     pub fn reduce(&self, op: Reduce, x: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(1)?;
-        reductions::reduce(&self.kernels, &self.stream, op, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(op, [x])
     }
 
     /// The first index of the maximum of `x` (NaN skipped) in a one-element buffer; `x` not empty.
     pub fn argmax(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<u64>> {
-        let mut out = self.output(1)?;
-        reductions::argmax(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut(), None)?;
-        Ok(out)
+        self.map(Argmax, [x])
     }
 
     /// Sum, mean or maximum of each row of `x` (`[rows, cols]`, `cols >= 1`) in a new buffer.
@@ -540,17 +525,14 @@ impl GpuOps {
         rows: usize,
         cols: usize,
     ) -> Result<CudaSlice<f32>> {
-        shape::matrix("reduce_rows", "x", x.len(), rows, cols)?;
-        let mut out = self.output(rows)?;
-        reductions::rows(&self.kernels, &self.stream, op, &x.as_view(), &mut out.as_view_mut(), rows, cols)?;
-        Ok(out)
+        self.map(reductions::Rows { op, rows, cols }, [x])
     }
 
     /// The first column index of the maximum of each row of `x` in a new buffer.
     pub fn argmax_rows(&self, x: &CudaSlice<f32>, rows: usize, cols: usize) -> Result<CudaSlice<i32>> {
         shape::matrix("argmax_rows", "x", x.len(), rows, cols)?;
         let mut out = self.output(rows)?;
-        reductions::row_argmax(
+        crate::kernels::reductions::row_argmax(
             &self.kernels,
             &self.stream,
             &x.as_view(),
@@ -588,10 +570,7 @@ impl GpuOps {
 
     /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`) in a new buffer.
     pub fn transpose(&self, x: &CudaSlice<f32>, rows: usize, cols: usize) -> Result<CudaSlice<f32>> {
-        shape::matrix("transpose", "x", x.len(), rows, cols)?;
-        let mut out = self.output(x.len())?;
-        transpose::transpose(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut(), rows, cols)?;
-        Ok(out)
+        self.map(Transpose { rows, cols }, [x])
     }
 
     // -----------------------------------------------------------------------------------------

@@ -39,11 +39,13 @@ use crate::kernels::gemv::Gemv;
 use crate::kernels::neuromorphic::{self, DeviceReservoir, Patterns, Reservoir};
 use crate::kernels::norms::{self, Nchw};
 use crate::kernels::random::Philox;
-use crate::kernels::reductions::{self, Reduce};
-use crate::kernels::softmax::Softmax;
 use crate::kernels::{args, shape};
 use crate::ops::activations::{Activation, Backward};
+use crate::ops::convert;
 use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::reductions::{self, Argmax, Reduce};
+use crate::ops::softmax::{self, Softmax};
+use crate::ops::transpose::Transpose;
 use crate::ops::{Map, Update};
 
 pub use gpu::{ChannelStats, GpuOps};
@@ -336,42 +338,27 @@ impl ProductionGpuRuntime {
 
     /// `x` as f16 (round to nearest even; beyond ±65504 infinity). Bit-identical on GPU and CPU.
     pub fn f32_to_f16(&self, x: &[f32]) -> Result<Vec<f16>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.f32_to_f16(&g.upload(x)?)?), || cpu::f32_to_f16(x))
+        self.map(convert::F32_TO_F16, [x])
     }
 
     /// `x` as f32 (exact).
     pub fn f16_to_f32(&self, x: &[f16]) -> Result<Vec<f32>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.f16_to_f32(&g.upload(x)?)?), || cpu::f16_to_f32(x))
+        self.map(convert::F16_TO_F32, [x])
     }
 
     /// `x` as bf16 (round to nearest even). Bit-identical on GPU and CPU.
     pub fn f32_to_bf16(&self, x: &[f32]) -> Result<Vec<bf16>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.f32_to_bf16(&g.upload(x)?)?), || cpu::f32_to_bf16(x))
+        self.map(convert::F32_TO_BF16, [x])
     }
 
     /// `x` as f32 (exact).
     pub fn bf16_to_f32(&self, x: &[bf16]) -> Result<Vec<f32>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.bf16_to_f32(&g.upload(x)?)?), || cpu::bf16_to_f32(x))
+        self.map(convert::BF16_TO_F32, [x])
     }
 
     /// `x` as f64 (exact).
     pub fn f32_to_f64(&self, x: &[f32]) -> Result<Vec<f64>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.f32_to_f64(&g.upload(x)?)?), || cpu::f32_to_f64(x))
+        self.map(convert::F32_TO_F64, [x])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -418,17 +405,7 @@ impl ProductionGpuRuntime {
     // softmax
 
     fn softmax(&self, kind: Softmax, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
-        shape::matrix(kind.kernel(), "x", x.len(), rows, cols)?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| g.download(&g.softmax(kind, &g.upload(x)?, rows, cols)?),
-            || match kind {
-                Softmax::Softmax => cpu::softmax_rows(x, rows, cols),
-                Softmax::LogSoftmax => cpu::log_softmax_rows(x, rows, cols),
-            },
-        )
+        self.map(softmax::Rows { kind, rows, cols }, [x])
     }
 
     /// Softmax of each row of `x` (`[rows, cols]`), the maximum subtracted first. Within 1e-5 of
@@ -716,14 +693,7 @@ impl ProductionGpuRuntime {
                 Reduce::Max => f32::NEG_INFINITY,
             });
         }
-        self.dispatch(
-            |g| Ok(g.download(&g.reduce(op, &g.upload(x)?)?)?[0]),
-            || match op {
-                Reduce::Sum => cpu::sum(x),
-                Reduce::Mean => cpu::mean(x),
-                Reduce::Max => cpu::max(x),
-            },
-        )
+        Ok(self.map(op, [x])?[0])
     }
 
     /// Sum of all elements (0 for none): f64 partials on both, deterministic; within 1e-6 of the
@@ -744,29 +714,11 @@ impl ProductionGpuRuntime {
 
     /// Index of the first maximum, NaN skipped (0 when all are NaN). Exact; `x` must not be empty.
     pub fn argmax(&self, x: &[f32]) -> Result<usize> {
-        if x.is_empty() {
-            return Err(Error::Shape {
-                op: "argmax",
-                expected: "at least one element".into(),
-                got: "0 elements".into(),
-            });
-        }
-        self.dispatch(|g| Ok(g.download(&g.argmax(&g.upload(x)?)?)?[0] as usize), || cpu::argmax(x))
+        Ok(self.map(Argmax, [x])?[0] as usize)
     }
 
     fn reduce_rows(&self, op: Reduce, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
-        reductions::check_rows("reduce_rows", x.len(), rows, rows, cols)?;
-        if rows == 0 {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| g.download(&g.reduce_rows(op, &g.upload(x)?, rows, cols)?),
-            || match op {
-                Reduce::Sum => cpu::row_sum(x, rows, cols),
-                Reduce::Mean => cpu::row_mean(x, rows, cols),
-                Reduce::Max => cpu::row_max(x, rows, cols),
-            },
-        )
+        self.map(reductions::Rows { op, rows, cols }, [x])
     }
 
     /// Sum of each row of `x` (`[rows, cols]`, `cols >= 1`): f32 on the GPU, f64 on the CPU;
@@ -853,14 +805,7 @@ impl ProductionGpuRuntime {
 
     /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`). Exact.
     pub fn transpose(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
-        shape::matrix("transpose", "x", x.len(), rows, cols)?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| g.download(&g.transpose(&g.upload(x)?, rows, cols)?),
-            || cpu::transpose(x, rows, cols),
-        )
+        self.map(Transpose { rows, cols }, [x])
     }
 
     // -----------------------------------------------------------------------------------------
