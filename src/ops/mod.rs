@@ -10,6 +10,8 @@
 pub mod activations;
 pub mod convert;
 pub mod elementwise;
+pub mod neuromorphic;
+pub mod random;
 pub mod reductions;
 pub mod shape;
 pub mod softmax;

@@ -9,13 +9,14 @@ use crate::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError}
 use crate::error::{Error, Result};
 use crate::kernels::gemm::Workspace;
 use crate::kernels::gemv::{self, Gemv};
-use crate::kernels::neuromorphic::{self, Csr, DeviceCsr, DeviceReservoir, Patterns};
+use crate::kernels::neuromorphic::{self, DeviceCsr, DeviceReservoir};
 use crate::kernels::norms::{self, Channels, Nchw, NormElement, Running};
-use crate::kernels::random::{self, Normal, Philox};
 use crate::kernels::{shape, Kernels};
 use crate::ops::activations::{Activation, Backward};
 use crate::ops::convert;
 use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::neuromorphic::{Csr, LeakyIntegration, MatvecInput, Patterns, SpikeEncode};
+use crate::ops::random::{Gaussian, Philox, Uniform};
 use crate::ops::reductions::{self, Argmax, Reduce};
 use crate::ops::softmax::{self, Softmax};
 use crate::ops::transpose::Transpose;
@@ -207,22 +208,12 @@ impl GpuOps {
 
     /// A new buffer of `len` uniform f32 in (0, 1] from the Philox stream at `at`.
     pub fn rand_uniform(&self, len: usize, at: Philox) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(len)?;
-        random::uniform(&self.kernels, &self.stream, &mut out.as_view_mut(), at)?;
-        Ok(out)
+        self.map(Uniform { len, at }, [])
     }
 
     /// A new buffer of `len` f32 from `N(mean, std^2)` on the Philox stream at `at`.
     pub fn rand_normal(&self, len: usize, mean: f32, std: f32, at: Philox) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(len)?;
-        random::normal(
-            &self.kernels,
-            &self.stream,
-            &mut out.as_view_mut(),
-            at,
-            Normal::Normal { mean, std },
-        )?;
-        Ok(out)
+        self.map(Gaussian { len, mean, std, at }, [])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -589,18 +580,7 @@ impl GpuOps {
         n_reservoir: usize,
         n_inputs: usize,
     ) -> Result<CudaSlice<f32>> {
-        shape::matrix("matvec_input", "w_in", w_in.len(), n_reservoir, n_inputs)?;
-        let mut out = self.output(n_reservoir)?;
-        neuromorphic::matvec_input(
-            &self.kernels,
-            &self.stream,
-            &w_in.as_view(),
-            &u.as_view(),
-            &mut out.as_view_mut(),
-            n_reservoir,
-            n_inputs,
-        )?;
-        Ok(out)
+        self.map(MatvecInput { n_reservoir, n_inputs }, [w_in, u])
     }
 
     /// `W x` for an `[n, n]` reservoir (`n = x.len()`, dense or CSR) in a new buffer.
@@ -613,28 +593,13 @@ impl GpuOps {
 
     /// `x = (1 - leak) * x + leak * tanh(drive)` in place.
     pub fn leaky_integration(&self, x: &mut CudaSlice<f32>, drive: &CudaSlice<f32>, leak: f32) -> Result<()> {
-        neuromorphic::leaky_integration(
-            &self.kernels,
-            &self.stream,
-            &mut x.as_view_mut(),
-            &drive.as_view(),
-            leak,
-        )
+        self.update(LeakyIntegration(leak), x, [drive])
     }
 
     /// Rate-based spikes `[steps, rates.len()]` (time-major) in a new buffer; the same seed gives
     /// the same spikes as the CPU fallback.
     pub fn spike_encode(&self, rates: &CudaSlice<f32>, steps: usize, seed: u64) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(neuromorphic::spike_len("spike_encode", rates.len(), steps)?)?;
-        neuromorphic::spike_encode(
-            &self.kernels,
-            &self.stream,
-            &rates.as_view(),
-            &mut out.as_view_mut(),
-            steps,
-            seed,
-        )?;
-        Ok(out)
+        self.map(SpikeEncode { steps, seed }, [rates])
     }
 
     /// Sliding-window correlation of spike trains `[t, n]` against `p` templates `[w, n]`:
@@ -645,16 +610,7 @@ impl GpuOps {
         templates: &CudaSlice<f32>,
         dims: Patterns,
     ) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(dims.check("pattern_correlation", spikes.len(), templates.len())?)?;
-        neuromorphic::pattern_correlation(
-            &self.kernels,
-            &self.stream,
-            &spikes.as_view(),
-            &templates.as_view(),
-            &mut out.as_view_mut(),
-            dims,
-        )?;
-        Ok(out)
+        self.map(dims, [spikes, templates])
     }
 
     /// Spectral-radius estimate of an `[n, n]` reservoir by `iters` steps of power iteration

@@ -36,13 +36,14 @@ use half::{bf16, f16};
 use crate::driver::{CudaContext, CudaSlice};
 use crate::error::{Error, Result};
 use crate::kernels::gemv::Gemv;
-use crate::kernels::neuromorphic::{self, DeviceReservoir, Patterns, Reservoir};
+use crate::kernels::neuromorphic::DeviceReservoir;
 use crate::kernels::norms::{self, Nchw};
-use crate::kernels::random::Philox;
 use crate::kernels::{args, shape};
 use crate::ops::activations::{Activation, Backward};
 use crate::ops::convert;
 use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, Reservoir, SpikeEncode};
+use crate::ops::random::{Gaussian, Philox, Uniform};
 use crate::ops::reductions::{self, Argmax, Reduce};
 use crate::ops::softmax::{self, Softmax};
 use crate::ops::transpose::Transpose;
@@ -277,33 +278,13 @@ impl ProductionGpuRuntime {
     /// [`kernels::random`](crate::kernels::random)); the next fill of the stream starts at
     /// `at.after::<f32>(n)`. Bit-identical on GPU and CPU.
     pub fn rand_uniform(&self, n: usize, at: Philox) -> Result<Vec<f32>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.rand_uniform(n, at)?)),
-            Backend::Cpu { .. } => {
-                let mut out = shape::zeroed("rand_uniform", "out", n)?;
-                cpu::random::uniform_f32(&mut out, at);
-                Ok(out)
-            }
-        }
+        self.map(Uniform { len: n, at }, [])
     }
 
     /// `n` f32 from `N(mean, std^2)` (Box-Muller on the Philox stream at `at`, any `n`); the next
     /// fill starts at `at.after::<f32>(n)`. GPU and CPU agree to 1 ulp.
     pub fn rand_normal(&self, n: usize, mean: f32, std: f32, at: Philox) -> Result<Vec<f32>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.rand_normal(n, mean, std, at)?)),
-            Backend::Cpu { .. } => {
-                let mut out = shape::zeroed("rand_normal", "out", n)?;
-                cpu::random::normal_f32(&mut out, at, mean, std, false);
-                Ok(out)
-            }
-        }
+        self.map(Gaussian { len: n, mean, std, at }, [])
     }
 }
 
@@ -819,15 +800,13 @@ impl ProductionGpuRuntime {
         n_reservoir: usize,
         n_inputs: usize,
     ) -> Result<Vec<f32>> {
-        shape::matrix("matvec_input", "w_in", w_in.len(), n_reservoir, n_inputs)?;
-        args::optional_len("matvec_input", "u", Some(u.len()), n_inputs)?;
-        if n_reservoir == 0 || n_inputs == 0 {
+        let op = MatvecInput { n_reservoir, n_inputs };
+        if n_inputs == 0 {
+            // `w_in` has no columns: zeros, without a launch.
+            op.check([w_in.len(), u.len()])?;
             return Ok(vec![0.0; n_reservoir]);
         }
-        self.dispatch(
-            |g| g.download(&g.matvec_input(&g.upload(w_in)?, &g.upload(u)?, n_reservoir, n_inputs)?),
-            || cpu::matvec_input(w_in, u, n_reservoir, n_inputs),
-        )
+        self.map(op, [w_in, u])
     }
 
     /// `W x` for an `[n, n]` reservoir (`n = x.len()`), dense or CSR (checked: offsets, columns);
@@ -850,54 +829,25 @@ impl ProductionGpuRuntime {
 
     /// `x = (1 - leak) * x + leak * tanh(drive)` in place; within 2e-6.
     pub fn leaky_integration(&self, x: &mut [f32], drive: &[f32], leak: f32) -> Result<()> {
-        shape::same_len("leaky_integration", &[("x", x.len()), ("drive", drive.len())])?;
-        if x.is_empty() {
-            return Ok(());
-        }
-        match &self.backend {
-            Backend::Gpu(ops) => ops.host(|g| {
-                let mut xd = g.upload(x)?;
-                g.leaky_integration(&mut xd, &g.upload(drive)?, leak)?;
-                Ok(g.stream().memcpy_dtoh(&xd, x)?)
-            }),
-            Backend::Cpu { .. } => {
-                cpu::leaky_integration(x, drive, leak);
-                Ok(())
-            }
-        }
+        self.update(LeakyIntegration(leak), x, [drive])
     }
 
     /// Rate-based spikes, time-major `[steps, rates.len()]`: 1 where `uniform01(seed, i, t) <
     /// rates[i]`. GPU and CPU give identical spikes for the same seed.
     pub fn spike_encode(&self, rates: &[f32], steps: usize, seed: u64) -> Result<Vec<f32>> {
-        let len = neuromorphic::spike_len("spike_encode", rates.len(), steps)?;
-        if len == 0 {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.spike_encode(&g.upload(rates)?, steps, seed)?)),
-            Backend::Cpu { .. } => {
-                let mut out = shape::zeroed("spike_encode", "out", len)?;
-                cpu::spike_encode_into(rates, seed, &mut out);
-                Ok(out)
-            }
-        }
+        self.map(SpikeEncode { steps, seed }, [rates])
     }
 
     /// Sliding-window correlation of spike trains (`[t, n]`) with `p` templates (`[w, n]`):
     /// `[p, t - w + 1]`; dot-product tolerance as [`gemv`](Self::gemv).
     pub fn pattern_correlation(&self, spikes: &[f32], templates: &[f32], dims: Patterns) -> Result<Vec<f32>> {
-        if dims.check("pattern_correlation", spikes.len(), templates.len())? == 0 {
-            return Ok(Vec::new());
-        }
         if dims.n == 0 {
-            // Checked above; an output the host cannot hold is an error, not an abort.
-            return shape::zeroed("pattern_correlation", "out", dims.p * dims.positions());
+            // Every product is 0: zeros without a launch (an output the host cannot hold is an
+            // error, not an abort).
+            let len = Map::check(dims, [spikes.len(), templates.len()])?;
+            return shape::zeroed("pattern_correlation", "out", len);
         }
-        self.dispatch(
-            |g| g.download(&g.pattern_correlation(&g.upload(spikes)?, &g.upload(templates)?, dims)?),
-            || cpu::pattern_correlation(spikes, dims.t, dims.n, templates, dims.p, dims.w),
-        )
+        self.map(dims, [spikes, templates])
     }
 
     /// Spectral-radius estimate of an `[n, n]` reservoir by `iters` power-iteration steps from
