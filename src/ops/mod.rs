@@ -10,7 +10,10 @@
 pub mod activations;
 pub mod convert;
 pub mod elementwise;
+pub mod gemv;
 pub mod neuromorphic;
+pub mod nn;
+pub mod norms;
 pub mod random;
 pub mod reductions;
 pub mod shape;
