@@ -13,7 +13,7 @@ use crate::kernels::{grid, shape, Kernels};
 /// Rows per block of the one-warp-per-row loss kernels (256 threads).
 const ROWS_PER_BLOCK: usize = 8;
 
-pub use crate::ops::nn::Optimizer;
+pub use crate::ops::nn::{check_dropout_rate, Optimizer};
 
 /// One block of 256 threads for every 8 rows.
 fn rows_config(rows: usize) -> LaunchConfig {
@@ -193,15 +193,6 @@ pub fn dropout(
     // SAFETY: x, u and y hold n elements (checked above); the kernel touches indices below n.
     unsafe { launch.launch(grid::elementwise(n, grid::Step::Scalar)) }?;
     Ok(())
-}
-
-/// `Ok` for a dropout rate in `[0, 1)`, else [`Error::Shape`].
-pub fn check_dropout_rate(op: &'static str, p: f32) -> Result<()> {
-    if (0.0..1.0).contains(&p) {
-        Ok(())
-    } else {
-        Err(Error::Shape { op, expected: "a dropout rate in [0, 1)".into(), got: p.to_string() })
-    }
 }
 
 /// An element type that rows can be gathered of.

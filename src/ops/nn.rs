@@ -1,7 +1,13 @@
-//! Neural-network operations (`cuda/nn.cu`): the optimisers' update rules.
+//! Neural-network operations (`cuda/nn.cu`): the optimisers' update rules, a dense layer's bias
+//! add and inverted dropout.
 
+use std::sync::Arc;
+
+use crate::driver::{CudaStream, CudaView, CudaViewMut};
 use crate::error::{Error, Result};
-use crate::ops::shape;
+use crate::kernels::{nn as launch, Kernels};
+use crate::ops::{shape, Map, Update};
+use crate::runtime::cpu;
 
 /// An optimiser's update rule; the step is one launch over all parameters (`prism_sgd_momentum_f32`,
 /// `prism_adam_f32`, `prism_adamw_f32`) with PyTorch's arithmetic, and the CPU fallback computes the
@@ -80,5 +86,74 @@ impl Optimizer {
         let bc1 = 1.0 - f64::from(beta1).powi(t);
         let bc2 = 1.0 - f64::from(beta2).powi(t);
         Ok(((f64::from(lr) / bc1) as f32, bc2.sqrt() as f32, decay))
+    }
+}
+
+/// `Ok` for a dropout rate in `[0, 1)`, else [`Error::Shape`].
+pub fn check_dropout_rate(op: &'static str, p: f32) -> Result<()> {
+    if (0.0..1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(Error::Shape { op, expected: "a dropout rate in [0, 1)".into(), got: p.to_string() })
+    }
+}
+
+/// `y[r, c] += bias[c]` in place (`y` `[rows, cols]`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BiasAdd {
+    pub rows: usize,
+    pub cols: usize,
+}
+
+impl Update<1> for BiasAdd {
+    type Elem = f32;
+    type In = f32;
+
+    fn check(self, y: usize, [bias]: [usize; 1]) -> Result<()> {
+        shape::matrix("bias_add", "y", y, self.rows, self.cols)?;
+        shape::matrix("bias_add", "bias", bias, 1, self.cols)
+    }
+
+    fn launch(
+        self,
+        kernels: &Kernels,
+        stream: &Arc<CudaStream>,
+        y: &mut CudaViewMut<'_, f32>,
+        [bias]: [&CudaView<'_, f32>; 1],
+    ) -> Result<()> {
+        launch::bias_add(kernels, stream, y, bias, self.rows, self.cols)
+    }
+
+    fn cpu(self, y: &mut [f32], [bias]: [&[f32]; 1]) {
+        cpu::nn::bias_add(y, bias);
+    }
+}
+
+/// Inverted dropout `u > p ? x / (1 - p) : 0` with uniforms `u`, `p` in `[0, 1)`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Dropout(pub f32);
+
+impl Map<2> for Dropout {
+    type In = f32;
+    type Out = f32;
+
+    fn check(self, [x, u]: [usize; 2]) -> Result<usize> {
+        let n = shape::same_len("dropout", &[("x", x), ("u", u)])?;
+        check_dropout_rate("dropout", self.0)?;
+        Ok(n)
+    }
+
+    fn launch(
+        self,
+        kernels: &Kernels,
+        stream: &Arc<CudaStream>,
+        [x, u]: [&CudaView<'_, f32>; 2],
+        y: &mut CudaViewMut<'_, f32>,
+    ) -> Result<()> {
+        launch::dropout(kernels, stream, x, u, y, self.0)
+    }
+
+    fn cpu(self, [x, u]: [&[f32]; 2], _: usize) -> Result<Vec<f32>> {
+        Ok(cpu::nn::dropout(x, u, self.0))
     }
 }
