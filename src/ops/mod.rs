@@ -72,3 +72,88 @@ pub(crate) trait Update<const N: usize>: Copy {
     /// The CPU body, on checked operands (`x` not empty).
     fn cpu(self, x: &mut [Self::Elem], inputs: [&[Self::In]; N]);
 }
+
+#[cfg(test)]
+mod tests {
+    //! Each check lives in one definition now and serves both the host-slice and device-buffer
+    //! paths: the messages callers see are pinned here.
+    use super::activations::{Activation, Backward};
+    use super::elementwise::{Binary, Fill};
+    use super::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, SpikeEncode};
+    use super::nn::{BiasAdd, Dropout};
+    use super::reductions::{self, Argmax, Reduce};
+    use super::softmax::{self, Softmax};
+    use super::transpose::Transpose;
+    use super::{Map, Update};
+
+    fn message<T: std::fmt::Debug>(r: crate::Result<T>) -> String {
+        r.expect_err("a shape error").to_string()
+    }
+
+    #[test]
+    fn output_lengths_follow_the_inputs() {
+        assert_eq!(Binary::Mul.check([7, 7]).unwrap(), 7);
+        assert_eq!(Fill { len: 5, value: 1.0 }.check([]).unwrap(), 5);
+        assert_eq!(Map::check(Activation::Gelu, [0]).unwrap(), 0);
+        assert_eq!(Map::check(Reduce::Mean, [0]).unwrap(), 1);
+        assert_eq!(Argmax.check([3]).unwrap(), 1);
+        assert_eq!(reductions::Rows { op: Reduce::Max, rows: 3, cols: 4 }.check([12]).unwrap(), 3);
+        assert_eq!(reductions::Rows { op: Reduce::Sum, rows: 0, cols: 0 }.check([0]).unwrap(), 0);
+        assert_eq!(Transpose { rows: 2, cols: 5 }.check([10]).unwrap(), 10);
+        assert_eq!(MatvecInput { n_reservoir: 4, n_inputs: 3 }.check([12, 3]).unwrap(), 4);
+        assert_eq!(SpikeEncode { steps: 3, seed: 1 }.check([5]).unwrap(), 15);
+        let dims = Patterns { t: 9, n: 2, p: 3, w: 4 };
+        assert_eq!(Map::check(dims, [18, 24]).unwrap(), 18);
+    }
+
+    #[test]
+    fn mismatches_name_the_operation_and_operand() {
+        assert_eq!(
+            message(Binary::Add.check([3, 4])),
+            "prism_add_f32: expected `b` as long as `a` (3 elements), got 4 elements"
+        );
+        assert_eq!(
+            message(Map::check(Backward(Activation::Tanh), [2, 3])),
+            "prism_tanh_backward_f32: expected `x` as long as `dy` (2 elements), got 3 elements"
+        );
+        assert!(Update::check(Backward(Activation::Relu), 2, [2]).is_ok());
+        let rows = softmax::Rows { kind: Softmax::LogSoftmax, rows: 2, cols: 3 };
+        assert_eq!(
+            message(Map::check(rows, [5])),
+            "prism_log_softmax_rows_f32: expected `x` of 2 x 3 = 6 elements, got 5 elements"
+        );
+        assert_eq!(message(Update::check(rows, 7, [])), message(Map::check(rows, [7])));
+        assert_eq!(
+            message(reductions::Rows { op: Reduce::Sum, rows: 2, cols: 0 }.check([0])),
+            "reduce_rows: expected at least one column, got 0 columns"
+        );
+        assert_eq!(message(Argmax.check([0])), "argmax: expected at least one element, got 0 elements");
+        assert_eq!(
+            message(Transpose { rows: usize::MAX, cols: 2 }.check([0])),
+            format!(
+                "transpose: expected `x` of {} x 2 = {} elements, got 0 elements",
+                usize::MAX,
+                usize::MAX
+            )
+        );
+        assert_eq!(
+            message(MatvecInput { n_reservoir: 4, n_inputs: 3 }.check([12, 2])),
+            "matvec_input: expected `u` of 3 elements, got 2 elements"
+        );
+        assert_eq!(
+            message(LeakyIntegration(0.5).check(4, [5])),
+            "leaky_integration: expected `drive` as long as `x` (4 elements), got 5 elements"
+        );
+        assert!(SpikeEncode { steps: usize::MAX, seed: 0 }.check([2]).is_err());
+        assert_eq!(
+            message(Map::check(Patterns { t: 3, n: 2, p: 1, w: 4 }, [6, 8])),
+            "pattern_correlation: expected a window 1 <= w <= t = 3, got w = 4"
+        );
+        assert_eq!(
+            message(BiasAdd { rows: 2, cols: 3 }.check(6, [2])),
+            "bias_add: expected `bias` of 1 x 3 = 3 elements, got 2 elements"
+        );
+        assert_eq!(message(Dropout(1.0).check([4, 4])), "dropout: expected a dropout rate in [0, 1), got 1");
+        assert!(Dropout(f32::NAN).check([4, 4]).is_err());
+    }
+}
