@@ -1,11 +1,9 @@
 //! Activation functions, forward and backward, out of place or in place (`cuda/activations.cu`).
 
-use std::sync::Arc;
-
-use crate::driver::{CudaStream, CudaView, CudaViewMut};
+use crate::driver::CudaViewMut;
 use crate::error::Result;
-use crate::kernels::{activations as launch, Kernels};
-use crate::ops::{shape, Map, Update};
+use crate::kernels::activations as launch;
+use crate::ops::{shape, Gpu, Map, Update, Views};
 use crate::runtime::cpu;
 
 /// An activation function, as the `prism_<name>_f32` kernels compute it (the CPU fallback's
@@ -57,14 +55,8 @@ impl Map<1> for Activation {
         Ok(x)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [x]: [&CudaView<'_, f32>; 1],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::forward(kernels, stream, self, x, out)
+    fn launch(self, gpu: Gpu, [x]: Views<f32, 1>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::forward(gpu.kernels, gpu.stream, self, x, out)
     }
 
     fn cpu(self, [x]: [&[f32]; 1], _: usize) -> Result<Vec<f32>> {
@@ -81,14 +73,8 @@ impl Update<0> for Activation {
         Ok(())
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        x: &mut CudaViewMut<'_, f32>,
-        []: [&CudaView<'_, f32>; 0],
-    ) -> Result<()> {
-        launch::forward_inplace(kernels, stream, self, x)
+    fn launch(self, gpu: Gpu, x: &mut CudaViewMut<f32>, []: Views<f32, 0>) -> Result<()> {
+        launch::forward_inplace(gpu.kernels, gpu.stream, self, x)
     }
 
     fn cpu(self, x: &mut [f32], []: [&[f32]; 0]) {
@@ -115,14 +101,8 @@ impl Map<2> for Backward {
         self.check_lens(dy, x)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [dy, x]: [&CudaView<'_, f32>; 2],
-        dx: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::backward(kernels, stream, self.0, dy, x, dx)
+    fn launch(self, gpu: Gpu, [dy, x]: Views<f32, 2>, dx: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::backward(gpu.kernels, gpu.stream, self.0, dy, x, dx)
     }
 
     fn cpu(self, [dy, x]: [&[f32]; 2], _: usize) -> Result<Vec<f32>> {
@@ -138,14 +118,8 @@ impl Update<1> for Backward {
         self.check_lens(dy, x).map(drop)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        dy: &mut CudaViewMut<'_, f32>,
-        [x]: [&CudaView<'_, f32>; 1],
-    ) -> Result<()> {
-        launch::backward_inplace(kernels, stream, self.0, dy, x)
+    fn launch(self, gpu: Gpu, dy: &mut CudaViewMut<f32>, [x]: Views<f32, 1>) -> Result<()> {
+        launch::backward_inplace(gpu.kernels, gpu.stream, self.0, dy, x)
     }
 
     fn cpu(self, dy: &mut [f32], [x]: [&[f32]; 1]) {

@@ -8,11 +8,11 @@ use half::{bf16, f16};
 use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr};
 use crate::error::Result;
 use crate::kernels::{convert as launch, Kernels};
-use crate::ops::Map;
+use crate::ops::{Gpu, Map, Views};
 use crate::runtime::cpu;
 
 /// A launcher of `cuda/convert.cu`: `out = x` converted.
-type Launcher<S, D> = fn(&Kernels, &Arc<CudaStream>, &CudaView<'_, S>, &mut CudaViewMut<'_, D>) -> Result<()>;
+type Launcher<S, D> = fn(&Kernels, &Arc<CudaStream>, &CudaView<'_, S>, &mut CudaViewMut<D>) -> Result<()>;
 
 /// The conversion of `S` elements to `D`: its launcher and its CPU body.
 pub(crate) struct Convert<S, D> {
@@ -49,14 +49,8 @@ impl<S: DeviceRepr, D: DeviceRepr> Map<1> for Convert<S, D> {
         Ok(x)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [x]: [&CudaView<'_, S>; 1],
-        out: &mut CudaViewMut<'_, D>,
-    ) -> Result<()> {
-        (self.launch)(kernels, stream, x, out)
+    fn launch(self, gpu: Gpu, [x]: Views<S, 1>, out: &mut CudaViewMut<D>) -> Result<()> {
+        (self.launch)(gpu.kernels, gpu.stream, x, out)
     }
 
     fn cpu(self, [x]: [&[S]; 1], _: usize) -> Result<Vec<D>> {

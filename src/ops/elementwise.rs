@@ -1,11 +1,9 @@
 //! f32 arithmetic over equal-length vectors (`cuda/elementwise.cu`).
 
-use std::sync::Arc;
-
-use crate::driver::{CudaStream, CudaView, CudaViewMut};
+use crate::driver::CudaViewMut;
 use crate::error::Result;
-use crate::kernels::{elementwise as launch, Kernels};
-use crate::ops::{shape, Map, Update};
+use crate::kernels::elementwise as launch;
+use crate::ops::{shape, Gpu, Map, Update, Views};
 use crate::runtime::cpu;
 
 /// The binary operations `out = a ∘ b`.
@@ -42,14 +40,8 @@ impl Map<2> for Binary {
         shape::same_len(self.kernel(), &[("a", a), ("b", b)])
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [a, b]: [&CudaView<'_, f32>; 2],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::binary(kernels, stream, self, a, b, out)
+    fn launch(self, gpu: Gpu, [a, b]: Views<f32, 2>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::binary(gpu.kernels, gpu.stream, self, a, b, out)
     }
 
     fn cpu(self, [a, b]: [&[f32]; 2], _: usize) -> Result<Vec<f32>> {
@@ -69,14 +61,8 @@ impl Map<2> for Axpy {
         shape::same_len("axpy", &[("x", x), ("y", y)])
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [x, y]: [&CudaView<'_, f32>; 2],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::axpy(kernels, stream, self.0, x, y, out)
+    fn launch(self, gpu: Gpu, [x, y]: Views<f32, 2>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::axpy(gpu.kernels, gpu.stream, self.0, x, y, out)
     }
 
     fn cpu(self, [x, y]: [&[f32]; 2], _: usize) -> Result<Vec<f32>> {
@@ -96,14 +82,8 @@ impl Map<1> for Scale {
         Ok(x)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [x]: [&CudaView<'_, f32>; 1],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::scale(kernels, stream, self.0, x, out)
+    fn launch(self, gpu: Gpu, [x]: Views<f32, 1>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::scale(gpu.kernels, gpu.stream, self.0, x, out)
     }
 
     fn cpu(self, [x]: [&[f32]; 1], _: usize) -> Result<Vec<f32>> {
@@ -119,14 +99,8 @@ impl Update<0> for Scale {
         Ok(())
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        x: &mut CudaViewMut<'_, f32>,
-        []: [&CudaView<'_, f32>; 0],
-    ) -> Result<()> {
-        launch::scale_inplace(kernels, stream, self.0, x)
+    fn launch(self, gpu: Gpu, x: &mut CudaViewMut<f32>, []: Views<f32, 0>) -> Result<()> {
+        launch::scale_inplace(gpu.kernels, gpu.stream, self.0, x)
     }
 
     fn cpu(self, x: &mut [f32], []: [&[f32]; 0]) {
@@ -149,14 +123,8 @@ impl Map<0> for Fill {
         Ok(self.len)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        []: [&CudaView<'_, f32>; 0],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::fill(kernels, stream, out, self.value)
+    fn launch(self, gpu: Gpu, []: Views<f32, 0>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::fill(gpu.kernels, gpu.stream, out, self.value)
     }
 
     fn cpu(self, []: [&[f32]; 0], len: usize) -> Result<Vec<f32>> {

@@ -26,6 +26,16 @@ use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr};
 use crate::error::Result;
 use crate::kernels::Kernels;
 
+/// Where a launch goes: the built-in kernels of a context and the stream it is ordered on.
+#[derive(Clone, Copy)]
+pub(crate) struct Gpu<'a> {
+    pub kernels: &'a Kernels,
+    pub stream: &'a Arc<CudaStream>,
+}
+
+/// The device inputs of a launch.
+pub(crate) type Views<'a, 'b, T, const N: usize> = [&'a CudaView<'b, T>; N];
+
 /// An operation with `N` inputs of `In` and one new output of `Out`.
 pub(crate) trait Map<const N: usize>: Copy {
     /// The inputs' element type.
@@ -36,14 +46,8 @@ pub(crate) trait Map<const N: usize>: Copy {
     /// Checks the inputs' lengths; the output's length.
     fn check(self, lens: [usize; N]) -> Result<usize>;
 
-    /// Launches the kernel computing `out` from `inputs` (checked) on `stream`.
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        inputs: [&CudaView<'_, Self::In>; N],
-        out: &mut CudaViewMut<'_, Self::Out>,
-    ) -> Result<()>;
+    /// Launches the kernel computing `out` from `inputs` (checked).
+    fn launch(self, gpu: Gpu, inputs: Views<Self::In, N>, out: &mut CudaViewMut<Self::Out>) -> Result<()>;
 
     /// The CPU body: the output of `len` elements (the length [`check`](Self::check) gave, not 0)
     /// from the checked `inputs`.
@@ -60,14 +64,8 @@ pub(crate) trait Update<const N: usize>: Copy {
     /// Checks the lengths of `x` (`len`) and of the further inputs.
     fn check(self, len: usize, lens: [usize; N]) -> Result<()>;
 
-    /// Launches the kernel updating `x` (checked) on `stream`.
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        x: &mut CudaViewMut<'_, Self::Elem>,
-        inputs: [&CudaView<'_, Self::In>; N],
-    ) -> Result<()>;
+    /// Launches the kernel updating `x` (checked).
+    fn launch(self, gpu: Gpu, x: &mut CudaViewMut<Self::Elem>, inputs: Views<Self::In, N>) -> Result<()>;
 
     /// The CPU body, on checked operands (`x` not empty).
     fn cpu(self, x: &mut [Self::Elem], inputs: [&[Self::In]; N]);

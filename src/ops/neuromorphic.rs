@@ -2,12 +2,10 @@
 //! types with their checks, and the input matvec, leaky integration, spike encoding and pattern
 //! correlation.
 
-use std::sync::Arc;
-
-use crate::driver::{CudaStream, CudaView, CudaViewMut};
+use crate::driver::CudaViewMut;
 use crate::error::{Error, Result};
-use crate::kernels::{args, neuromorphic as launch, Kernels};
-use crate::ops::{shape, Map, Update};
+use crate::kernels::{args, neuromorphic as launch};
+use crate::ops::{shape, Gpu, Map, Update, Views};
 use crate::runtime::cpu;
 
 /// A sparse matrix in compressed sparse rows, on the host: row `i` holds `values[k]` at column
@@ -147,14 +145,8 @@ impl Map<2> for MatvecInput {
         Ok(self.n_reservoir)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [w_in, u]: [&CudaView<'_, f32>; 2],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::matvec_input(kernels, stream, w_in, u, out, self.n_reservoir, self.n_inputs)
+    fn launch(self, gpu: Gpu, [w_in, u]: Views<f32, 2>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::matvec_input(gpu.kernels, gpu.stream, w_in, u, out, self.n_reservoir, self.n_inputs)
     }
 
     fn cpu(self, [w_in, u]: [&[f32]; 2], _: usize) -> Result<Vec<f32>> {
@@ -174,14 +166,8 @@ impl Update<1> for LeakyIntegration {
         shape::same_len("leaky_integration", &[("x", x), ("drive", drive)]).map(drop)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        x: &mut CudaViewMut<'_, f32>,
-        [drive]: [&CudaView<'_, f32>; 1],
-    ) -> Result<()> {
-        launch::leaky_integration(kernels, stream, x, drive, self.0)
+    fn launch(self, gpu: Gpu, x: &mut CudaViewMut<f32>, [drive]: Views<f32, 1>) -> Result<()> {
+        launch::leaky_integration(gpu.kernels, gpu.stream, x, drive, self.0)
     }
 
     fn cpu(self, x: &mut [f32], [drive]: [&[f32]; 1]) {
@@ -204,14 +190,8 @@ impl Map<1> for SpikeEncode {
         spike_len("spike_encode", rates, self.steps)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [rates]: [&CudaView<'_, f32>; 1],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::spike_encode(kernels, stream, rates, out, self.steps, self.seed)
+    fn launch(self, gpu: Gpu, [rates]: Views<f32, 1>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::spike_encode(gpu.kernels, gpu.stream, rates, out, self.steps, self.seed)
     }
 
     fn cpu(self, [rates]: [&[f32]; 1], len: usize) -> Result<Vec<f32>> {
@@ -230,14 +210,8 @@ impl Map<2> for Patterns {
         Patterns::check(&self, "pattern_correlation", spikes, templates)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [spikes, templates]: [&CudaView<'_, f32>; 2],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::pattern_correlation(kernels, stream, spikes, templates, out, self)
+    fn launch(self, gpu: Gpu, [spikes, templates]: Views<f32, 2>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::pattern_correlation(gpu.kernels, gpu.stream, spikes, templates, out, self)
     }
 
     fn cpu(self, [spikes, templates]: [&[f32]; 2], _: usize) -> Result<Vec<f32>> {

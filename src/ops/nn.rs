@@ -1,12 +1,10 @@
 //! Neural-network operations (`cuda/nn.cu`): the optimisers' update rules, a dense layer's bias
 //! add and inverted dropout.
 
-use std::sync::Arc;
-
-use crate::driver::{CudaStream, CudaView, CudaViewMut};
+use crate::driver::CudaViewMut;
 use crate::error::{Error, Result};
-use crate::kernels::{nn as launch, Kernels};
-use crate::ops::{shape, Map, Update};
+use crate::kernels::nn as launch;
+use crate::ops::{shape, Gpu, Map, Update, Views};
 use crate::runtime::cpu;
 
 /// An optimiser's update rule; the step is one launch over all parameters (`prism_sgd_momentum_f32`,
@@ -114,14 +112,8 @@ impl Update<1> for BiasAdd {
         shape::matrix("bias_add", "bias", bias, 1, self.cols)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        y: &mut CudaViewMut<'_, f32>,
-        [bias]: [&CudaView<'_, f32>; 1],
-    ) -> Result<()> {
-        launch::bias_add(kernels, stream, y, bias, self.rows, self.cols)
+    fn launch(self, gpu: Gpu, y: &mut CudaViewMut<f32>, [bias]: Views<f32, 1>) -> Result<()> {
+        launch::bias_add(gpu.kernels, gpu.stream, y, bias, self.rows, self.cols)
     }
 
     fn cpu(self, y: &mut [f32], [bias]: [&[f32]; 1]) {
@@ -143,14 +135,8 @@ impl Map<2> for Dropout {
         Ok(n)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [x, u]: [&CudaView<'_, f32>; 2],
-        y: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::dropout(kernels, stream, x, u, y, self.0)
+    fn launch(self, gpu: Gpu, [x, u]: Views<f32, 2>, y: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::dropout(gpu.kernels, gpu.stream, x, u, y, self.0)
     }
 
     fn cpu(self, [x, u]: [&[f32]; 2], _: usize) -> Result<Vec<f32>> {

@@ -7,12 +7,10 @@
 //! values is documented in `cuda/random.cu`; `runtime::cpu::random` computes the same numbers.
 //! The values differ from cuRAND's Philox generator (another counter layout and conversions).
 
-use std::sync::Arc;
-
-use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr};
+use crate::driver::{CudaViewMut, DeviceRepr};
 use crate::error::Result;
-use crate::kernels::{random as launch, Kernels};
-use crate::ops::{shape, Map};
+use crate::kernels::random as launch;
+use crate::ops::{shape, Gpu, Map, Views};
 use crate::runtime::cpu;
 
 /// Where a fill starts: the key and the first counter of a Philox4x32-10 stream.
@@ -114,14 +112,8 @@ impl Map<0> for Uniform {
         Ok(self.len)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        []: [&CudaView<'_, f32>; 0],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::uniform(kernels, stream, out, self.at).map(drop)
+    fn launch(self, gpu: Gpu, []: Views<f32, 0>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::uniform(gpu.kernels, gpu.stream, out, self.at).map(drop)
     }
 
     fn cpu(self, []: [&[f32]; 0], len: usize) -> Result<Vec<f32>> {
@@ -148,15 +140,9 @@ impl Map<0> for Gaussian {
         Ok(self.len)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        []: [&CudaView<'_, f32>; 0],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
+    fn launch(self, gpu: Gpu, []: Views<f32, 0>, out: &mut CudaViewMut<f32>) -> Result<()> {
         let draw = Normal::Normal { mean: self.mean, std: self.std };
-        launch::normal(kernels, stream, out, self.at, draw).map(drop)
+        launch::normal(gpu.kernels, gpu.stream, out, self.at, draw).map(drop)
     }
 
     fn cpu(self, []: [&[f32]; 0], len: usize) -> Result<Vec<f32>> {

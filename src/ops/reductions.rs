@@ -1,12 +1,10 @@
 //! Reductions (`cuda/reductions.cu`): sum, mean, max and argmax of a whole tensor and of each
 //! matrix row. Max and argmax ignore NaN; argmax gives the first index of the maximum.
 
-use std::sync::Arc;
-
-use crate::driver::{CudaStream, CudaView, CudaViewMut};
+use crate::driver::CudaViewMut;
 use crate::error::{Error, Result};
-use crate::kernels::{args, reductions as launch, Kernels};
-use crate::ops::{shape, Map};
+use crate::kernels::{args, reductions as launch};
+use crate::ops::{shape, Gpu, Map, Views};
 use crate::runtime::cpu;
 
 /// A reduction to one value.
@@ -50,14 +48,8 @@ impl Map<1> for Reduce {
         Ok(1)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [x]: [&CudaView<'_, f32>; 1],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::reduce(kernels, stream, self, x, out)
+    fn launch(self, gpu: Gpu, [x]: Views<f32, 1>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::reduce(gpu.kernels, gpu.stream, self, x, out)
     }
 
     fn cpu(self, [x]: [&[f32]; 1], _: usize) -> Result<Vec<f32>> {
@@ -88,14 +80,8 @@ impl Map<1> for Argmax {
         Ok(1)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [x]: [&CudaView<'_, f32>; 1],
-        out: &mut CudaViewMut<'_, u64>,
-    ) -> Result<()> {
-        launch::argmax(kernels, stream, x, out, None)
+    fn launch(self, gpu: Gpu, [x]: Views<f32, 1>, out: &mut CudaViewMut<u64>) -> Result<()> {
+        launch::argmax(gpu.kernels, gpu.stream, x, out, None)
     }
 
     fn cpu(self, [x]: [&[f32]; 1], _: usize) -> Result<Vec<u64>> {
@@ -119,14 +105,8 @@ impl Map<1> for Rows {
         check_rows("reduce_rows", x, self.rows, self.rows, self.cols).map(|()| self.rows)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [x]: [&CudaView<'_, f32>; 1],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::rows(kernels, stream, self.op, x, out, self.rows, self.cols)
+    fn launch(self, gpu: Gpu, [x]: Views<f32, 1>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::rows(gpu.kernels, gpu.stream, self.op, x, out, self.rows, self.cols)
     }
 
     fn cpu(self, [x]: [&[f32]; 1], _: usize) -> Result<Vec<f32>> {

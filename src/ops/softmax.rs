@@ -1,12 +1,10 @@
 //! Softmax and log-softmax over the rows of a row-major matrix (`cuda/softmax.cu`), the row
 //! maximum subtracted first.
 
-use std::sync::Arc;
-
-use crate::driver::{CudaStream, CudaView, CudaViewMut};
+use crate::driver::CudaViewMut;
 use crate::error::Result;
-use crate::kernels::{softmax as launch, Kernels};
-use crate::ops::{shape, Map, Update};
+use crate::kernels::softmax as launch;
+use crate::ops::{shape, Gpu, Map, Update, Views};
 use crate::runtime::cpu;
 
 /// Which of the two row functions.
@@ -50,14 +48,8 @@ impl Map<1> for Rows {
         self.check_x(x)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [x]: [&CudaView<'_, f32>; 1],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::rows(kernels, stream, self.kind, x, out, self.rows, self.cols)
+    fn launch(self, gpu: Gpu, [x]: Views<f32, 1>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::rows(gpu.kernels, gpu.stream, self.kind, x, out, self.rows, self.cols)
     }
 
     fn cpu(self, [x]: [&[f32]; 1], _: usize) -> Result<Vec<f32>> {
@@ -76,14 +68,8 @@ impl Update<0> for Rows {
         self.check_x(x).map(drop)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        x: &mut CudaViewMut<'_, f32>,
-        []: [&CudaView<'_, f32>; 0],
-    ) -> Result<()> {
-        launch::rows_inplace(kernels, stream, self.kind, x, self.rows, self.cols)
+    fn launch(self, gpu: Gpu, x: &mut CudaViewMut<f32>, []: Views<f32, 0>) -> Result<()> {
+        launch::rows_inplace(gpu.kernels, gpu.stream, self.kind, x, self.rows, self.cols)
     }
 
     fn cpu(self, x: &mut [f32], []: [&[f32]; 0]) {

@@ -1,11 +1,9 @@
 //! The transpose of a dense row-major f32 matrix (`cuda/transpose.cu`).
 
-use std::sync::Arc;
-
-use crate::driver::{CudaStream, CudaView, CudaViewMut};
+use crate::driver::CudaViewMut;
 use crate::error::Result;
-use crate::kernels::{transpose as launch, Kernels};
-use crate::ops::{shape, Map};
+use crate::kernels::transpose as launch;
+use crate::ops::{shape, Gpu, Map, Views};
 use crate::runtime::cpu;
 
 /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`).
@@ -23,14 +21,8 @@ impl Map<1> for Transpose {
         shape::matrix("transpose", "x", x, self.rows, self.cols).map(|()| x)
     }
 
-    fn launch(
-        self,
-        kernels: &Kernels,
-        stream: &Arc<CudaStream>,
-        [x]: [&CudaView<'_, f32>; 1],
-        out: &mut CudaViewMut<'_, f32>,
-    ) -> Result<()> {
-        launch::transpose(kernels, stream, x, out, self.rows, self.cols)
+    fn launch(self, gpu: Gpu, [x]: Views<f32, 1>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::transpose(gpu.kernels, gpu.stream, x, out, self.rows, self.cols)
     }
 
     fn cpu(self, [x]: [&[f32]; 1], _: usize) -> Result<Vec<f32>> {

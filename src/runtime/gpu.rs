@@ -20,7 +20,7 @@ use crate::ops::random::{Gaussian, Philox, Uniform};
 use crate::ops::reductions::{self, Argmax, Reduce};
 use crate::ops::softmax::{self, Softmax};
 use crate::ops::transpose::Transpose;
-use crate::ops::{Map, Update};
+use crate::ops::{Gpu, Map, Update};
 use crate::sys::driver::CUresult;
 
 /// The device-buffer side of [`ProductionGpuRuntime`](super::ProductionGpuRuntime): every
@@ -153,7 +153,7 @@ impl GpuOps {
     ) -> Result<CudaSlice<M::Out>> {
         let mut out = self.output(op.check(inputs.map(|x| x.len()))?)?;
         let views = inputs.map(CudaSlice::as_view);
-        op.launch(&self.kernels, &self.stream, views.each_ref(), &mut out.as_view_mut())?;
+        op.launch(self.launch_at(), views.each_ref(), &mut out.as_view_mut())?;
         Ok(out)
     }
 
@@ -166,7 +166,12 @@ impl GpuOps {
     ) -> Result<()> {
         op.check(x.len(), inputs.map(|x| x.len()))?;
         let views = inputs.map(CudaSlice::as_view);
-        op.launch(&self.kernels, &self.stream, &mut x.as_view_mut(), views.each_ref())
+        op.launch(self.launch_at(), &mut x.as_view_mut(), views.each_ref())
+    }
+
+    /// Where this runtime's launches go.
+    fn launch_at(&self) -> Gpu<'_> {
+        Gpu { kernels: &self.kernels, stream: &self.stream }
     }
 
     /// Device copies of `inputs`, stopping at the first failure.
