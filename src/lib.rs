@@ -10,6 +10,7 @@
 //! | runtime compilation | [`nvrtc`] | cudarc-0.19-compatible NVRTC: `compile_ptx`, `Ptx`, `CompileOptions` |
 //! | random numbers | `curand` | cudarc-0.19-compatible cuRAND API on a built-in Philox4x32-10 kernel |
 //! | multi-GPU | `nccl` | cudarc-0.19-compatible NCCL over the run-time-loaded `libnccl.so.2` |
+//! | operations | [`ops`] | each operation defined once: operand types, checks, GPU launch, CPU body |
 //! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
 //! | neural networks | [`nn`] | tensors, dense layers, fused losses and optimisers, training, IDX data |
@@ -70,6 +71,7 @@ pub mod nccl;
 pub mod nn;
 #[cfg(not(feature = "legacy-gpu"))]
 pub mod nvrtc;
+pub mod ops;
 mod probe;
 pub mod reservoir;
 pub mod runtime;

@@ -1,12 +1,13 @@
 //! [`CudaContext`]: one device's context, the root every other object keeps alive.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::result::{self, DriverError};
 use super::staging::StagingPool;
 use super::stream::CudaStream;
 use super::sys;
+use super::tracking::{SyncMode, Tracking};
 
 /// A CUDA context on one device (the device's primary context unless made otherwise).
 ///
@@ -23,15 +24,8 @@ pub struct CudaContext {
     pub(crate) ordinal: usize,
     pub(crate) has_async_alloc: bool,
     pub(crate) is_primary: bool,
-    /// Streams created by [`CudaContext::new_stream`] / [`CudaStream::fork`] still alive.
-    pub(crate) num_streams: AtomicUsize,
-    /// Set for good once the context has had a second stream: from then on slices track
-    /// their uses with events. Sticky, so that work recorded on a since-dropped stream is
-    /// still waited for.
-    pub(crate) multi_stream: AtomicBool,
-    pub(crate) event_tracking: AtomicBool,
-    /// Captures begun through [`CudaStream::begin_capture`] and not yet ended.
-    pub(crate) active_captures: AtomicUsize,
+    /// The cross-stream bookkeeping: streams, multi-stream mode, event tracking, captures.
+    pub(crate) tracking: Tracking,
     pub(crate) error_state: AtomicU32,
     /// Page-locked buffers for large pageable copies, freed when the context drops.
     pub(crate) staging: StagingPool,
@@ -116,17 +110,6 @@ impl PartialEq for CudaContext {
 }
 impl Eq for CudaContext {}
 
-/// What a use of a tracked slice on a stream has to do about other streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SyncMode {
-    /// Single-stream context, or tracking switched off: nothing.
-    Off,
-    /// Wait on and record the slice's events.
-    On,
-    /// The stream is being captured: events recorded outside the capture must not be touched.
-    Capturing,
-}
-
 impl CudaContext {
     fn wrap(ordinal: usize, cu_device: sys::CUdevice, cu_ctx: sys::CUcontext, is_primary: bool) -> Arc<Self> {
         Arc::new(CudaContext {
@@ -135,10 +118,7 @@ impl CudaContext {
             ordinal,
             has_async_alloc: false,
             is_primary,
-            num_streams: AtomicUsize::new(0),
-            multi_stream: AtomicBool::new(false),
-            event_tracking: AtomicBool::new(true),
-            active_captures: AtomicUsize::new(0),
+            tracking: Tracking::default(),
             error_state: AtomicU32::new(0),
             staging: StagingPool::default(),
             alloc_retries: AtomicU64::new(0),
@@ -431,12 +411,12 @@ impl CudaContext {
     /// Whether this context has ever had a stream besides its default stream. From then on
     /// slices record their reads and writes with events so other streams can wait for them.
     pub fn is_in_multi_stream_mode(&self) -> bool {
-        self.multi_stream.load(Ordering::Acquire)
+        self.tracking.is_multi_stream()
     }
 
     /// Whether slices created now will track their uses (the default).
     pub fn is_event_tracking(&self) -> bool {
-        self.event_tracking.load(Ordering::Relaxed)
+        self.tracking.is_event_tracking()
     }
 
     /// Both [`is_in_multi_stream_mode`](Self::is_in_multi_stream_mode) and
@@ -451,7 +431,7 @@ impl CudaContext {
     /// Slices created while tracking was off stay untracked: their cross-stream ordering
     /// remains the caller's job.
     pub unsafe fn enable_event_tracking(&self) {
-        self.event_tracking.store(true, Ordering::Relaxed);
+        self.tracking.set_event_tracking(true);
     }
 
     /// Slices created after this call do not track their uses.
@@ -462,7 +442,7 @@ impl CudaContext {
     /// The caller must order every cross-stream use of such slices (including their allocation
     /// and their free) itself.
     pub unsafe fn disable_event_tracking(&self) {
-        self.event_tracking.store(false, Ordering::Relaxed);
+        self.tracking.set_event_tracking(false);
     }
 
     /// Returns, and clears, the error parked by a call that could not return one (a `Drop`).
@@ -489,24 +469,11 @@ impl CudaContext {
     /// Counts a new stream and, the first time, switches to multi-stream mode. The switch waits
     /// for the context's work, so slices used before it need no events.
     pub(crate) fn enter_multi_stream(&self) -> Result<(), DriverError> {
-        self.num_streams.fetch_add(1, Ordering::Relaxed);
-        if !self.multi_stream.load(Ordering::Acquire) {
-            if self.is_event_tracking() {
-                self.synchronize()?;
-            }
-            self.multi_stream.store(true, Ordering::Release);
-        }
-        Ok(())
+        self.tracking.stream_created(|| self.synchronize())
     }
 
     /// What a tracked use on `stream` must do about other streams.
     pub(crate) fn sync_mode(&self, stream: &CudaStream) -> SyncMode {
-        if !self.is_in_multi_stream_mode() {
-            return SyncMode::Off;
-        }
-        if self.active_captures.load(Ordering::Acquire) > 0 && stream.is_capturing_now() {
-            return SyncMode::Capturing;
-        }
-        SyncMode::On
+        self.tracking.sync_mode(stream)
     }
 }

@@ -1,14 +1,12 @@
 //! [`CudaGraph`]: work captured from a stream, replayable with one launch.
 
-use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::context::SyncMode;
-use super::memory::{Access, PinnedMemory, SliceEvents, Touched};
+use super::memory::PinnedMemory;
 use super::result::{self, DriverError};
-use super::stream::{CaptureLog, CudaStream};
+use super::stream::CudaStream;
 use super::sys;
+use super::tracking::{SyncMode, Touched};
 
 /// An instantiated graph, made by [`CudaStream::begin_capture`] / [`CudaStream::end_capture`] and
 /// replayed with [`CudaGraph::launch`] on the stream it was captured from.
@@ -75,17 +73,15 @@ impl CudaStream {
     #[doc(alias = "cuStreamBeginCapture")]
     pub fn begin_capture(&self, mode: sys::CUstreamCaptureMode) -> Result<(), DriverError> {
         self.ctx.bind_to_thread()?;
-        self.ctx.active_captures.fetch_add(1, Ordering::AcqRel);
+        self.ctx.tracking.capture_begun();
         // SAFETY: the stream is alive.
         match unsafe { result::stream::begin_capture(self.cu_stream, mode) } {
             Ok(()) => {
-                if let Ok(mut log) = self.capture_log.lock() {
-                    *log = Some(CaptureLog::default());
-                }
+                self.capture.begin();
                 Ok(())
             }
             Err(e) => {
-                self.ctx.active_captures.fetch_sub(1, Ordering::AcqRel);
+                self.ctx.tracking.capture_ended();
                 Err(e)
             }
         }
@@ -101,9 +97,9 @@ impl CudaStream {
         self.ctx.bind_to_thread()?;
         // SAFETY: the stream is alive.
         let ended = unsafe { result::stream::end_capture(self.cu_stream) };
-        let log = self.capture_log.lock().ok().and_then(|mut log| log.take());
+        let log = self.capture.take();
         if log.is_some() {
-            self.ctx.active_captures.fetch_sub(1, Ordering::AcqRel);
+            self.ctx.tracking.capture_ended();
         }
         let cu_graph = ended?;
         if cu_graph.is_null() {
@@ -118,14 +114,8 @@ impl CudaStream {
                 return Err(e);
             }
         };
-        let log = log.unwrap_or_default();
-        Ok(Some(CudaGraph {
-            cu_graph,
-            cu_graph_exec,
-            stream: self.clone(),
-            touched: merge(log.slices),
-            pinned: log.pinned,
-        }))
+        let (touched, pinned) = log.unwrap_or_default().into_parts();
+        Ok(Some(CudaGraph { cu_graph, cu_graph_exec, stream: self.clone(), touched, pinned }))
     }
 
     /// The stream's capture status.
@@ -135,26 +125,6 @@ impl CudaStream {
         // SAFETY: the stream is alive.
         unsafe { result::stream::is_capturing(self.cu_stream) }
     }
-}
-
-/// One entry per slice, a write if any captured use wrote it.
-fn merge(log: Vec<Touched>) -> Vec<Touched> {
-    let mut seen: HashMap<*const SliceEvents, usize> = HashMap::new();
-    let mut out: Vec<Touched> = Vec::new();
-    for (events, access) in log {
-        match seen.get(&Arc::as_ptr(&events)) {
-            Some(&i) => {
-                if access == Access::Write {
-                    out[i].1 = Access::Write;
-                }
-            }
-            None => {
-                seen.insert(Arc::as_ptr(&events), out.len());
-                out.push((events, access));
-            }
-        }
-    }
-    out
 }
 
 impl CudaGraph {
@@ -172,11 +142,9 @@ impl CudaGraph {
         // Page-locked memory: a launch inside another capture hands it to that capture's graph;
         // otherwise the launch is ordered after the memory's earlier copies and recorded as its
         // latest, so the host accessors (and the memory's free) wait for it.
-        let pinned_capturing = !self.pinned.is_empty()
-            && stream.ctx.active_captures.load(Ordering::Acquire) > 0
-            && stream.is_capturing_now();
+        let pinned_capturing = !self.pinned.is_empty() && stream.ctx.tracking.is_capturing(stream);
         if pinned_capturing {
-            self.pinned.iter().for_each(|memory| stream.log_pinned(memory));
+            self.pinned.iter().for_each(|memory| stream.capture.pinned(memory));
         } else if stream.ctx.is_in_multi_stream_mode() {
             for memory in &self.pinned {
                 stream.ctx.record_err(stream.wait_tracking(&memory.event));

@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::context::SyncMode;
 use super::event::CudaEvent;
-use super::memory::{Access, CudaSlice, CudaView, CudaViewMut, DeviceRepr, SliceEvents};
+use super::memory::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 use super::module::{CudaFunction, Params};
 use super::result::{self, DriverError};
 use super::stream::CudaStream;
 use super::sys;
+use super::tracking::{Access, SliceEvents, SyncMode};
 
 /// Grid and block shape and dynamic shared memory of a launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,7 +180,7 @@ impl<'a> LaunchArgs<'a> {
             }
             SyncMode::Capturing => {
                 for (events, access) in &self.tracked {
-                    stream.log_capture(events, *access);
+                    stream.capture.slice(events, *access);
                 }
             }
         }
@@ -379,8 +379,8 @@ unsafe impl<'a, 'b: 'a, 'c: 'b, T> PushKernelArg<&'b mut CudaViewMut<'c, T>> for
 mod tests {
     use std::marker::PhantomData;
     use std::mem::ManuallyDrop;
-    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
-    use std::sync::{Arc, Mutex};
+    use std::sync::atomic::AtomicU32;
+    use std::sync::Arc;
 
     use std::sync::OnceLock;
 
@@ -402,10 +402,7 @@ mod tests {
             ordinal: 0,
             has_async_alloc: false,
             is_primary: true,
-            num_streams: AtomicUsize::new(0),
-            multi_stream: AtomicBool::new(false),
-            event_tracking: AtomicBool::new(true),
-            active_captures: AtomicUsize::new(0),
+            tracking: Default::default(),
             error_state: AtomicU32::new(0),
             staging: Default::default(),
             alloc_retries: Default::default(),
@@ -417,7 +414,7 @@ mod tests {
             cu_stream: std::ptr::null_mut(),
             ctx: ctx.clone(),
             owned: false,
-            capture_log: Mutex::new(None),
+            capture: Default::default(),
             id: crate::driver::stream::next_id(),
         });
         let module = Arc::new(CudaModule {
@@ -530,7 +527,7 @@ mod tests {
     #[test]
     fn multi_stream_context_tracks_slice_arguments() {
         let (stream, func) = fakes();
-        stream.ctx.multi_stream.store(true, std::sync::atomic::Ordering::Release);
+        stream.ctx.tracking.force_multi_stream();
         let mut slice: ManuallyDrop<CudaSlice<u32>> = ManuallyDrop::new(CudaSlice {
             cu_device_ptr: 0x1000,
             len: 4,

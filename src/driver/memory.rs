@@ -15,58 +15,19 @@
 use std::marker::PhantomData;
 use std::mem::{size_of, ManuallyDrop};
 use std::ops::{Bound, RangeBounds};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
-use smallvec::SmallVec;
-
-use super::context::{CudaContext, SyncMode};
+use super::context::CudaContext;
 use super::event::CudaEvent;
 use super::result::{self, DriverError};
 use super::staging;
 use super::stream::CudaStream;
 use super::sys;
-
-/// How a use touches a slice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Access {
-    Read,
-    Write,
-}
-
-/// A tracked slice used by captured work, and how.
-pub(crate) type Touched = (Arc<SliceEvents>, Access);
-
-/// A slice's events, created on first use in multi-stream mode: one recorded after the last
-/// write, and one per stream that has read the slice, recorded after that stream's last read.
-/// Reads on several streams are all waited for by the next write (or the free): a single read
-/// event would keep only the last reader's.
-#[derive(Debug, Default)]
-pub(crate) struct SliceEvents {
-    /// `(stream id, event)`: each stream's last read. Entries are boxed and never removed or
-    /// replaced while the slice's events live, so a `&CudaEvent` into one stays valid (guards
-    /// hold such references); there is one per stream that ever read the slice.
-    #[allow(clippy::vec_box)] // the boxes give each event a fixed address (see above)
-    reads: Mutex<Vec<Box<(u64, CudaEvent)>>>,
-    write: OnceLock<CudaEvent>,
-    /// The allocation of a slice dropped while a captured graph (or a capture in progress) still
-    /// refers to these events: freed, after the graph's pending uses, when the last of them
-    /// drops. This is how a graph owns the buffers it touches.
-    deferred: Mutex<Option<(sys::CUdeviceptr, Arc<CudaStream>)>>,
-}
-
-impl Drop for SliceEvents {
-    fn drop(&mut self) {
-        let deferred = self.deferred.get_mut().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some((ptr, stream)) = deferred {
-            // The events are still alive here (fields drop after this body).
-            free_allocation(ptr, &stream, Some(self));
-        }
-    }
-}
+use super::tracking::{Access, SliceEvents, SyncMode};
 
 /// Frees `ptr`, allocated on `stream`, after the uses `events` recorded on other streams, with
 /// `stream`'s context bound whatever error is parked (errors are parked).
-fn free_allocation(ptr: sys::CUdeviceptr, stream: &CudaStream, events: Option<&SliceEvents>) {
+pub(super) fn free_allocation(ptr: sys::CUdeviceptr, stream: &CudaStream, events: Option<&SliceEvents>) {
     let ctx = &stream.ctx;
     // Bind our own context whatever error is parked; if even that fails, leak the memory rather
     // than free it under another context.
@@ -88,76 +49,6 @@ fn free_allocation(ptr: sys::CUdeviceptr, stream: &CudaStream, events: Option<&S
     }
 }
 
-impl SliceEvents {
-    /// The event recording `access` on `stream`, created if need be (a creation error is
-    /// parked): the write event, or `stream`'s read event.
-    pub(crate) fn event(&self, access: Access, stream: &CudaStream) -> Option<&CudaEvent> {
-        let ctx = &stream.ctx;
-        if access == Access::Write {
-            if let Some(event) = self.write.get() {
-                return Some(event);
-            }
-            return match ctx.new_event_tracking(None) {
-                Ok(event) => {
-                    // Another thread may have won the race; its event is as good as ours.
-                    let _ = self.write.set(event);
-                    self.write.get()
-                }
-                Err(e) => {
-                    ctx.record_err::<()>(Err(e));
-                    None
-                }
-            };
-        }
-        let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
-        let event: *const CudaEvent = match reads.iter().find(|slot| slot.0 == stream.id) {
-            Some(slot) => &slot.1,
-            None => match ctx.new_event_tracking(None) {
-                Ok(event) => {
-                    reads.push(Box::new((stream.id, event)));
-                    &reads[reads.len() - 1].1
-                }
-                Err(e) => {
-                    ctx.record_err::<()>(Err(e));
-                    return None;
-                }
-            },
-        };
-        drop(reads);
-        // SAFETY: the event lives in a Box that stays in `reads`, unmoved and unreplaced, until
-        // `self` drops (entries are only ever added), and it is only used through `&`.
-        Some(unsafe { &*event })
-    }
-
-    /// The read events of streams other than `stream`.
-    fn other_reads(&self, stream: &CudaStream) -> SmallVec<[*const CudaEvent; 4]> {
-        let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
-        reads.iter().filter(|slot| slot.0 != stream.id).map(|slot| &slot.1 as *const CudaEvent).collect()
-    }
-
-    /// Makes `stream` wait for the recorded uses that `access` conflicts with: a read waits for
-    /// the last write; a write waits for it and for the last read on every other stream.
-    pub(crate) fn wait_before(&self, access: Access, stream: &CudaStream) {
-        if let Some(write) = self.write.get() {
-            stream.ctx.record_err(stream.wait_tracking(write));
-        }
-        if access == Access::Write {
-            for read in self.other_reads(stream) {
-                // SAFETY: as in `event`: the boxed events stay in place while `self` lives.
-                let read = unsafe { &*read };
-                stream.ctx.record_err(stream.wait_tracking(read));
-            }
-        }
-    }
-
-    /// Records `access` as the latest of its kind on `stream`.
-    pub(crate) fn record_after(&self, access: Access, stream: &CudaStream) {
-        if let Some(event) = self.event(access, stream) {
-            stream.ctx.record_err(event.record_tracking(stream));
-        }
-    }
-}
-
 /// Starts a tracked use of a slice on `stream`: waits as needed and returns the guard that
 /// records the use once it has been submitted.
 fn begin_use<'a>(
@@ -171,7 +62,7 @@ fn begin_use<'a>(
     match stream.ctx.sync_mode(stream) {
         SyncMode::Off => SyncOnDrop::Record(None),
         SyncMode::Capturing => {
-            stream.log_capture(events, access);
+            stream.capture.slice(events, access);
             SyncOnDrop::Record(None)
         }
         SyncMode::On => {
@@ -211,8 +102,7 @@ impl<T> Drop for CudaSlice<T> {
             // own stream is capturing is freed in the capture, as before.
             if Arc::strong_count(events) > 1 && self.stream.ctx.sync_mode(&self.stream) != SyncMode::Capturing
             {
-                let mut deferred = events.deferred.lock().unwrap_or_else(|e| e.into_inner());
-                *deferred = Some((self.cu_device_ptr, self.stream.clone()));
+                events.defer_free(self.cu_device_ptr, self.stream.clone());
                 return;
             }
         }
@@ -1045,9 +935,9 @@ impl<T> PinnedHostSlice<T> {
 
     fn guard<'a>(&'a self, stream: &'a CudaStream) -> SyncOnDrop<'a> {
         let ctx = &stream.ctx;
-        if ctx.active_captures.load(std::sync::atomic::Ordering::Acquire) > 0 && stream.is_capturing_now() {
+        if ctx.tracking.is_capturing(stream) {
             // The graph keeps the memory alive and records its launches' copies on its event.
-            stream.log_pinned(&self.memory);
+            stream.capture.pinned(&self.memory);
             return SyncOnDrop::Record(None);
         }
         if ctx.is_in_multi_stream_mode() {

@@ -38,6 +38,7 @@ mod module;
 pub mod result;
 mod staging;
 mod stream;
+mod tracking;
 
 /// The raw driver bindings (`cuda.h`), as `cudarc::driver::sys`.
 pub mod sys {

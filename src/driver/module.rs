@@ -6,10 +6,11 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::context::CudaContext;
-use super::memory::{CudaViewMut, SliceEvents};
+use super::memory::CudaViewMut;
 use super::result::{self, DriverError};
 use super::stream::CudaStream;
 use super::sys;
+use super::tracking::SliceEvents;
 use crate::nvrtc::{Ptx, PtxKind};
 
 /// Bytes reserved for each of the JIT's info and error logs.

@@ -1,22 +1,14 @@
 //! [`CudaStream`]: an ordered queue of device work.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::context::CudaContext;
 use super::event::CudaEvent;
-use super::memory::{Access, PinnedMemory, SliceEvents, Touched};
 
-/// What the work captured on a stream uses, for the graph it becomes.
-#[derive(Debug, Default)]
-pub(crate) struct CaptureLog {
-    /// Tracked slices and how they were used (one entry per use).
-    pub(crate) slices: Vec<Touched>,
-    /// Page-locked memory that captured copies read or write (one entry each).
-    pub(crate) pinned: Vec<Arc<PinnedMemory>>,
-}
 use super::result::{self, stream::StreamKind, DriverError};
 use super::sys;
+use super::tracking::CaptureSlot;
 
 /// The per-thread default stream handle (`CU_STREAM_PER_THREAD`).
 const PER_THREAD: usize = 0x2;
@@ -31,7 +23,7 @@ pub struct CudaStream {
     pub(crate) owned: bool,
     /// While this stream captures a graph: the tracked slices the captured work touched, so the
     /// graph can do their cross-stream waits and records when it is launched.
-    pub(crate) capture_log: Mutex<Option<CaptureLog>>,
+    pub(crate) capture: CaptureSlot,
     /// Unique for the life of the process (unlike the driver's handle, which may be reused
     /// once a stream is destroyed): keys the per-stream read events of tracked slices.
     pub(crate) id: u64,
@@ -68,7 +60,7 @@ impl Drop for CudaStream {
         }
         let cu_stream = std::mem::replace(&mut self.cu_stream, std::ptr::null_mut());
         if !cu_stream.is_null() {
-            self.ctx.num_streams.fetch_sub(1, Ordering::Relaxed);
+            self.ctx.tracking.stream_dropped();
             // SAFETY: we created the stream; pending work still completes after destruction.
             self.ctx.record_err(unsafe { result::stream::destroy(cu_stream) });
         }
@@ -81,7 +73,7 @@ impl CudaStream {
             cu_stream,
             ctx: ctx.clone(),
             owned,
-            capture_log: Mutex::new(None),
+            capture: CaptureSlot::default(),
             id: next_id(),
         })
     }
@@ -92,26 +84,6 @@ impl CudaStream {
         match unsafe { result::stream::is_capturing(self.cu_stream) } {
             Ok(status) => status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
             Err(_) => false,
-        }
-    }
-
-    /// Notes a tracked slice used by captured work on this stream.
-    pub(crate) fn log_capture(&self, events: &Arc<SliceEvents>, access: Access) {
-        if let Ok(mut log) = self.capture_log.lock() {
-            if let Some(log) = log.as_mut() {
-                log.slices.push((events.clone(), access));
-            }
-        }
-    }
-
-    /// Notes page-locked memory used by a captured copy on this stream.
-    pub(crate) fn log_pinned(&self, memory: &Arc<PinnedMemory>) {
-        if let Ok(mut log) = self.capture_log.lock() {
-            if let Some(log) = log.as_mut() {
-                if !log.pinned.iter().any(|m| Arc::ptr_eq(m, memory)) {
-                    log.pinned.push(memory.clone());
-                }
-            }
         }
     }
 }

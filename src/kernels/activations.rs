@@ -9,51 +9,13 @@ use crate::error::Result;
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::{grid, shape, Kernels};
 
-/// An activation function, as the `prism_<name>_f32` kernels compute it (the CPU fallback's
-/// arithmetic is [`Activation::forward`] and [`Activation::backward`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Activation {
-    /// `max(x, 0)`
-    Relu,
-    /// `x > 0 ? x : slope * x`
-    LeakyRelu(f32),
-    /// `1 / (1 + exp(-x))`
-    Sigmoid,
-    /// `tanh(x)`
-    Tanh,
-    /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (the tanh form of GELU)
-    Gelu,
-}
+pub use crate::ops::activations::Activation;
 
-impl Activation {
-    /// The kernel computing the forward pass.
-    pub fn kernel(self) -> &'static str {
-        match self {
-            Activation::Relu => "prism_relu_f32",
-            Activation::LeakyRelu(_) => "prism_leaky_relu_f32",
-            Activation::Sigmoid => "prism_sigmoid_f32",
-            Activation::Tanh => "prism_tanh_f32",
-            Activation::Gelu => "prism_gelu_f32",
-        }
-    }
-
-    /// The kernel computing the backward pass.
-    pub fn backward_kernel(self) -> &'static str {
-        match self {
-            Activation::Relu => "prism_relu_backward_f32",
-            Activation::LeakyRelu(_) => "prism_leaky_relu_backward_f32",
-            Activation::Sigmoid => "prism_sigmoid_backward_f32",
-            Activation::Tanh => "prism_tanh_backward_f32",
-            Activation::Gelu => "prism_gelu_backward_f32",
-        }
-    }
-
-    /// Pushes the slope, the one parameter (leaky ReLU only), where the kernels take it: after
-    /// the buffers, before the count.
-    fn push_parameter<'a>(&'a self, args: &mut LaunchArgs<'a>) {
-        if let Activation::LeakyRelu(slope) = self {
-            args.arg(slope);
-        }
+/// Pushes the slope, the one parameter (leaky ReLU only), where the kernels take it: after the
+/// buffers, before the count.
+fn push_parameter<'a>(act: &'a Activation, args: &mut LaunchArgs<'a>) {
+    if let Activation::LeakyRelu(slope) = act {
+        args.arg(slope);
     }
 }
 
@@ -72,7 +34,7 @@ fn launch(
     for p in pointers {
         args.arg(p);
     }
-    act.push_parameter(&mut args);
+    push_parameter(&act, &mut args);
     args.arg(&count);
     // SAFETY: every pointer addresses n elements (checked by the callers), the kernel reads its
     // inputs and writes its output (which may alias an input) at indices below n.

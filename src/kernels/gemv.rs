@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
-use crate::error::{Error, Result};
-use crate::kernels::{args, grid, shape, Kernels};
+use crate::error::Result;
+use crate::kernels::{args, grid, Kernels};
 
 /// Warps (rows) per block of the row-per-warp kernel.
 const ROWS_PER_BLOCK: usize = 8;
@@ -15,57 +15,11 @@ const COLUMNS_PER_BLOCK: usize = 128;
 /// Fewest rows worth a split of the transposed kernel.
 const MIN_ROWS_PER_SPLIT: usize = 64;
 
-/// The dimensions of one GEMV: `A` is `[m, n]` row-major with leading dimension `lda`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Gemv {
-    /// Rows of `A`.
-    pub m: usize,
-    /// Columns of `A`.
-    pub n: usize,
-    /// Elements between the starts of consecutive rows of `A` (`>= n`).
-    pub lda: usize,
-    /// Scale of the product.
-    pub alpha: f32,
-    /// Scale of the old `y`; 0 means `y` is not read.
-    pub beta: f32,
-}
+pub use crate::ops::gemv::Gemv;
 
-impl Gemv {
-    /// A dense `[m, n]` matrix (`lda = max(n, 1)`), `y = A x` (or `Aᵀ x`).
-    pub fn dense(m: usize, n: usize) -> Self {
-        Self { m, n, lda: n.max(1), alpha: 1.0, beta: 0.0 }
-    }
-
-    /// Checks `A`'s length against the dimensions, and `x`, `y` against the lengths they need.
-    pub fn check(&self, op: &'static str, a: usize, x: usize, y: usize, transposed: bool) -> Result<()> {
-        let Gemv { m, n, lda, .. } = *self;
-        if lda < n.max(1) {
-            return Err(Error::Shape {
-                op,
-                expected: format!("lda >= max(n, 1) = {}", n.max(1)),
-                got: format!("lda = {lda}"),
-            });
-        }
-        match shape::strided_extent(op, "a", 1, 0, m, lda, n) {
-            Ok(need) if a >= need => {}
-            _ => {
-                return Err(Error::Shape {
-                    op,
-                    expected: format!(
-                        "`a` of at least (m - 1) * lda + n elements (m = {m}, n = {n}, lda = {lda})"
-                    ),
-                    got: format!("{a} elements"),
-                })
-            }
-        }
-        let (xn, yn) = if transposed { (m, n) } else { (n, m) };
-        args::optional_len(op, "x", Some(x), xn)?;
-        args::optional_len(op, "y", Some(y), yn)
-    }
-
-    fn ints(&self, op: &'static str) -> Result<(i32, i32, i32)> {
-        Ok((args::int(op, "m", self.m)?, args::int(op, "n", self.n)?, args::int(op, "lda", self.lda)?))
-    }
+/// The dimensions as the kernels' `int`s.
+fn ints(dims: &Gemv, op: &'static str) -> Result<(i32, i32, i32)> {
+    Ok((args::int(op, "m", dims.m)?, args::int(op, "n", dims.n)?, args::int(op, "lda", dims.lda)?))
 }
 
 /// `y = alpha * A x + beta * y`: `x` of `n`, `y` of `m`.
@@ -82,7 +36,7 @@ pub fn gemv(
     if dims.m == 0 {
         return Ok(());
     }
-    let (m, n, lda) = dims.ints(OP)?;
+    let (m, n, lda) = ints(&dims, OP)?;
     let function = kernels.function(OP)?;
     let cfg = LaunchConfig {
         grid_dim: (dims.m.div_ceil(ROWS_PER_BLOCK) as u32, 1, 1),
@@ -131,7 +85,7 @@ pub fn gemv_t(
     if dims.n == 0 {
         return Ok(());
     }
-    let (m, n, lda) = dims.ints(OP)?;
+    let (m, n, lda) = ints(&dims, OP)?;
     let (splits, rows_per_split) = transposed_splits(dims.m, dims.n, kernels.multiprocessors());
     let finalize = kernels.function("prism_gemv_t_finalize_f32")?;
     let finalize_cfg = grid::elementwise(dims.n, grid::Step::Scalar);

@@ -17,10 +17,10 @@ pub mod norms;
 pub mod random;
 pub mod reductions;
 pub mod rows;
-pub mod shape;
 pub mod softmax;
 pub mod transpose;
 
+pub use crate::ops::shape;
 pub use catalogue::{family_of, Family, FAMILIES};
 pub use modules::Kernels;
 

@@ -12,6 +12,8 @@ use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::rows::{self, RowContract};
 use crate::kernels::{args, grid, shape, Kernels};
 
+pub use crate::ops::norms::{check_nchw, Nchw};
+
 /// Values per unit of work of the batch-norm statistics (`BN_UNIT` in cuda/norms.cu).
 const BN_UNIT: usize = 4096;
 /// Threads per block of the batch-norm statistics kernels.
@@ -173,18 +175,6 @@ pub fn rms_norm<T: NormElement>(
     Ok(())
 }
 
-/// Checks that `len` is `n * c * hw` (an NCHW tensor with `hw = H * W`).
-pub fn check_nchw(op: &'static str, len: usize, n: usize, c: usize, hw: usize) -> Result<()> {
-    match n.checked_mul(c).and_then(|nc| nc.checked_mul(hw)) {
-        Some(total) if total == len => Ok(()),
-        _ => Err(Error::Shape {
-            op,
-            expected: format!("`x` of n x c x hw = {n} x {c} x {hw} elements"),
-            got: format!("{len} elements"),
-        }),
-    }
-}
-
 /// The per-channel operands of batch norm: statistics and optional gamma/beta.
 #[derive(Debug, Clone, Copy)]
 pub struct Channels<'a, 'b> {
@@ -197,9 +187,6 @@ pub struct Channels<'a, 'b> {
     /// Shift of each channel; absent means zeros.
     pub beta: Option<&'a CudaView<'b, f32>>,
 }
-
-/// The NCHW shape `(n, c, hw)` with `hw = H * W`.
-pub type Nchw = (usize, usize, usize);
 
 #[allow(clippy::too_many_arguments)] // the kernel's argument list
 fn batch_norm_launch(

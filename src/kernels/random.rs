@@ -13,89 +13,7 @@ use crate::error::{Error, Result};
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::{grid, Kernels};
 
-/// Where a fill starts: the key and the first counter of a Philox4x32-10 stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Philox {
-    /// The key.
-    pub seed: u64,
-    /// The counter of the fill's first block (blocks of four 32-bit words).
-    pub offset: u64,
-}
-
-impl Philox {
-    /// The stream `seed` from its start.
-    pub fn new(seed: u64) -> Self {
-        Self { seed, offset: 0 }
-    }
-
-    /// The position after a fill of `n` elements of `T`: the offset advanced by the blocks the
-    /// fill consumed (modulo 2^64), so consecutive fills draw fresh numbers.
-    pub fn after<T: RandomElement>(self, n: usize) -> Self {
-        let blocks = (n as u64).div_ceil(T::PER_BLOCK as u64);
-        Self { seed: self.seed, offset: self.offset.wrapping_add(blocks) }
-    }
-}
-
-/// An element type with uniform fills: f32 and f64 in (0, 1], u32 and u64 raw bits.
-pub trait RandomElement: DeviceRepr + Copy {
-    /// Elements one Philox block yields (its 16 bytes of output).
-    const PER_BLOCK: usize;
-    /// The uniform entry point, and how many of its elements one `Self` is.
-    const UNIFORM: (&'static str, usize);
-}
-
-/// The float types with normal and log-normal fills.
-pub trait NormalElement: RandomElement {
-    /// The normal entry point.
-    const NORMAL: &'static str;
-    /// The log-normal entry point.
-    const LOG_NORMAL: &'static str;
-}
-
-impl RandomElement for u32 {
-    const PER_BLOCK: usize = 4;
-    const UNIFORM: (&'static str, usize) = ("prism_random_bits", 1);
-}
-impl RandomElement for u64 {
-    const PER_BLOCK: usize = 2;
-    // Little-endian: a u64 fill is the u32 fill of twice as many words.
-    const UNIFORM: (&'static str, usize) = ("prism_random_bits", 2);
-}
-impl RandomElement for f32 {
-    const PER_BLOCK: usize = 4;
-    const UNIFORM: (&'static str, usize) = ("prism_random_uniform_f32", 1);
-}
-impl RandomElement for f64 {
-    const PER_BLOCK: usize = 2;
-    const UNIFORM: (&'static str, usize) = ("prism_random_uniform_f64", 1);
-}
-impl NormalElement for f32 {
-    const NORMAL: &'static str = "prism_random_normal_f32";
-    const LOG_NORMAL: &'static str = "prism_random_log_normal_f32";
-}
-impl NormalElement for f64 {
-    const NORMAL: &'static str = "prism_random_normal_f64";
-    const LOG_NORMAL: &'static str = "prism_random_log_normal_f64";
-}
-
-/// What a normal-family fill draws.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Normal<T> {
-    /// `N(mean, std^2)`.
-    Normal {
-        /// Mean.
-        mean: T,
-        /// Standard deviation.
-        std: T,
-    },
-    /// `exp(N(mean, std^2))`.
-    LogNormal {
-        /// Mean of the underlying normal.
-        mean: T,
-        /// Standard deviation of the underlying normal.
-        std: T,
-    },
-}
+pub use crate::ops::random::{Normal, NormalElement, Philox, RandomElement};
 
 /// Fills `out` with uniform values at `at`; returns the position after the fill.
 pub fn uniform<T: RandomElement>(
@@ -196,22 +114,4 @@ unsafe fn launch<T: DeviceRepr>(
     // SAFETY: the caller vouches for `ptr`; the kernel writes elements `0..n` and nothing else.
     unsafe { builder.launch(grid::elementwise(n.div_ceil(per_block), grid::Step::Scalar)) }?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_offset_advances_by_the_blocks_consumed() {
-        let at = Philox { seed: 7, offset: 10 };
-        assert_eq!(at.after::<f32>(0), at);
-        assert_eq!(at.after::<f32>(1).offset, 11);
-        assert_eq!(at.after::<f32>(8).offset, 12);
-        assert_eq!(at.after::<u32>(9).offset, 13);
-        assert_eq!(at.after::<f64>(3).offset, 12);
-        assert_eq!(at.after::<u64>(4).offset, 12);
-        assert_eq!(Philox { seed: 1, offset: u64::MAX }.after::<f32>(5).offset, 1);
-        assert_eq!(at.after::<f32>(5).seed, 7);
-    }
 }

@@ -6,28 +6,9 @@ use std::sync::Arc;
 
 use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
 use crate::error::{Error, Result};
-use crate::kernels::{args, shape, Kernels};
+use crate::kernels::{args, Kernels};
 
-/// A reduction to one value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reduce {
-    /// Sum (f64 partials over the whole tensor, f32 along a row).
-    Sum,
-    /// Mean.
-    Mean,
-    /// Maximum, NaN ignored (`-inf` when there is no number).
-    Max,
-}
-
-impl Reduce {
-    fn row_kernel(self) -> &'static str {
-        match self {
-            Reduce::Sum => "prism_row_sum_f32",
-            Reduce::Mean => "prism_row_mean_f32",
-            Reduce::Max => "prism_row_max_f32",
-        }
-    }
-}
+pub use crate::ops::reductions::{check_rows, Reduce};
 
 /// Threads per block of the partial kernels.
 const PARTIAL_BLOCK: u32 = 256;
@@ -177,16 +158,6 @@ pub fn argmax(
 /// Threads per block for per-row reductions of `cols`: one per 16 elements, whole warps, 32 to 512.
 pub fn row_block(cols: usize) -> u32 {
     cols.div_ceil(16).next_multiple_of(32).clamp(32, 512) as u32
-}
-
-/// Checks `x` is `[rows, cols]` with at least one column (when there are rows) and `out` has `rows`.
-pub fn check_rows(op: &'static str, x: usize, out: usize, rows: usize, cols: usize) -> Result<()> {
-    shape::matrix(op, "x", x, rows, cols)?;
-    args::optional_len(op, "out", Some(out), rows)?;
-    if rows > 0 && cols == 0 {
-        return Err(Error::Shape { op, expected: "at least one column".into(), got: "0 columns".into() });
-    }
-    Ok(())
 }
 
 fn row_config(rows: usize, cols: usize) -> LaunchConfig {

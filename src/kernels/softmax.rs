@@ -10,24 +10,7 @@ use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::rows::{self, RowContract};
 use crate::kernels::{args, shape, Kernels};
 
-/// Which of the two row functions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Softmax {
-    /// `exp(x - max) / sum(exp(x - max))`
-    Softmax,
-    /// `x - max - ln(sum(exp(x - max)))`
-    LogSoftmax,
-}
-
-impl Softmax {
-    /// The entry point computing it.
-    pub fn kernel(self) -> &'static str {
-        match self {
-            Softmax::Softmax => "prism_softmax_rows_f32",
-            Softmax::LogSoftmax => "prism_log_softmax_rows_f32",
-        }
-    }
-}
+pub use crate::ops::softmax::Softmax;
 
 /// Rows held in registers up to 32 floats per thread; the rest in shared memory.
 const CONTRACT: RowContract = RowContract { lanes: 4, register_chunks: 8 };

@@ -17,9 +17,9 @@ pub mod random;
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-pub use crate::kernels::activations::Activation;
-use crate::kernels::elementwise::Binary;
-use crate::kernels::neuromorphic::Reservoir;
+pub use crate::ops::activations::Activation;
+use crate::ops::elementwise::Binary;
+use crate::ops::neuromorphic::Reservoir;
 
 /// Rows below this many elements in total are not worth splitting over threads.
 const PAR_MIN: usize = 1 << 14;

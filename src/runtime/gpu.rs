@@ -7,16 +7,20 @@ use half::{bf16, f16};
 
 use crate::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError};
 use crate::error::{Error, Result};
-use crate::kernels::activations::{self, Activation};
-use crate::kernels::elementwise::{self, Binary};
 use crate::kernels::gemm::Workspace;
 use crate::kernels::gemv::{self, Gemv};
-use crate::kernels::neuromorphic::{self, Csr, DeviceCsr, DeviceReservoir, Patterns};
+use crate::kernels::neuromorphic::{self, DeviceCsr, DeviceReservoir};
 use crate::kernels::norms::{self, Channels, Nchw, NormElement, Running};
-use crate::kernels::random::{self, Normal, Philox};
-use crate::kernels::reductions::{self, Reduce};
-use crate::kernels::softmax::{self, Softmax};
-use crate::kernels::{convert, shape, transpose, Kernels};
+use crate::kernels::{shape, Kernels};
+use crate::ops::activations::{Activation, Backward};
+use crate::ops::convert;
+use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::neuromorphic::{Csr, LeakyIntegration, MatvecInput, Patterns, SpikeEncode};
+use crate::ops::random::{Gaussian, Philox, Uniform};
+use crate::ops::reductions::{self, Argmax, Reduce};
+use crate::ops::softmax::{self, Softmax};
+use crate::ops::transpose::Transpose;
+use crate::ops::{Gpu, Map, Update};
 use crate::sys::driver::CUresult;
 
 /// The device-buffer side of [`ProductionGpuRuntime`](super::ProductionGpuRuntime): every
@@ -141,71 +145,80 @@ impl GpuOps {
         unsafe { self.stream.alloc(len) }.map_err(|e| self.account(e.into()))
     }
 
+    /// The device-buffer path of every [`Map`] operation: checks, allocates the output, launches.
+    pub(crate) fn map<const N: usize, M: Map<N>>(
+        &self,
+        op: M,
+        inputs: [&CudaSlice<M::In>; N],
+    ) -> Result<CudaSlice<M::Out>> {
+        let mut out = self.output(op.check(inputs.map(|x| x.len()))?)?;
+        let views = inputs.map(CudaSlice::as_view);
+        op.launch(self.launch_at(), views.each_ref(), &mut out.as_view_mut())?;
+        Ok(out)
+    }
+
+    /// The device-buffer path of every [`Update`] operation: checks, launches on `x` in place.
+    pub(crate) fn update<const N: usize, U: Update<N>>(
+        &self,
+        op: U,
+        x: &mut CudaSlice<U::Elem>,
+        inputs: [&CudaSlice<U::In>; N],
+    ) -> Result<()> {
+        op.check(x.len(), inputs.map(|x| x.len()))?;
+        let views = inputs.map(CudaSlice::as_view);
+        op.launch(self.launch_at(), &mut x.as_view_mut(), views.each_ref())
+    }
+
+    /// Where this runtime's launches go.
+    fn launch_at(&self) -> Gpu<'_> {
+        Gpu { kernels: &self.kernels, stream: &self.stream }
+    }
+
+    /// Device copies of `inputs`, stopping at the first failure.
+    pub(crate) fn upload_all<T: DeviceRepr, const N: usize>(
+        &self,
+        inputs: [&[T]; N],
+    ) -> Result<[CudaSlice<T>; N]> {
+        let mut copies = [const { None }; N];
+        for (copy, input) in copies.iter_mut().zip(inputs) {
+            *copy = Some(self.upload(input)?);
+        }
+        Ok(copies.map(|c| c.expect("every input was uploaded above")))
+    }
+
     /// `a ∘ b` elementwise into a new buffer.
     pub fn binary(&self, op: Binary, a: &CudaSlice<f32>, b: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(a.len())?;
-        elementwise::binary(
-            &self.kernels,
-            &self.stream,
-            op,
-            &a.as_view(),
-            &b.as_view(),
-            &mut out.as_view_mut(),
-        )?;
-        Ok(out)
+        self.map(op, [a, b])
     }
 
     /// `alpha * x + y` into a new buffer.
     pub fn axpy(&self, alpha: f32, x: &CudaSlice<f32>, y: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(x.len())?;
-        elementwise::axpy(
-            &self.kernels,
-            &self.stream,
-            alpha,
-            &x.as_view(),
-            &y.as_view(),
-            &mut out.as_view_mut(),
-        )?;
-        Ok(out)
+        self.map(Axpy(alpha), [x, y])
     }
 
     /// `alpha * x` into a new buffer.
     pub fn scale(&self, alpha: f32, x: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(x.len())?;
-        elementwise::scale(&self.kernels, &self.stream, alpha, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(Scale(alpha), [x])
     }
 
     /// `x *= alpha` in place.
     pub fn scale_inplace(&self, alpha: f32, x: &mut CudaSlice<f32>) -> Result<()> {
-        elementwise::scale_inplace(&self.kernels, &self.stream, alpha, &mut x.as_view_mut())
+        self.update(Scale(alpha), x, [])
     }
 
     /// A new buffer of `len` copies of `value`.
     pub fn fill(&self, len: usize, value: f32) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(len)?;
-        elementwise::fill(&self.kernels, &self.stream, &mut out.as_view_mut(), value)?;
-        Ok(out)
+        self.map(Fill { len, value }, [])
     }
 
     /// A new buffer of `len` uniform f32 in (0, 1] from the Philox stream at `at`.
     pub fn rand_uniform(&self, len: usize, at: Philox) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(len)?;
-        random::uniform(&self.kernels, &self.stream, &mut out.as_view_mut(), at)?;
-        Ok(out)
+        self.map(Uniform { len, at }, [])
     }
 
     /// A new buffer of `len` f32 from `N(mean, std^2)` on the Philox stream at `at`.
     pub fn rand_normal(&self, len: usize, mean: f32, std: f32, at: Philox) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(len)?;
-        random::normal(
-            &self.kernels,
-            &self.stream,
-            &mut out.as_view_mut(),
-            at,
-            Normal::Normal { mean, std },
-        )?;
-        Ok(out)
+        self.map(Gaussian { len, mean, std, at }, [])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -213,37 +226,27 @@ impl GpuOps {
 
     /// `x` as f16 (round to nearest even) in a new buffer.
     pub fn f32_to_f16(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<f16>> {
-        let mut out = self.output(x.len())?;
-        convert::f32_to_f16(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(convert::F32_TO_F16, [x])
     }
 
     /// `x` as f32 (exact) in a new buffer.
     pub fn f16_to_f32(&self, x: &CudaSlice<f16>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(x.len())?;
-        convert::f16_to_f32(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(convert::F16_TO_F32, [x])
     }
 
     /// `x` as bf16 (round to nearest even) in a new buffer.
     pub fn f32_to_bf16(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<bf16>> {
-        let mut out = self.output(x.len())?;
-        convert::f32_to_bf16(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(convert::F32_TO_BF16, [x])
     }
 
     /// `x` as f32 (exact) in a new buffer.
     pub fn bf16_to_f32(&self, x: &CudaSlice<bf16>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(x.len())?;
-        convert::bf16_to_f32(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(convert::BF16_TO_F32, [x])
     }
 
     /// `x` as f64 (exact) in a new buffer.
     pub fn f32_to_f64(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<f64>> {
-        let mut out = self.output(x.len())?;
-        convert::f32_to_f64(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(convert::F32_TO_F64, [x])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -251,14 +254,12 @@ impl GpuOps {
 
     /// `f(x)` in a new buffer.
     pub fn activation(&self, act: Activation, x: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(x.len())?;
-        activations::forward(&self.kernels, &self.stream, act, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(act, [x])
     }
 
     /// `x = f(x)` in place.
     pub fn activation_inplace(&self, act: Activation, x: &mut CudaSlice<f32>) -> Result<()> {
-        activations::forward_inplace(&self.kernels, &self.stream, act, &mut x.as_view_mut())
+        self.update(act, x, [])
     }
 
     /// `dy * f'(x)` (`x` the forward input) in a new buffer.
@@ -268,17 +269,7 @@ impl GpuOps {
         dy: &CudaSlice<f32>,
         x: &CudaSlice<f32>,
     ) -> Result<CudaSlice<f32>> {
-        shape::same_len(act.backward_kernel(), &[("dy", dy.len()), ("x", x.len())])?;
-        let mut dx = self.output(dy.len())?;
-        activations::backward(
-            &self.kernels,
-            &self.stream,
-            act,
-            &dy.as_view(),
-            &x.as_view(),
-            &mut dx.as_view_mut(),
-        )?;
-        Ok(dx)
+        self.map(Backward(act), [dy, x])
     }
 
     /// `dy = dy * f'(x)` in place.
@@ -288,7 +279,7 @@ impl GpuOps {
         dy: &mut CudaSlice<f32>,
         x: &CudaSlice<f32>,
     ) -> Result<()> {
-        activations::backward_inplace(&self.kernels, &self.stream, act, &mut dy.as_view_mut(), &x.as_view())
+        self.update(Backward(act), dy, [x])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -302,10 +293,7 @@ impl GpuOps {
         rows: usize,
         cols: usize,
     ) -> Result<CudaSlice<f32>> {
-        shape::matrix(kind.kernel(), "x", x.len(), rows, cols)?;
-        let mut out = self.output(x.len())?;
-        softmax::rows(&self.kernels, &self.stream, kind, &x.as_view(), &mut out.as_view_mut(), rows, cols)?;
-        Ok(out)
+        self.map(softmax::Rows { kind, rows, cols }, [x])
     }
 
     /// Softmax or log-softmax of each row of `x` (`[rows, cols]`) in place.
@@ -316,7 +304,7 @@ impl GpuOps {
         rows: usize,
         cols: usize,
     ) -> Result<()> {
-        softmax::rows_inplace(&self.kernels, &self.stream, kind, &mut x.as_view_mut(), rows, cols)
+        self.update(softmax::Rows { kind, rows, cols }, x, [])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -517,16 +505,12 @@ impl GpuOps {
 
     /// Sum, mean or maximum of `x` in a one-element buffer (empty `x`: 0, NaN, `-inf`).
     pub fn reduce(&self, op: Reduce, x: &CudaSlice<f32>) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(1)?;
-        reductions::reduce(&self.kernels, &self.stream, op, &x.as_view(), &mut out.as_view_mut())?;
-        Ok(out)
+        self.map(op, [x])
     }
 
     /// The first index of the maximum of `x` (NaN skipped) in a one-element buffer; `x` not empty.
     pub fn argmax(&self, x: &CudaSlice<f32>) -> Result<CudaSlice<u64>> {
-        let mut out = self.output(1)?;
-        reductions::argmax(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut(), None)?;
-        Ok(out)
+        self.map(Argmax, [x])
     }
 
     /// Sum, mean or maximum of each row of `x` (`[rows, cols]`, `cols >= 1`) in a new buffer.
@@ -537,17 +521,14 @@ impl GpuOps {
         rows: usize,
         cols: usize,
     ) -> Result<CudaSlice<f32>> {
-        shape::matrix("reduce_rows", "x", x.len(), rows, cols)?;
-        let mut out = self.output(rows)?;
-        reductions::rows(&self.kernels, &self.stream, op, &x.as_view(), &mut out.as_view_mut(), rows, cols)?;
-        Ok(out)
+        self.map(reductions::Rows { op, rows, cols }, [x])
     }
 
     /// The first column index of the maximum of each row of `x` in a new buffer.
     pub fn argmax_rows(&self, x: &CudaSlice<f32>, rows: usize, cols: usize) -> Result<CudaSlice<i32>> {
         shape::matrix("argmax_rows", "x", x.len(), rows, cols)?;
         let mut out = self.output(rows)?;
-        reductions::row_argmax(
+        crate::kernels::reductions::row_argmax(
             &self.kernels,
             &self.stream,
             &x.as_view(),
@@ -585,10 +566,7 @@ impl GpuOps {
 
     /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`) in a new buffer.
     pub fn transpose(&self, x: &CudaSlice<f32>, rows: usize, cols: usize) -> Result<CudaSlice<f32>> {
-        shape::matrix("transpose", "x", x.len(), rows, cols)?;
-        let mut out = self.output(x.len())?;
-        transpose::transpose(&self.kernels, &self.stream, &x.as_view(), &mut out.as_view_mut(), rows, cols)?;
-        Ok(out)
+        self.map(Transpose { rows, cols }, [x])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -607,18 +585,7 @@ impl GpuOps {
         n_reservoir: usize,
         n_inputs: usize,
     ) -> Result<CudaSlice<f32>> {
-        shape::matrix("matvec_input", "w_in", w_in.len(), n_reservoir, n_inputs)?;
-        let mut out = self.output(n_reservoir)?;
-        neuromorphic::matvec_input(
-            &self.kernels,
-            &self.stream,
-            &w_in.as_view(),
-            &u.as_view(),
-            &mut out.as_view_mut(),
-            n_reservoir,
-            n_inputs,
-        )?;
-        Ok(out)
+        self.map(MatvecInput { n_reservoir, n_inputs }, [w_in, u])
     }
 
     /// `W x` for an `[n, n]` reservoir (`n = x.len()`, dense or CSR) in a new buffer.
@@ -631,28 +598,13 @@ impl GpuOps {
 
     /// `x = (1 - leak) * x + leak * tanh(drive)` in place.
     pub fn leaky_integration(&self, x: &mut CudaSlice<f32>, drive: &CudaSlice<f32>, leak: f32) -> Result<()> {
-        neuromorphic::leaky_integration(
-            &self.kernels,
-            &self.stream,
-            &mut x.as_view_mut(),
-            &drive.as_view(),
-            leak,
-        )
+        self.update(LeakyIntegration(leak), x, [drive])
     }
 
     /// Rate-based spikes `[steps, rates.len()]` (time-major) in a new buffer; the same seed gives
     /// the same spikes as the CPU fallback.
     pub fn spike_encode(&self, rates: &CudaSlice<f32>, steps: usize, seed: u64) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(neuromorphic::spike_len("spike_encode", rates.len(), steps)?)?;
-        neuromorphic::spike_encode(
-            &self.kernels,
-            &self.stream,
-            &rates.as_view(),
-            &mut out.as_view_mut(),
-            steps,
-            seed,
-        )?;
-        Ok(out)
+        self.map(SpikeEncode { steps, seed }, [rates])
     }
 
     /// Sliding-window correlation of spike trains `[t, n]` against `p` templates `[w, n]`:
@@ -663,16 +615,7 @@ impl GpuOps {
         templates: &CudaSlice<f32>,
         dims: Patterns,
     ) -> Result<CudaSlice<f32>> {
-        let mut out = self.output(dims.check("pattern_correlation", spikes.len(), templates.len())?)?;
-        neuromorphic::pattern_correlation(
-            &self.kernels,
-            &self.stream,
-            &spikes.as_view(),
-            &templates.as_view(),
-            &mut out.as_view_mut(),
-            dims,
-        )?;
-        Ok(out)
+        self.map(dims, [spikes, templates])
     }
 
     /// Spectral-radius estimate of an `[n, n]` reservoir by `iters` steps of power iteration

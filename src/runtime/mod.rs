@@ -35,15 +35,19 @@ use half::{bf16, f16};
 
 use crate::driver::{CudaContext, CudaSlice};
 use crate::error::{Error, Result};
-use crate::kernels::activations::Activation;
-use crate::kernels::elementwise::Binary;
 use crate::kernels::gemv::Gemv;
-use crate::kernels::neuromorphic::{self, DeviceReservoir, Patterns, Reservoir};
+use crate::kernels::neuromorphic::DeviceReservoir;
 use crate::kernels::norms::{self, Nchw};
-use crate::kernels::random::Philox;
-use crate::kernels::reductions::{self, Reduce};
-use crate::kernels::softmax::Softmax;
 use crate::kernels::{args, shape};
+use crate::ops::activations::{Activation, Backward};
+use crate::ops::convert;
+use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, Reservoir, SpikeEncode};
+use crate::ops::random::{Gaussian, Philox, Uniform};
+use crate::ops::reductions::{self, Argmax, Reduce};
+use crate::ops::softmax::{self, Softmax};
+use crate::ops::transpose::Transpose;
+use crate::ops::{Map, Update};
 
 pub use gpu::{ChannelStats, GpuOps};
 pub use matmul::{matrix_multiply, sgemm};
@@ -200,114 +204,87 @@ impl ProductionGpuRuntime {
         self.gpu_for("get_kernel")?.kernels().function(name)
     }
 
-    /// `a ∘ b` elementwise.
-    fn binary(&self, op: Binary, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
-        shape::same_len(op.kernel(), &[("a", a.len()), ("b", b.len())])?;
-        if a.is_empty() {
+    /// The host-slice path of every [`Map`] operation: checks; then upload → launch → download on
+    /// a GPU, or the CPU body. An empty output is returned without a launch.
+    fn map<const N: usize, M: Map<N>>(&self, op: M, inputs: [&[M::In]; N]) -> Result<Vec<M::Out>> {
+        let len = op.check(inputs.map(<[M::In]>::len))?;
+        if len == 0 {
             return Ok(Vec::new());
         }
         match &self.backend {
+            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.map(op, g.upload_all(inputs)?.each_ref())?)),
+            Backend::Cpu { .. } => op.cpu(inputs, len),
+        }
+    }
+
+    /// The host-slice path of every [`Update`] operation: checks; then upload → launch → download
+    /// into `x` on a GPU, or the CPU body. Nothing runs when `x` is empty.
+    fn update<const N: usize, U: Update<N>>(
+        &self,
+        op: U,
+        x: &mut [U::Elem],
+        inputs: [&[U::In]; N],
+    ) -> Result<()> {
+        op.check(x.len(), inputs.map(<[U::In]>::len))?;
+        if x.is_empty() {
+            return Ok(());
+        }
+        match &self.backend {
             Backend::Gpu(gpu) => gpu.host(|g| {
-                let (a, b) = (g.upload(a)?, g.upload(b)?);
-                g.download(&g.binary(op, &a, &b)?)
+                let mut d = g.upload(x)?;
+                g.update(op, &mut d, g.upload_all(inputs)?.each_ref())?;
+                Ok(g.stream().memcpy_dtoh(&d, x)?)
             }),
-            Backend::Cpu { .. } => Ok(cpu::binary(op, a, b)),
+            Backend::Cpu { .. } => {
+                op.cpu(x, inputs);
+                Ok(())
+            }
         }
     }
 
     /// `a + b` elementwise.
     pub fn add(&self, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
-        self.binary(Binary::Add, a, b)
+        self.map(Binary::Add, [a, b])
     }
     /// `a - b` elementwise.
     pub fn sub(&self, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
-        self.binary(Binary::Sub, a, b)
+        self.map(Binary::Sub, [a, b])
     }
     /// `a * b` elementwise.
     pub fn mul(&self, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
-        self.binary(Binary::Mul, a, b)
+        self.map(Binary::Mul, [a, b])
     }
     /// `a / b` elementwise.
     pub fn div(&self, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
-        self.binary(Binary::Div, a, b)
+        self.map(Binary::Div, [a, b])
     }
 
     /// `alpha * x + y`.
     pub fn axpy(&self, alpha: f32, x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
-        shape::same_len("axpy", &[("x", x.len()), ("y", y.len())])?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| {
-                let (x, y) = (g.upload(x)?, g.upload(y)?);
-                g.download(&g.axpy(alpha, &x, &y)?)
-            }),
-            Backend::Cpu { .. } => Ok(cpu::axpy(alpha, x, y)),
-        }
+        self.map(Axpy(alpha), [x, y])
     }
 
     /// `alpha * x`.
     pub fn scale(&self, alpha: f32, x: &[f32]) -> Result<Vec<f32>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| {
-                let x = g.upload(x)?;
-                g.download(&g.scale(alpha, &x)?)
-            }),
-            Backend::Cpu { .. } => Ok(cpu::scale(alpha, x)),
-        }
+        self.map(Scale(alpha), [x])
     }
 
     /// `n` copies of `value`.
     pub fn fill(&self, n: usize, value: f32) -> Result<Vec<f32>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.fill(n, value)?)),
-            Backend::Cpu { .. } => {
-                // A size the host cannot hold is an error, not an allocation abort.
-                let mut out = shape::zeroed("fill", "out", n)?;
-                out.fill(value);
-                Ok(out)
-            }
-        }
+        self.map(Fill { len: n, value }, [])
     }
 
     /// `n` uniform f32 in (0, 1] from the Philox4x32-10 stream at `at` (see
     /// [`kernels::random`](crate::kernels::random)); the next fill of the stream starts at
     /// `at.after::<f32>(n)`. Bit-identical on GPU and CPU.
     pub fn rand_uniform(&self, n: usize, at: Philox) -> Result<Vec<f32>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.rand_uniform(n, at)?)),
-            Backend::Cpu { .. } => {
-                let mut out = shape::zeroed("rand_uniform", "out", n)?;
-                cpu::random::uniform_f32(&mut out, at);
-                Ok(out)
-            }
-        }
+        self.map(Uniform { len: n, at }, [])
     }
 
     /// `n` f32 from `N(mean, std^2)` (Box-Muller on the Philox stream at `at`, any `n`); the next
     /// fill starts at `at.after::<f32>(n)`. GPU and CPU agree to 1 ulp.
     pub fn rand_normal(&self, n: usize, mean: f32, std: f32, at: Philox) -> Result<Vec<f32>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.rand_normal(n, mean, std, at)?)),
-            Backend::Cpu { .. } => {
-                let mut out = shape::zeroed("rand_normal", "out", n)?;
-                cpu::random::normal_f32(&mut out, at, mean, std, false);
-                Ok(out)
-            }
-        }
+        self.map(Gaussian { len: n, mean, std, at }, [])
     }
 }
 
@@ -342,42 +319,27 @@ impl ProductionGpuRuntime {
 
     /// `x` as f16 (round to nearest even; beyond ±65504 infinity). Bit-identical on GPU and CPU.
     pub fn f32_to_f16(&self, x: &[f32]) -> Result<Vec<f16>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.f32_to_f16(&g.upload(x)?)?), || cpu::f32_to_f16(x))
+        self.map(convert::F32_TO_F16, [x])
     }
 
     /// `x` as f32 (exact).
     pub fn f16_to_f32(&self, x: &[f16]) -> Result<Vec<f32>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.f16_to_f32(&g.upload(x)?)?), || cpu::f16_to_f32(x))
+        self.map(convert::F16_TO_F32, [x])
     }
 
     /// `x` as bf16 (round to nearest even). Bit-identical on GPU and CPU.
     pub fn f32_to_bf16(&self, x: &[f32]) -> Result<Vec<bf16>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.f32_to_bf16(&g.upload(x)?)?), || cpu::f32_to_bf16(x))
+        self.map(convert::F32_TO_BF16, [x])
     }
 
     /// `x` as f32 (exact).
     pub fn bf16_to_f32(&self, x: &[bf16]) -> Result<Vec<f32>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.bf16_to_f32(&g.upload(x)?)?), || cpu::bf16_to_f32(x))
+        self.map(convert::BF16_TO_F32, [x])
     }
 
     /// `x` as f64 (exact).
     pub fn f32_to_f64(&self, x: &[f32]) -> Result<Vec<f64>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.f32_to_f64(&g.upload(x)?)?), || cpu::f32_to_f64(x))
+        self.map(convert::F32_TO_F64, [x])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -386,40 +348,17 @@ impl ProductionGpuRuntime {
     /// `f(x)` elementwise. ReLU and leaky ReLU are exact; sigmoid, tanh and GELU use the device's
     /// `expf`/`tanhf` on the GPU and Rust's on the CPU: within 2e-6 of the f64 reference.
     pub fn activation(&self, act: Activation, x: &[f32]) -> Result<Vec<f32>> {
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(|g| g.download(&g.activation(act, &g.upload(x)?)?), || cpu::activation(act, x))
+        self.map(act, [x])
     }
 
     /// `x = f(x)` in place (tolerances as [`activation`](Self::activation)).
     pub fn activation_inplace(&self, act: Activation, x: &mut [f32]) -> Result<()> {
-        if x.is_empty() {
-            return Ok(());
-        }
-        match &self.backend {
-            Backend::Gpu(ops) => ops.host(|g| {
-                let mut d = g.upload(x)?;
-                g.activation_inplace(act, &mut d)?;
-                Ok(g.stream().memcpy_dtoh(&d, x)?)
-            }),
-            Backend::Cpu { .. } => {
-                cpu::activation_inplace(act, x);
-                Ok(())
-            }
-        }
+        self.update(act, x, [])
     }
 
     /// `dy * f'(x)` elementwise, `x` the forward input (tolerances as [`activation`](Self::activation)).
     pub fn activation_backward(&self, act: Activation, dy: &[f32], x: &[f32]) -> Result<Vec<f32>> {
-        shape::same_len(act.backward_kernel(), &[("dy", dy.len()), ("x", x.len())])?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| g.download(&g.activation_backward(act, &g.upload(dy)?, &g.upload(x)?)?),
-            || cpu::activation_backward(act, dy, x),
-        )
+        self.map(Backward(act), [dy, x])
     }
 
     /// `max(x, 0)` (exact).
@@ -447,17 +386,7 @@ impl ProductionGpuRuntime {
     // softmax
 
     fn softmax(&self, kind: Softmax, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
-        shape::matrix(kind.kernel(), "x", x.len(), rows, cols)?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| g.download(&g.softmax(kind, &g.upload(x)?, rows, cols)?),
-            || match kind {
-                Softmax::Softmax => cpu::softmax_rows(x, rows, cols),
-                Softmax::LogSoftmax => cpu::log_softmax_rows(x, rows, cols),
-            },
-        )
+        self.map(softmax::Rows { kind, rows, cols }, [x])
     }
 
     /// Softmax of each row of `x` (`[rows, cols]`), the maximum subtracted first. Within 1e-5 of
@@ -745,14 +674,7 @@ impl ProductionGpuRuntime {
                 Reduce::Max => f32::NEG_INFINITY,
             });
         }
-        self.dispatch(
-            |g| Ok(g.download(&g.reduce(op, &g.upload(x)?)?)?[0]),
-            || match op {
-                Reduce::Sum => cpu::sum(x),
-                Reduce::Mean => cpu::mean(x),
-                Reduce::Max => cpu::max(x),
-            },
-        )
+        Ok(self.map(op, [x])?[0])
     }
 
     /// Sum of all elements (0 for none): f64 partials on both, deterministic; within 1e-6 of the
@@ -773,29 +695,11 @@ impl ProductionGpuRuntime {
 
     /// Index of the first maximum, NaN skipped (0 when all are NaN). Exact; `x` must not be empty.
     pub fn argmax(&self, x: &[f32]) -> Result<usize> {
-        if x.is_empty() {
-            return Err(Error::Shape {
-                op: "argmax",
-                expected: "at least one element".into(),
-                got: "0 elements".into(),
-            });
-        }
-        self.dispatch(|g| Ok(g.download(&g.argmax(&g.upload(x)?)?)?[0] as usize), || cpu::argmax(x))
+        Ok(self.map(Argmax, [x])?[0] as usize)
     }
 
     fn reduce_rows(&self, op: Reduce, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
-        reductions::check_rows("reduce_rows", x.len(), rows, rows, cols)?;
-        if rows == 0 {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| g.download(&g.reduce_rows(op, &g.upload(x)?, rows, cols)?),
-            || match op {
-                Reduce::Sum => cpu::row_sum(x, rows, cols),
-                Reduce::Mean => cpu::row_mean(x, rows, cols),
-                Reduce::Max => cpu::row_max(x, rows, cols),
-            },
-        )
+        self.map(reductions::Rows { op, rows, cols }, [x])
     }
 
     /// Sum of each row of `x` (`[rows, cols]`, `cols >= 1`): f32 on the GPU, f64 on the CPU;
@@ -882,14 +786,7 @@ impl ProductionGpuRuntime {
 
     /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`). Exact.
     pub fn transpose(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
-        shape::matrix("transpose", "x", x.len(), rows, cols)?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| g.download(&g.transpose(&g.upload(x)?, rows, cols)?),
-            || cpu::transpose(x, rows, cols),
-        )
+        self.map(Transpose { rows, cols }, [x])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -903,15 +800,13 @@ impl ProductionGpuRuntime {
         n_reservoir: usize,
         n_inputs: usize,
     ) -> Result<Vec<f32>> {
-        shape::matrix("matvec_input", "w_in", w_in.len(), n_reservoir, n_inputs)?;
-        args::optional_len("matvec_input", "u", Some(u.len()), n_inputs)?;
-        if n_reservoir == 0 || n_inputs == 0 {
+        let op = MatvecInput { n_reservoir, n_inputs };
+        if n_inputs == 0 {
+            // `w_in` has no columns: zeros, without a launch.
+            op.check([w_in.len(), u.len()])?;
             return Ok(vec![0.0; n_reservoir]);
         }
-        self.dispatch(
-            |g| g.download(&g.matvec_input(&g.upload(w_in)?, &g.upload(u)?, n_reservoir, n_inputs)?),
-            || cpu::matvec_input(w_in, u, n_reservoir, n_inputs),
-        )
+        self.map(op, [w_in, u])
     }
 
     /// `W x` for an `[n, n]` reservoir (`n = x.len()`), dense or CSR (checked: offsets, columns);
@@ -934,54 +829,25 @@ impl ProductionGpuRuntime {
 
     /// `x = (1 - leak) * x + leak * tanh(drive)` in place; within 2e-6.
     pub fn leaky_integration(&self, x: &mut [f32], drive: &[f32], leak: f32) -> Result<()> {
-        shape::same_len("leaky_integration", &[("x", x.len()), ("drive", drive.len())])?;
-        if x.is_empty() {
-            return Ok(());
-        }
-        match &self.backend {
-            Backend::Gpu(ops) => ops.host(|g| {
-                let mut xd = g.upload(x)?;
-                g.leaky_integration(&mut xd, &g.upload(drive)?, leak)?;
-                Ok(g.stream().memcpy_dtoh(&xd, x)?)
-            }),
-            Backend::Cpu { .. } => {
-                cpu::leaky_integration(x, drive, leak);
-                Ok(())
-            }
-        }
+        self.update(LeakyIntegration(leak), x, [drive])
     }
 
     /// Rate-based spikes, time-major `[steps, rates.len()]`: 1 where `uniform01(seed, i, t) <
     /// rates[i]`. GPU and CPU give identical spikes for the same seed.
     pub fn spike_encode(&self, rates: &[f32], steps: usize, seed: u64) -> Result<Vec<f32>> {
-        let len = neuromorphic::spike_len("spike_encode", rates.len(), steps)?;
-        if len == 0 {
-            return Ok(Vec::new());
-        }
-        match &self.backend {
-            Backend::Gpu(gpu) => gpu.host(|g| g.download(&g.spike_encode(&g.upload(rates)?, steps, seed)?)),
-            Backend::Cpu { .. } => {
-                let mut out = shape::zeroed("spike_encode", "out", len)?;
-                cpu::spike_encode_into(rates, seed, &mut out);
-                Ok(out)
-            }
-        }
+        self.map(SpikeEncode { steps, seed }, [rates])
     }
 
     /// Sliding-window correlation of spike trains (`[t, n]`) with `p` templates (`[w, n]`):
     /// `[p, t - w + 1]`; dot-product tolerance as [`gemv`](Self::gemv).
     pub fn pattern_correlation(&self, spikes: &[f32], templates: &[f32], dims: Patterns) -> Result<Vec<f32>> {
-        if dims.check("pattern_correlation", spikes.len(), templates.len())? == 0 {
-            return Ok(Vec::new());
-        }
         if dims.n == 0 {
-            // Checked above; an output the host cannot hold is an error, not an abort.
-            return shape::zeroed("pattern_correlation", "out", dims.p * dims.positions());
+            // Every product is 0: zeros without a launch (an output the host cannot hold is an
+            // error, not an abort).
+            let len = Map::check(dims, [spikes.len(), templates.len()])?;
+            return shape::zeroed("pattern_correlation", "out", len);
         }
-        self.dispatch(
-            |g| g.download(&g.pattern_correlation(&g.upload(spikes)?, &g.upload(templates)?, dims)?),
-            || cpu::pattern_correlation(spikes, dims.t, dims.n, templates, dims.p, dims.w),
-        )
+        self.map(dims, [spikes, templates])
     }
 
     /// Spectral-radius estimate of an `[n, n]` reservoir by `iters` power-iteration steps from

@@ -7,6 +7,7 @@ use crate::driver::{CudaView, CudaViewMut};
 use crate::error::Result;
 use crate::kernels::nn::{self, GatherElement, LossRows, Optimizer};
 use crate::kernels::shape;
+use crate::ops::nn::{BiasAdd, Dropout};
 
 impl GpuOps {
     /// `y[r, c] += bias[c]` in place (`y` `[rows, cols]`).
@@ -125,22 +126,7 @@ pub struct RowLosses {
 impl ProductionGpuRuntime {
     /// `y[r, c] += bias[c]` in place (`y` `[rows, cols]`).
     pub fn bias_add(&self, y: &mut [f32], bias: &[f32], rows: usize, cols: usize) -> Result<()> {
-        shape::matrix("bias_add", "y", y.len(), rows, cols)?;
-        shape::matrix("bias_add", "bias", bias.len(), 1, cols)?;
-        if y.is_empty() {
-            return Ok(());
-        }
-        match &self.backend {
-            Backend::Gpu(ops) => ops.host(|g| {
-                let (mut yd, bd) = (g.upload(y)?, g.upload(bias)?);
-                g.bias_add(&mut yd.as_view_mut(), &bd.as_view(), rows, cols)?;
-                Ok(g.stream().memcpy_dtoh(&yd, y)?)
-            }),
-            Backend::Cpu { .. } => {
-                cpu::nn::bias_add(y, bias);
-                Ok(())
-            }
-        }
+        self.update(BiasAdd { rows, cols }, y, [bias])
     }
 
     /// The column sums of `dy` (`[rows, cols]`): a dense layer's bias gradient.
@@ -249,19 +235,7 @@ impl ProductionGpuRuntime {
     /// Inverted dropout `u > p ? x / (1 - p) : 0` with uniforms `u` (as from
     /// [`rand_uniform`](Self::rand_uniform)), `p` in `[0, 1)`. Exact on GPU and CPU.
     pub fn dropout(&self, x: &[f32], u: &[f32], p: f32) -> Result<Vec<f32>> {
-        shape::same_len("dropout", &[("x", x.len()), ("u", u.len())])?;
-        nn::check_dropout_rate("dropout", p)?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| {
-                let mut y = g.stream().alloc_zeros::<f32>(x.len())?;
-                g.dropout(&g.upload(x)?.as_view(), &g.upload(u)?.as_view(), &mut y.as_view_mut(), p)?;
-                g.download(&y)
-            },
-            || cpu::nn::dropout(x, u, p),
-        )
+        self.map(Dropout(p), [x, u])
     }
 
     /// `src[index[r], :]` for each `r` (rows of `cols`; an index out of range gives zeros). Exact.

@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use crate::kernels::nn::Optimizer;
+use crate::ops::nn::Optimizer;
 
 /// Rows of at least this many elements in all are worked on in parallel.
 const PAR_MIN: usize = 1 << 15;

@@ -1,0 +1,128 @@
+//! Activation functions, forward and backward, out of place or in place (`cuda/activations.cu`).
+
+use crate::driver::CudaViewMut;
+use crate::error::Result;
+use crate::kernels::activations as launch;
+use crate::ops::{shape, Gpu, Map, Update, Views};
+use crate::runtime::cpu;
+
+/// An activation function, as the `prism_<name>_f32` kernels compute it (the CPU fallback's
+/// arithmetic is [`Activation::forward`] and [`Activation::backward`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Activation {
+    /// `max(x, 0)`
+    Relu,
+    /// `x > 0 ? x : slope * x`
+    LeakyRelu(f32),
+    /// `1 / (1 + exp(-x))`
+    Sigmoid,
+    /// `tanh(x)`
+    Tanh,
+    /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (the tanh form of GELU)
+    Gelu,
+}
+
+impl Activation {
+    /// The kernel computing the forward pass.
+    pub fn kernel(self) -> &'static str {
+        match self {
+            Activation::Relu => "prism_relu_f32",
+            Activation::LeakyRelu(_) => "prism_leaky_relu_f32",
+            Activation::Sigmoid => "prism_sigmoid_f32",
+            Activation::Tanh => "prism_tanh_f32",
+            Activation::Gelu => "prism_gelu_f32",
+        }
+    }
+
+    /// The kernel computing the backward pass.
+    pub fn backward_kernel(self) -> &'static str {
+        match self {
+            Activation::Relu => "prism_relu_backward_f32",
+            Activation::LeakyRelu(_) => "prism_leaky_relu_backward_f32",
+            Activation::Sigmoid => "prism_sigmoid_backward_f32",
+            Activation::Tanh => "prism_tanh_backward_f32",
+            Activation::Gelu => "prism_gelu_backward_f32",
+        }
+    }
+}
+
+/// `out = f(x)`.
+impl Map<1> for Activation {
+    type In = f32;
+    type Out = f32;
+
+    fn check(self, [x]: [usize; 1]) -> Result<usize> {
+        Ok(x)
+    }
+
+    fn launch(self, gpu: Gpu, [x]: Views<f32, 1>, out: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::forward(gpu.kernels, gpu.stream, self, x, out)
+    }
+
+    fn cpu(self, [x]: [&[f32]; 1], _: usize) -> Result<Vec<f32>> {
+        Ok(cpu::activation(self, x))
+    }
+}
+
+/// `x = f(x)`.
+impl Update<0> for Activation {
+    type Elem = f32;
+    type In = f32;
+
+    fn check(self, _: usize, []: [usize; 0]) -> Result<()> {
+        Ok(())
+    }
+
+    fn launch(self, gpu: Gpu, x: &mut CudaViewMut<f32>, []: Views<f32, 0>) -> Result<()> {
+        launch::forward_inplace(gpu.kernels, gpu.stream, self, x)
+    }
+
+    fn cpu(self, x: &mut [f32], []: [&[f32]; 0]) {
+        cpu::activation_inplace(self, x);
+    }
+}
+
+/// The backward pass of an activation: `dx = dy * f'(x)`, `x` the forward input; in place, `dy`
+/// is updated.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Backward(pub Activation);
+
+impl Backward {
+    fn check_lens(self, dy: usize, x: usize) -> Result<usize> {
+        shape::same_len(self.0.backward_kernel(), &[("dy", dy), ("x", x)])
+    }
+}
+
+impl Map<2> for Backward {
+    type In = f32;
+    type Out = f32;
+
+    fn check(self, [dy, x]: [usize; 2]) -> Result<usize> {
+        self.check_lens(dy, x)
+    }
+
+    fn launch(self, gpu: Gpu, [dy, x]: Views<f32, 2>, dx: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::backward(gpu.kernels, gpu.stream, self.0, dy, x, dx)
+    }
+
+    fn cpu(self, [dy, x]: [&[f32]; 2], _: usize) -> Result<Vec<f32>> {
+        Ok(cpu::activation_backward(self.0, dy, x))
+    }
+}
+
+impl Update<1> for Backward {
+    type Elem = f32;
+    type In = f32;
+
+    fn check(self, dy: usize, [x]: [usize; 1]) -> Result<()> {
+        self.check_lens(dy, x).map(drop)
+    }
+
+    fn launch(self, gpu: Gpu, dy: &mut CudaViewMut<f32>, [x]: Views<f32, 1>) -> Result<()> {
+        launch::backward_inplace(gpu.kernels, gpu.stream, self.0, dy, x)
+    }
+
+    fn cpu(self, dy: &mut [f32], [x]: [&[f32]; 1]) {
+        cpu::activation_backward_inplace(self.0, dy, x);
+    }
+}
