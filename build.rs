@@ -58,8 +58,7 @@ fn main() {
         );
     }
 
-    // Where the figures of `prism-gpu bench` come from: the commit and the kernel compiler.
-    println!("cargo:rustc-env=PRISM_COMMIT={}", commit(&root));
+    // How the kernels were built (`prism_gpu::kernels::BUILT_WITH`, quoted by `prism-gpu bench`).
     let kernels_from = match nvcc.as_deref() {
         Some(nvcc) => nvcc_release(nvcc),
         None => "checked-in PTX (no nvcc)".to_string(),
@@ -190,32 +189,6 @@ fn path_independent(ptx: &str) -> String {
         out = normalised;
     }
     out
-}
-
-/// The short hash of the checked-out commit, `+dirty` when the work tree differs; `unknown` outside git.
-///
-/// Reruns when a commit moves HEAD or a branch, and when the sources built into the library change
-/// (so `+dirty` follows edits); not on index refreshes, which `git status` makes all the time.
-fn commit(root: &Path) -> String {
-    for watched in [".git/HEAD", ".git/refs/heads", ".git/packed-refs", "src", "Cargo.toml"] {
-        if root.join(watched).exists() {
-            println!("cargo:rerun-if-changed={watched}");
-        }
-    }
-    let git = |args: &[&str]| Command::new("git").current_dir(root).args(args).output().ok();
-    match git(&["rev-parse", "--short=12", "HEAD"]) {
-        Some(out) if out.status.success() => {
-            let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|o| o.status.success() && !o.stdout.is_empty());
-            if dirty {
-                format!("{hash}+dirty")
-            } else {
-                hash
-            }
-        }
-        _ => "unknown".to_string(),
-    }
 }
 
 /// `nvcc <release>` from `nvcc --version` (its last line names the build).

@@ -14,8 +14,11 @@
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
 //! | neural networks | [`nn`] | tensors, dense layers, fused losses and optimisers, training, IDX data |
 //! | reservoir computing | [`reservoir`] | echo state networks on the runtime: run, ridge readout, free run |
-//! | benchmarks | [`mod@bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
-//! | self-test | [`selftest`] | every operation on GPU and CPU against f64 references |
+//! | test data | [`rng`] | a seedable generator for inputs, examples and seeded initialisation |
+//!
+//! The command line (`prism-gpu info | selftest | bench | cache`), the benchmark harness and the
+//! self-test are the workspace's `prism-gpu-cli` crate, so this library pulls in no plotting or JSON
+//! crates.
 //!
 //! The driver is opened at run time (`$PRISM_CUDA_DRIVER`, then `libcuda.so.1`, `libcuda.so`), so a
 //! machine without CUDA builds, runs, and gets a typed error or the CPU fallback.
@@ -52,7 +55,6 @@ compile_error!(
      real cudarc 0.19 (`legacy-gpu`), or drop `legacy-gpu` to use prism-gpu's own engine (the default)"
 );
 
-pub mod bench;
 #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 pub mod cublas;
 #[cfg(all(feature = "curand", not(feature = "legacy-gpu")))]
@@ -69,8 +71,8 @@ pub mod nn;
 pub mod nvrtc;
 mod probe;
 pub mod reservoir;
+pub mod rng;
 pub mod runtime;
-pub mod selftest;
 pub mod sys;
 #[cfg(feature = "legacy-gpu")]
 pub use cudarc::nvrtc;

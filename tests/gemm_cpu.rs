@@ -6,7 +6,7 @@ mod gemm_common;
 
 use gemm_common::*;
 use half::bf16;
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Error, Gemm, Precision, ProductionGpuRuntime};
 
 fn cpu() -> ProductionGpuRuntime {

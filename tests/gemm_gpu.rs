@@ -8,7 +8,7 @@ use gemm_common::*;
 use half::{bf16, f16};
 use prism_gpu::driver::{LaunchConfig, PushKernelArg};
 use prism_gpu::kernels::gemm::Element;
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Error, Gemm, Precision, ProductionGpuRuntime};
 
 fn gpu() -> ProductionGpuRuntime {

@@ -5,7 +5,7 @@ mod nn_checks;
 
 use nn_checks as checks;
 use prism_gpu::nn::{self, idx, Activation, Device, Network, Optimizer, Sequential, Tensor, TrainingConfig};
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 
 #[test]

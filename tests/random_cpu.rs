@@ -5,7 +5,7 @@
 
 use prism_gpu::kernels::random::Philox;
 use prism_gpu::runtime::cpu::random as philox;
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 
 const N: usize = 1 << 20;

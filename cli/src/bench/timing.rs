@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::driver::CudaStream;
-use crate::error::Result;
+use prism_gpu::driver::CudaStream;
+use prism_gpu::Result;
 
 /// How many untimed warm-up runs and timed repeats to make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +54,7 @@ pub fn time_gpu(
     mut run: impl FnMut(usize) -> Result<()>,
 ) -> Result<Measured> {
     let ctx = stream.context();
-    let flags = Some(crate::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let flags = Some(prism_gpu::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
     let (start, end) = (ctx.new_event(flags)?, ctx.new_event(flags)?);
     for i in 0..settings.warmup {
         run(i)?;

@@ -1,4 +1,4 @@
-//! GEMM throughput: our kernels (through [`GpuOps::gemm`](crate::runtime::GpuOps::gemm), so the
+//! GEMM throughput: our kernels (through [`GpuOps::gemm`](prism_gpu::runtime::GpuOps::gemm), so the
 //! dispatcher's choice is what is timed) beside cuBLAS in the same run, for every precision.
 //!
 //! Row-major `C = A * B` (no transposes), inputs uniform in [-1, 1). cuBLAS (through cudarc, on
@@ -13,12 +13,12 @@
 use half::{bf16, f16};
 
 use super::{teraflops, time_gpu, Row, Settings};
-use crate::driver::CudaSlice;
-use crate::error::{Error, Result};
-use crate::kernels::gemm::{Element, Gemm, Precision};
+use prism_gpu::driver::CudaSlice;
+use prism_gpu::{Error, Result};
+use prism_gpu::kernels::gemm::{Element, Gemm, Precision};
 
-use crate::runtime::{GpuOps, ProductionGpuRuntime};
-use crate::selftest::SplitMix64;
+use prism_gpu::runtime::{GpuOps, ProductionGpuRuntime};
+use prism_gpu::rng::SplitMix64;
 
 /// The shapes of a full run (m, n, k): squares, then wide / short-K, skinny, odd and non-square.
 pub const SHAPES: &[(usize, usize, usize)] = &[
@@ -323,7 +323,7 @@ mod cublas {
         let half = samples.len() / 2;
         Ok(if samples.len() % 2 == 1 { samples[half] } else { (samples[half - 1] + samples[half]) / 2.0 })
     }
-    use crate::kernels::gemm::Element;
+    use prism_gpu::kernels::gemm::Element;
 
     /// cuBLAS on device 0, or why it could not be set up.
     pub struct Anchor(std::result::Result<(Arc<CudaStream>, CudaBlas), String>);

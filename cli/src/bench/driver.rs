@@ -1,6 +1,6 @@
 //! Driver-level costs: kernel launch submission and round trip, allocation, and 1 GiB host/device
 //! copies. Each is measured three ways in the same run: through our `driver` API, through the raw
-//! bindings ([`crate::sys::driver()`]) in a plain loop, and (with the `bench-anchors` feature)
+//! bindings ([`prism_gpu::sys::driver()`]) in a plain loop, and (with the `bench-anchors` feature)
 //! through cudarc 0.19.
 
 use std::ffi::{c_void, CString};
@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{gigabytes_per_second, time_host, Row, Settings};
-use crate::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
-use crate::error::{check, Result};
-use crate::nvrtc::Ptx;
-use crate::sys::driver::{CUdeviceptr, CUfunction, CUmodule, CUresult};
-use crate::sys::{Driver, LoadError};
+use prism_gpu::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use prism_gpu::Result;
+use prism_gpu::nvrtc::Ptx;
+use prism_gpu::sys::driver::{CUdeviceptr, CUfunction, CUmodule, CUresult};
+use prism_gpu::sys::{Driver, LoadError};
 
 /// A kernel that returns at once, with the two parameters of a typical launch (a pointer, a count).
 const NOOP_PTX: &str = "
@@ -65,7 +65,7 @@ fn push_rows(rows: &mut Vec<Row>, name: &str, unit: &str, higher_is_better: bool
 /// A cudarc call's error as ours (the anchor's `DriverError` is cudarc's type on either engine).
 #[cfg(feature = "bench-anchors")]
 fn anchor<T>(result: std::result::Result<T, cudarc::driver::DriverError>) -> Result<T> {
-    result.map_err(|e| crate::Error::DriverCall {
+    result.map_err(|e| prism_gpu::Error::DriverCall {
         call: "cudarc 0.19 (anchor)",
         result: CUresult::from_raw(e.0 as u32).unwrap_or(CUresult::CUDA_ERROR_UNKNOWN),
     })
@@ -73,7 +73,10 @@ fn anchor<T>(result: std::result::Result<T, cudarc::driver::DriverError>) -> Res
 
 /// A raw driver call's result as ours.
 fn raw(call: &'static str, result: std::result::Result<CUresult, LoadError>) -> Result<()> {
-    check(call, result?)
+    match result? {
+        CUresult::CUDA_SUCCESS => Ok(()),
+        result => Err(prism_gpu::Error::DriverCall { call, result }),
+    }
 }
 
 /// Microseconds per operation from `repeat` (which does `ops` operations).
@@ -86,7 +89,7 @@ fn per_op_us(settings: Settings, ops: usize, repeat: impl FnMut(usize) -> Result
 pub fn run(ordinal: usize, settings: Settings) -> Result<Vec<Row>> {
     let ctx = CudaContext::new(ordinal)?;
     let stream = ctx.default_stream();
-    let d = crate::sys::driver()?;
+    let d = prism_gpu::sys::driver()?;
     let mut rows = Vec::new();
     launches(&ctx, &stream, d, settings, &mut rows)?;
     allocations(&stream, d, settings, &mut rows)?;

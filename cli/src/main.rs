@@ -2,8 +2,9 @@
 
 use std::process::ExitCode;
 
-use prism_gpu::bench::suite;
-use prism_gpu::selftest::{self, SplitMix64};
+use prism_gpu_cli::bench::suite;
+use prism_gpu::rng::SplitMix64;
+use prism_gpu_cli::selftest;
 use prism_gpu::ProductionGpuRuntime;
 
 const USAGE: &str =
@@ -62,7 +63,7 @@ fn info() {
     }
 }
 
-#[cfg(feature = "production-gpu")]
+#[cfg(not(feature = "legacy-gpu"))]
 fn cache(action: &str) -> ExitCode {
     use prism_gpu::nvrtc::cache::{CacheStats, NvrtcCache};
     let cache = NvrtcCache::from_env();
@@ -89,7 +90,7 @@ fn cache(action: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-#[cfg(not(feature = "production-gpu"))]
+#[cfg(feature = "legacy-gpu")]
 fn cache(_action: &str) -> ExitCode {
     eprintln!("the NVRTC cache belongs to the production engine; this build uses cudarc's NVRTC");
     ExitCode::from(2)

@@ -1,13 +1,13 @@
 //! NVRTC: a cold compile of a 190-line program beside a warm hit of the on-disk cache
-//! ([`crate::nvrtc::cache`]), in the `driver` group. The anchor is the cold compile, so the ratio
+//! ([`prism_gpu::nvrtc::cache`]), in the `driver` group. The anchor is the cold compile, so the ratio
 //! is how many times faster a hit is than compiling.
 
 use std::cell::Cell;
 
 use super::{time_host, Row, Settings};
-use crate::error::Result;
-use crate::nvrtc::cache::{NvrtcCache, DEFAULT_MAX_BYTES};
-use crate::nvrtc::{CompileError, CompileOptions};
+use prism_gpu::Result;
+use prism_gpu::nvrtc::cache::{NvrtcCache, DEFAULT_MAX_BYTES};
+use prism_gpu::nvrtc::{CompileError, CompileOptions};
 
 /// The program compiled: templates, shared memory, warp shuffles, no includes (also used by the
 /// NVRTC cache's GPU test).
@@ -21,7 +21,7 @@ pub fn options() -> CompileOptions {
 /// Times a cold compile and a warm cache hit; no rows (and a note on stderr) when NVRTC cannot be
 /// loaded or the program does not compile.
 pub fn run(settings: Settings) -> Result<Vec<Row>> {
-    if let Err(err) = crate::nvrtc::result::version() {
+    if let Err(err) = prism_gpu::nvrtc::result::version() {
         eprintln!("nvrtc: skipped, NVRTC cannot be loaded ({err})");
         return Ok(Vec::new());
     }

@@ -8,18 +8,18 @@ use std::sync::Arc;
 use half::bf16;
 
 use super::{gigabytes_per_second, time_gpu, time_host, Row, Settings};
-use crate::driver::{CudaSlice, CudaStream, DeviceRepr};
-use crate::error::Result;
-use crate::kernels::activations::{self, Activation};
-use crate::kernels::elementwise::{self, Binary};
-use crate::kernels::gemv::{self, Gemv};
-use crate::kernels::neuromorphic::{self, DeviceReservoir, Reservoir};
-use crate::kernels::norms;
-use crate::kernels::random::{self, Normal, Philox};
-use crate::kernels::reductions::{self, Reduce};
-use crate::kernels::softmax::{self, Softmax};
-use crate::kernels::{convert, transpose, Kernels};
-use crate::runtime::cpu;
+use prism_gpu::driver::{CudaSlice, CudaStream, DeviceRepr};
+use prism_gpu::Result;
+use prism_gpu::kernels::activations::{self, Activation};
+use prism_gpu::kernels::elementwise::{self, Binary};
+use prism_gpu::kernels::gemv::{self, Gemv};
+use prism_gpu::kernels::neuromorphic::{self, DeviceReservoir, Reservoir};
+use prism_gpu::kernels::norms;
+use prism_gpu::kernels::random::{self, Normal, Philox};
+use prism_gpu::kernels::reductions::{self, Reduce};
+use prism_gpu::kernels::softmax::{self, Softmax};
+use prism_gpu::kernels::{convert, transpose, Kernels};
+use prism_gpu::runtime::cpu;
 
 /// The problem sizes of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,8 +13,8 @@
 use half::{bf16, f16};
 
 use super::{teraflops, Row, Settings};
-use crate::error::{Error, Result};
-use crate::selftest::SplitMix64;
+use prism_gpu::{Error, Result};
+use prism_gpu::rng::SplitMix64;
 
 /// The element and compute type of a timed call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -473,7 +473,7 @@ macro_rules! caller {
 
 mod prism {
     //! The caller's code on our engine.
-    caller!(crate::cublas, crate::driver);
+    caller!(prism_gpu::cublas, prism_gpu::driver);
 }
 
 #[cfg(feature = "bench-anchors")]

@@ -3,5 +3,5 @@
 //! a plain loop, in one run (the `driver` group of `prism-gpu bench`).
 
 fn main() -> std::process::ExitCode {
-    prism_gpu::bench::suite::bench_main(prism_gpu::bench::suite::Group::Driver)
+    prism_gpu_cli::bench::suite::bench_main(prism_gpu_cli::bench::suite::Group::Driver)
 }

@@ -2,5 +2,5 @@
 //! kernels beside cuBLAS, every precision, in one run (the `gemm` group of `prism-gpu bench`).
 
 fn main() -> std::process::ExitCode {
-    prism_gpu::bench::suite::bench_main(prism_gpu::bench::suite::Group::Gemm)
+    prism_gpu_cli::bench::suite::bench_main(prism_gpu_cli::bench::suite::Group::Gemm)
 }

@@ -8,8 +8,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::report::Environment;
 use super::{cpu, driver, gemm, kernels, Row, Settings};
-use crate::driver::CudaContext;
-use crate::error::{Error, Result};
+use prism_gpu::driver::CudaContext;
+use prism_gpu::{Error, Result};
 
 /// A group of benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +96,7 @@ pub fn run(
         match group {
             Group::Driver => {
                 rows.extend(driver::run(0, settings)?);
-                #[cfg(feature = "production-gpu")]
+                #[cfg(not(feature = "legacy-gpu"))]
                 rows.extend(super::nvrtc::run(settings)?);
             }
             Group::Kernels => {
@@ -267,14 +267,14 @@ pub fn bench_main(group: Group) -> ExitCode {
 fn environment(command: &str, ctx: Option<&std::sync::Arc<CudaContext>>) -> Environment {
     let device =
         ctx.map_or_else(|| "no GPU".to_string(), |c| c.name().unwrap_or_else(|e| format!("unnamed ({e})")));
-    let driver = match crate::probe() {
+    let driver = match prism_gpu::probe() {
         Ok(p) => format!("{}.{}", p.driver_version / 1000, p.driver_version % 1000 / 10),
         Err(e) => format!("none ({e})"),
     };
     Environment {
         device,
         driver,
-        toolkit: env!("PRISM_KERNELS_BUILT_WITH").to_string(),
+        toolkit: prism_gpu::kernels::BUILT_WITH.to_string(),
         date: utc_now(),
         commit: env!("PRISM_COMMIT").to_string(),
         command: command.to_string(),

@@ -5,49 +5,11 @@ use std::fmt::Write as _;
 
 use half::{bf16, f16};
 
-use crate::error::Result;
-use crate::kernels::activations::Activation;
-use crate::kernels::gemv::Gemv;
-use crate::kernels::neuromorphic::{Patterns, Reservoir};
-use crate::runtime::ProductionGpuRuntime;
-
-/// A small, fast, seedable generator (SplitMix64) for test data; not for cryptography.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator started at `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// A generator seeded from the clock, so every run draws fresh inputs.
-    pub fn from_time() -> Self {
-        let nanos =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        Self::new(nanos as u64 ^ u64::from(std::process::id()).rotate_left(32))
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[lo, hi)`.
-    pub fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
-        let unit = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
-        lo + (hi - lo) * unit
-    }
-
-    /// `n` values uniform in `[lo, hi)`.
-    pub fn vec(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
-        (0..n).map(|_| self.uniform(lo, hi)).collect()
-    }
-}
+use prism_gpu::kernels::activations::Activation;
+use prism_gpu::kernels::gemv::Gemv;
+use prism_gpu::kernels::neuromorphic::{Patterns, Reservoir};
+use prism_gpu::rng::SplitMix64;
+use prism_gpu::{Gemm, Precision, ProductionGpuRuntime, Result};
 
 /// One operation's result in the self-test.
 #[derive(Debug, Clone)]
@@ -154,7 +116,7 @@ pub fn run(
         )?,
         check(label("fill"), gpu, cpu, Box::new(|r| r.fill(n, alpha)), &vec![f64::from(alpha); n], 0.0)?,
     ];
-    checks.extend(ProductionGpuRuntime::gemm_selftest(gpu, cpu, rng)?);
+    checks.extend(gemm_checks(gpu, cpu, rng)?);
     checks.extend(elementwise_checks(gpu, cpu, rng)?);
     checks.extend(row_checks(gpu, cpu, rng)?);
     checks.extend(reduction_checks(gpu, cpu, rng)?);
@@ -492,7 +454,7 @@ fn neuromorphic_checks(
     let spikes: Vec<f32> = (0..steps * rates.len())
         .map(|k| {
             let (t, i) = (k / rates.len(), k % rates.len());
-            if crate::runtime::cpu::uniform01(seed, i as u64, t as u64) < rates[i] {
+            if prism_gpu::runtime::cpu::uniform01(seed, i as u64, t as u64) < rates[i] {
                 1.0
             } else {
                 0.0
@@ -585,6 +547,74 @@ fn neuromorphic_checks(
             1e-4,
         )?,
     ])
+}
+
+/// The self-test's GEMM rows: each precision on fresh random inputs at an odd shape (one
+/// transposed with alpha and beta, one batched), on the CPU fallback and, when given, the GPU,
+/// against an f64 reference. Errors are the self-test's (largest |error| / max(1, |reference|)),
+/// so the tolerances are per element: 1e-5 F32, 1e-2 TF32 and FP16, 1e-1 BF16 (measured
+/// ~3.5e-2 on the CPU: 8-bit mantissas and cancellation near 0).
+fn gemm_checks(
+    gpu: Option<&ProductionGpuRuntime>,
+    cpu: &ProductionGpuRuntime,
+    rng: &mut SplitMix64,
+) -> Result<Vec<Check>> {
+    let (m, n, k) = (127, 129, 131);
+    let cases = [
+        (Precision::F32, Gemm::new(m, n, k), 1e-5),
+        (Precision::F32, Gemm::new(m, n, k).transposed(true, true).scaled(0.75, -0.5), 1e-5),
+        (Precision::Tf32, Gemm::new(m, n, k), 1e-2),
+        (Precision::Bf16, Gemm::new(m, n, k).batched(3, m * k, k * n, m * n), 1e-1),
+        (Precision::F16, Gemm::new(m, n, k).transposed(false, true), 1e-2),
+    ];
+    let mut checks = Vec::with_capacity(cases.len());
+    for (precision, g, tolerance) in cases {
+        let g = g.with_precision(precision);
+        let (la, lb, lc) = g.min_lens()?;
+        let (a, b, c0) = (rng.vec(la, -1.0, 1.0), rng.vec(lb, -1.0, 1.0), rng.vec(lc, -1.0, 1.0));
+        let reference = reference(&g, &a, &b, &c0);
+        let run = |rt: &ProductionGpuRuntime| -> Result<Vec<f32>> {
+            let mut c = c0.clone();
+            rt.gemm(&g, &a, &b, &mut c)?;
+            Ok(c)
+        };
+        let on_cpu = run(cpu)?;
+        let on_gpu = gpu.map(run).transpose()?;
+        let t = |x: bool| if x { 't' } else { 'n' };
+        checks.push(Check {
+            op: format!(
+                "gemm {precision:?} {}{} {m}x{n}x{k}{}",
+                t(g.trans_a),
+                t(g.trans_b),
+                if g.batch > 1 { format!(" x{}", g.batch) } else { String::new() }
+            ),
+            gpu_vs_cpu: on_gpu.as_deref().map(|x| max_difference(x, &on_cpu)),
+            gpu_error: on_gpu.as_deref().map(|x| max_error(x, &reference)),
+            cpu_error: max_error(&on_cpu, &reference),
+            tolerance,
+        });
+    }
+    Ok(checks)
+}
+
+/// `alpha * op(a) * op(b) + beta * c` in f64 for packed batches (C's layout, C's length).
+fn reference(g: &Gemm, a: &[f32], b: &[f32], c: &[f32]) -> Vec<f64> {
+    let mut out: Vec<f64> = c.iter().map(|&x| f64::from(g.beta) * f64::from(x)).collect();
+    for z in 0..g.batch {
+        for i in 0..g.m {
+            for j in 0..g.n {
+                let dot: f64 = (0..g.k)
+                    .map(|p| {
+                        let x = a[z * g.stride_a + if g.trans_a { p * g.lda + i } else { i * g.lda + p }];
+                        let y = b[z * g.stride_b + if g.trans_b { j * g.ldb + p } else { p * g.ldb + j }];
+                        f64::from(x) * f64::from(y)
+                    })
+                    .sum();
+                out[z * g.stride_c + i * g.ldc + j] += f64::from(g.alpha) * dot;
+            }
+        }
+    }
+    out
 }
 
 /// The checks as a Markdown table.

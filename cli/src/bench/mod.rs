@@ -8,7 +8,7 @@ pub mod cublas_api;
 pub mod driver;
 pub mod gemm;
 pub mod kernels;
-#[cfg(feature = "production-gpu")]
+#[cfg(not(feature = "legacy-gpu"))]
 pub mod nvrtc;
 pub mod plot;
 pub mod report;
