@@ -15,7 +15,9 @@ fn main() {
 /// Reruns when a commit moves HEAD or a branch, and when the sources built into the library change
 /// (so `+dirty` follows edits); not on index refreshes, which `git status` makes all the time.
 fn commit(root: &Path) -> String {
-    for watched in [".git/HEAD", ".git/refs/heads", ".git/packed-refs", "src", "cuda", "Cargo.toml", "cli/src"] {
+    for watched in
+        [".git/HEAD", ".git/refs/heads", ".git/packed-refs", "src", "cuda", "Cargo.toml", "cli/src"]
+    {
         let path = root.join(watched);
         if path.exists() {
             println!("cargo:rerun-if-changed={}", path.display());

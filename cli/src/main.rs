@@ -2,10 +2,10 @@
 
 use std::process::ExitCode;
 
-use prism_gpu_cli::bench::suite;
 use prism_gpu::rng::SplitMix64;
-use prism_gpu_cli::selftest;
 use prism_gpu::ProductionGpuRuntime;
+use prism_gpu_cli::bench::suite;
+use prism_gpu_cli::selftest;
 
 const USAGE: &str =
     "usage: prism-gpu [info | selftest | bench [OPTIONS] | replot FILE [DIR] | cache stats|clear | help]

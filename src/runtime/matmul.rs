@@ -176,4 +176,3 @@ pub fn sgemm(
 pub fn matrix_multiply(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Result<Vec<f32>> {
     runtime().matmul(a, b, m, n, k)
 }
-

@@ -2,9 +2,9 @@
 //! There is no anchor: these figures describe the fallback, not a comparison.
 
 use super::{gigabytes_per_second, time_host, Row, Settings};
-use prism_gpu::Result;
-use prism_gpu::runtime::ProductionGpuRuntime;
 use prism_gpu::rng::SplitMix64;
+use prism_gpu::runtime::ProductionGpuRuntime;
+use prism_gpu::Result;
 
 /// Times the CPU fallback's main operations (short run: smaller sizes).
 pub fn run(settings: Settings, full: bool) -> Result<Vec<Row>> {

@@ -13,8 +13,8 @@
 use half::{bf16, f16};
 
 use super::{teraflops, Row, Settings};
-use prism_gpu::{Error, Result};
 use prism_gpu::rng::SplitMix64;
+use prism_gpu::{Error, Result};
 
 /// The element and compute type of a timed call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,10 +9,10 @@ use std::time::Instant;
 
 use super::{gigabytes_per_second, time_host, Row, Settings};
 use prism_gpu::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
-use prism_gpu::Result;
 use prism_gpu::nvrtc::Ptx;
 use prism_gpu::sys::driver::{CUdeviceptr, CUfunction, CUmodule, CUresult};
 use prism_gpu::sys::{Driver, LoadError};
+use prism_gpu::Result;
 
 /// A kernel that returns at once, with the two parameters of a typical launch (a pointer, a count).
 const NOOP_PTX: &str = "

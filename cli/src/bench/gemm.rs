@@ -14,11 +14,11 @@ use half::{bf16, f16};
 
 use super::{teraflops, time_gpu, Row, Settings};
 use prism_gpu::driver::CudaSlice;
-use prism_gpu::{Error, Result};
 use prism_gpu::kernels::gemm::{Element, Gemm, Precision};
+use prism_gpu::{Error, Result};
 
-use prism_gpu::runtime::{GpuOps, ProductionGpuRuntime};
 use prism_gpu::rng::SplitMix64;
+use prism_gpu::runtime::{GpuOps, ProductionGpuRuntime};
 
 /// The shapes of a full run (m, n, k): squares, then wide / short-K, skinny, odd and non-square.
 pub const SHAPES: &[(usize, usize, usize)] = &[

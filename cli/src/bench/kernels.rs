@@ -9,7 +9,6 @@ use half::bf16;
 
 use super::{gigabytes_per_second, time_gpu, time_host, Row, Settings};
 use prism_gpu::driver::{CudaSlice, CudaStream, DeviceRepr};
-use prism_gpu::Result;
 use prism_gpu::kernels::activations::{self, Activation};
 use prism_gpu::kernels::elementwise::{self, Binary};
 use prism_gpu::kernels::gemv::{self, Gemv};
@@ -20,6 +19,7 @@ use prism_gpu::kernels::reductions::{self, Reduce};
 use prism_gpu::kernels::softmax::{self, Softmax};
 use prism_gpu::kernels::{convert, transpose, Kernels};
 use prism_gpu::runtime::cpu;
+use prism_gpu::Result;
 
 /// The problem sizes of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,9 +5,9 @@
 use std::cell::Cell;
 
 use super::{time_host, Row, Settings};
-use prism_gpu::Result;
 use prism_gpu::nvrtc::cache::{NvrtcCache, DEFAULT_MAX_BYTES};
 use prism_gpu::nvrtc::{CompileError, CompileOptions};
+use prism_gpu::Result;
 
 /// The program compiled: templates, shared memory, warp shuffles, no includes (also used by the
 /// NVRTC cache's GPU test).
