@@ -23,6 +23,48 @@
 //! The driver is opened at run time (`$PRISM_CUDA_DRIVER`, then `libcuda.so.1`, `libcuda.so`), so a
 //! machine without CUDA builds, runs, and gets a typed error or the CPU fallback.
 //!
+//! ## Quick start
+//! The runtime: device 0 when a GPU is usable, else the CPU fallback, with the same answers.
+//! ```
+//! use prism_gpu::ProductionGpuRuntime;
+//! # fn main() -> prism_gpu::Result<()> {
+//! let rt = ProductionGpuRuntime::initialize()?;
+//! println!("running on {}", rt.describe());
+//! let c = rt.matmul(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], 2, 2, 2)?; // (m, n, k)
+//! assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+//! let y = rt.relu(&rt.add(&c, &[-20.0; 4])?)?;
+//! assert_eq!(y, [0.0, 2.0, 23.0, 30.0]);
+//! # Ok(())
+//! # }
+//! ```
+//! The cudarc API, as cudarc code writes it (`cudarc::` becomes `prism_gpu::`, or keep `cudarc::`
+//! with `cudarc = { package = "prism-gpu", ... }`); this needs a GPU, so it is only compiled here:
+//! ```no_run
+//! use prism_gpu::driver::{CudaContext, LaunchConfig, PushKernelArg};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let ctx = CudaContext::new(0)?;
+//! let stream = ctx.default_stream();
+//! let ptx = prism_gpu::nvrtc::compile_ptx(
+//!     r#"extern "C" __global__ void twice(float *x, unsigned n) {
+//!         unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//!         if (i < n) x[i] *= 2.0f;
+//!     }"#,
+//! )?;
+//! let twice = ctx.load_module(ptx)?.load_function("twice")?;
+//! let mut x = stream.clone_htod(&[1.0f32, 2.0, 3.0])?;
+//! let n = 3u32;
+//! let mut launch = stream.launch_builder(&twice);
+//! launch.arg(&mut x).arg(&n);
+//! // SAFETY: `twice(float*, unsigned)` with a buffer of n floats.
+//! unsafe { launch.launch(LaunchConfig::for_num_elems(n)) }?;
+//! assert_eq!(stream.clone_dtoh(&x)?, [2.0, 4.0, 6.0]);
+//! # Ok(())
+//! # }
+//! ```
+//! `examples/` has runnable programs: `test_gpu_kernel` (vector add, matmul and ReLU through the
+//! runtime and through the cudarc API with NVRTC, in GFLOP/s), `simple_gpu_demo`,
+//! `reservoir_benchmarks`, `real_gpu_neural_network` (feature `nn-io`).
+//!
 //! ## Cargo features
 //! Every feature name of cudarc 0.19.10 exists, and the default set is cudarc's (`std cublas cublaslt
 //! curand driver runtime nvrtc fallback-dynamic-loading`), so a cudarc dependency line keeps building

@@ -15,6 +15,17 @@ use crate::kernels::shape;
 
 impl ProductionGpuRuntime {
     /// `a * b` for row-major `a` (m x k) and `b` (k x n): the m x n product, exact fp32.
+    ///
+    /// ```
+    /// # let rt = prism_gpu::ProductionGpuRuntime::cpu();
+    /// let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]; // 2 x 3
+    /// let b = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0]; // 3 x 2
+    /// let (m, n, k) = (2, 2, 3);
+    /// assert_eq!(rt.matmul(&a, &b, m, n, k)?, [4.0, 5.0, 10.0, 11.0]);
+    /// // `a` is not m x k: an error naming the shapes.
+    /// assert!(rt.matmul(&a[..5], &b, m, n, k).is_err());
+    /// # Ok::<(), prism_gpu::Error>(())
+    /// ```
     pub fn matmul(&self, a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Result<Vec<f32>> {
         self.matmul_with(a, b, m, n, k, Precision::F32)
     }
