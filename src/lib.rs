@@ -99,13 +99,13 @@ compile_error!(
 
 #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 pub mod cublas;
+mod cuda_device_api;
 #[cfg(all(feature = "curand", not(feature = "legacy-gpu")))]
 pub mod curand;
 #[cfg(not(feature = "legacy-gpu"))]
 pub mod driver;
 pub mod error;
 pub mod kernels;
-mod legacy;
 #[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
 pub mod nccl;
 pub mod nn;
@@ -141,16 +141,18 @@ pub use cudarc::nccl;
 /// as with prism-gpu's own engine.
 #[cfg(feature = "legacy-gpu")]
 pub mod driver {
-    pub use crate::legacy::{CudaDevice, LaunchAsync, LaunchParam, SliceDevice};
+    pub use crate::cuda_device_api::{CudaDevice, LaunchAsync, LaunchParam, SliceDevice};
     pub use cudarc::driver::*;
 
     /// cudarc 0.9–0.13's raw-pointer traits, which clash with the modern ones of the same names.
     pub mod legacy {
-        pub use crate::legacy::ptr::*;
+        pub use crate::cuda_device_api::ptr::*;
     }
 }
 
 pub use error::{Error, Result};
 pub use kernels::gemm::{Gemm, GemmF64, Precision};
 pub use probe::{probe, probe_driver, DeviceInfo, Probe};
-pub use runtime::{get_global_executor, matrix_multiply, relu_inplace, runtime, sgemm, ProductionGpuRuntime};
+#[allow(deprecated)] // the deprecated seed function keeps its path until it is removed
+pub use runtime::matrix_multiply;
+pub use runtime::{get_global_executor, relu_inplace, runtime, sgemm, ProductionGpuRuntime};

@@ -1,6 +1,6 @@
 //! GEMM in the runtime: [`ProductionGpuRuntime::matmul`] and friends on host slices (GPU or CPU
 //! fallback), [`GpuOps::gemm`] on device buffers, and the free functions [`sgemm`] (BLAS-style
-//! arguments) and [`matrix_multiply`] (over the process-wide runtime). All matrices are row-major.
+//! arguments) and the deprecated [`matrix_multiply`] (over the process-wide runtime, sizes `m, k, n`). All matrices are row-major.
 
 mod cpu;
 mod double;
@@ -183,7 +183,12 @@ pub fn sgemm(
 }
 
 /// `a * b` for row-major `a` (m x k) and `b` (k x n) on the process-wide [`runtime`], exact
-/// fp32. Note the argument order `m, k, n` (the seed executor's).
+/// fp32, with the seed executor's argument order `m, k, n`. Deprecated: every other GEMM entry
+/// point takes `m, n, k`; call `runtime().matmul(a, b, m, n, k)`.
+#[deprecated(
+    since = "0.1.0",
+    note = "sizes in the order m, k, n unlike every other entry point: use `prism_gpu::runtime().matmul(a, b, m, n, k)`"
+)]
 pub fn matrix_multiply(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Result<Vec<f32>> {
     runtime().matmul(a, b, m, n, k)
 }

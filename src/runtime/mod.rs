@@ -46,7 +46,9 @@ use crate::kernels::softmax::Softmax;
 use crate::kernels::{args, shape};
 
 pub use gpu::{ChannelStats, GpuOps};
-pub use matmul::{matrix_multiply, sgemm};
+#[allow(deprecated)] // the deprecated seed function keeps its path until it is removed
+pub use matmul::matrix_multiply;
+pub use matmul::sgemm;
 pub use nn::RowLosses;
 
 /// Where a runtime's operations run.

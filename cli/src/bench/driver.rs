@@ -1,6 +1,6 @@
 //! Driver-level costs: kernel launch submission and round trip, allocation, and 1 GiB host/device
 //! copies. Each is measured three ways in the same run: through our `driver` API, through the raw
-//! bindings ([`prism_gpu::sys::driver()`]) in a plain loop, and (with the `bench-anchors` feature)
+//! bindings ([`prism_gpu::sys::driver_library()`]) in a plain loop, and (with the `bench-anchors` feature)
 //! through cudarc 0.19.
 
 use std::ffi::{c_void, CString};
@@ -89,7 +89,7 @@ fn per_op_us(settings: Settings, ops: usize, repeat: impl FnMut(usize) -> Result
 pub fn run(ordinal: usize, settings: Settings) -> Result<Vec<Row>> {
     let ctx = CudaContext::new(ordinal)?;
     let stream = ctx.default_stream();
-    let d = prism_gpu::sys::driver()?;
+    let d = prism_gpu::sys::driver_library()?;
     let mut rows = Vec::new();
     launches(&ctx, &stream, d, settings, &mut rows)?;
     allocations(&stream, d, settings, &mut rows)?;

@@ -1,4 +1,5 @@
-//! The legacy cudarc 0.9–0.13 API: [`CudaDevice`] and [`LaunchAsync`], re-exported from
+//! The cudarc 0.9–0.13 `CudaDevice` API (not to be confused with the `legacy-gpu` engine, the real
+//! cudarc 0.19, which it serves as well): [`CudaDevice`] and [`LaunchAsync`], re-exported from
 //! [`crate::driver`] so that code written for those cudarc versions compiles unchanged.
 //!
 //! Everything here is written over the modern, cudarc-0.19-shaped API (`CudaContext`,
