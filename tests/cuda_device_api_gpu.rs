@@ -1,4 +1,4 @@
-//! GPU tests of the legacy cudarc 0.9–0.13 API (`CudaDevice`, `LaunchAsync`) on either engine:
+//! GPU tests of the cudarc 0.9–0.13 `CudaDevice` API (`CudaDevice`, `LaunchAsync`) on either engine:
 //! random inputs, outputs poisoned first, f64 references.
 //! Run with `cargo test --release -- --include-ignored` on a machine with a CUDA GPU.
 
