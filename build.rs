@@ -4,8 +4,12 @@
 //! `scripts/install-cuda-toolkit` puts in `.toolkit/`), each family becomes a fatbin holding SASS for
 //! sm_80, sm_86, sm_89 and sm_90 plus compute_80 PTX, so those GPUs need no JIT and newer ones JIT the
 //! PTX. A family whose first line is `// prism-targets: sm_90a` is built for sm_90a alone (wgmma and
-//! TMA code). Without nvcc the checked-in `ptx/<family>.ptx` is embedded instead, with a warning.
-//! `PRISM_REGEN_PTX=1` rewrites `ptx/` from the sources (scripts/regen does this).
+//! TMA code). Without nvcc the checked-in `ptx/<family>.ptx.gz` is decompressed and embedded instead,
+//! with a warning. `PRISM_REGEN_PTX=1` rewrites `ptx/` from the sources (scripts/regen does this).
+//!
+//! The PTX is shipped gzipped (flate2 on the pure-Rust miniz_oxide backend): PTX text compresses
+//! about tenfold, which keeps the published crate under the registry's size limit. The files are
+//! written deterministically (no name, time 0, fixed level), so CI's drift check compares bytes.
 //!
 //! Output: `$OUT_DIR/kernel_images.rs`, one `(family, image, is_ptx)` entry per family.
 //!
@@ -18,6 +22,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::env;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -54,12 +59,11 @@ fn main() {
     if nvcc.is_none() {
         println!(
             "cargo:warning=nvcc not found (set NVCC or CUDA_PATH, or run scripts/install-cuda-toolkit): \
-             embedding the checked-in ptx/, which the driver compiles at first load"
+             embedding the checked-in ptx/*.ptx.gz, which the driver compiles at first load"
         );
     }
 
-    // Where the figures of `prism-gpu bench` come from: the commit and the kernel compiler.
-    println!("cargo:rustc-env=PRISM_COMMIT={}", commit(&root));
+    // How the kernels were built (`prism_gpu::kernels::BUILT_WITH`, quoted by `prism-gpu bench`).
     let kernels_from = match nvcc.as_deref() {
         Some(nvcc) => nvcc_release(nvcc),
         None => "checked-in PTX (no nvcc)".to_string(),
@@ -128,12 +132,10 @@ fn build_family(
     out: &Path,
     regen_ptx: bool,
 ) -> (PathBuf, bool) {
-    let checked_in = root.join("ptx").join(format!("{}.ptx", family.name));
+    let checked_in = root.join("ptx").join(format!("{}.ptx.gz", family.name));
     let Some(nvcc) = nvcc else {
+        let mut ptx = gunzip(&checked_in);
         // PTX handed to cuModuleLoadData must be NUL-terminated.
-        let mut ptx = std::fs::read(&checked_in).unwrap_or_else(|e| {
-            panic!("no nvcc and no {}: {e} (run scripts/regen with the toolkit)", checked_in.display())
-        });
         ptx.push(0);
         let image = out.join(format!("{}.ptx", family.name));
         std::fs::write(&image, ptx).expect("writing embedded PTX");
@@ -157,13 +159,33 @@ fn build_family(
         }
     }
     if regen_ptx {
+        let generated = out.join(format!("{}.ptx", family.name));
         let mut cmd = Command::new(nvcc);
         cmd.current_dir(root).args(NVCC_FLAGS).arg("-ptx").arg(format!("-arch=compute_{}", family.ptx));
-        run(cmd.arg("-o").arg(&checked_in).arg(&family.source));
-        let ptx = std::fs::read_to_string(&checked_in).expect("reading generated PTX");
-        std::fs::write(&checked_in, path_independent(&ptx)).expect("writing generated PTX");
+        run(cmd.arg("-o").arg(&generated).arg(&family.source));
+        let ptx = std::fs::read_to_string(&generated).expect("reading generated PTX");
+        std::fs::write(&checked_in, gzip(path_independent(&ptx).as_bytes())).expect("writing ptx/*.ptx.gz");
     }
     (image, false)
+}
+
+/// The decompressed contents of a checked-in `ptx/<family>.ptx.gz`.
+fn gunzip(path: &Path) -> Vec<u8> {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| {
+        panic!("no nvcc and no {}: {e} (run scripts/regen with the toolkit)", path.display())
+    });
+    let mut ptx = Vec::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_end(&mut ptx)
+        .unwrap_or_else(|e| panic!("{}: not a valid gzip file: {e} (run scripts/regen)", path.display()));
+    ptx
+}
+
+/// `data` gzipped the same way on every machine: no file name, modification time 0, best level.
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::best());
+    encoder.write_all(data).expect("compressing into memory");
+    encoder.finish().expect("compressing into memory")
 }
 
 /// nvcc names internal-linkage symbols (`_INTERNAL_<8 hex digits>_...`, anonymous namespaces
@@ -190,32 +212,6 @@ fn path_independent(ptx: &str) -> String {
         out = normalised;
     }
     out
-}
-
-/// The short hash of the checked-out commit, `+dirty` when the work tree differs; `unknown` outside git.
-///
-/// Reruns when a commit moves HEAD or a branch, and when the sources built into the library change
-/// (so `+dirty` follows edits); not on index refreshes, which `git status` makes all the time.
-fn commit(root: &Path) -> String {
-    for watched in [".git/HEAD", ".git/refs/heads", ".git/packed-refs", "src", "Cargo.toml"] {
-        if root.join(watched).exists() {
-            println!("cargo:rerun-if-changed={watched}");
-        }
-    }
-    let git = |args: &[&str]| Command::new("git").current_dir(root).args(args).output().ok();
-    match git(&["rev-parse", "--short=12", "HEAD"]) {
-        Some(out) if out.status.success() => {
-            let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|o| o.status.success() && !o.stdout.is_empty());
-            if dirty {
-                format!("{hash}+dirty")
-            } else {
-                hash
-            }
-        }
-        _ => "unknown".to_string(),
-    }
 }
 
 /// `nvcc <release>` from `nvcc --version` (its last line names the build).

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use plotters::prelude::*;
 use prism_gpu::nn::{idx, Device, History, Labels, Network, Optimizer, Sequential, Tensor, TrainingConfig};
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::Precision;
 
 struct Args {

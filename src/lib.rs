@@ -15,11 +15,56 @@
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
 //! | neural networks | [`nn`] | tensors, dense layers, fused losses and optimisers, training, IDX data |
 //! | reservoir computing | [`reservoir`] | echo state networks on the runtime: run, ridge readout, free run |
-//! | benchmarks | [`mod@bench`] | CUDA-event timing, warm-up, medians; rows of ours against an anchor |
-//! | self-test | [`selftest`] | every operation on GPU and CPU against f64 references |
+//! | test data | [`rng`] | a seedable generator for inputs, examples and seeded initialisation |
+//!
+//! The command line (`prism-gpu info | selftest | bench | cache`), the benchmark harness and the
+//! self-test are the workspace's `prism-gpu-cli` crate, so this library pulls in no plotting or JSON
+//! crates.
 //!
 //! The driver is opened at run time (`$PRISM_CUDA_DRIVER`, then `libcuda.so.1`, `libcuda.so`), so a
 //! machine without CUDA builds, runs, and gets a typed error or the CPU fallback.
+//!
+//! ## Quick start
+//! The runtime: device 0 when a GPU is usable, else the CPU fallback, with the same answers.
+//! ```
+//! use prism_gpu::ProductionGpuRuntime;
+//! # fn main() -> prism_gpu::Result<()> {
+//! let rt = ProductionGpuRuntime::initialize()?;
+//! println!("running on {}", rt.describe());
+//! let c = rt.matmul(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], 2, 2, 2)?; // (m, n, k)
+//! assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+//! let y = rt.relu(&rt.add(&c, &[-20.0; 4])?)?;
+//! assert_eq!(y, [0.0, 2.0, 23.0, 30.0]);
+//! # Ok(())
+//! # }
+//! ```
+//! The cudarc API, as cudarc code writes it (`cudarc::` becomes `prism_gpu::`, or keep `cudarc::`
+//! with `cudarc = { package = "prism-gpu", ... }`); this needs a GPU, so it is only compiled here:
+//! ```no_run
+//! use prism_gpu::driver::{CudaContext, LaunchConfig, PushKernelArg};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let ctx = CudaContext::new(0)?;
+//! let stream = ctx.default_stream();
+//! let ptx = prism_gpu::nvrtc::compile_ptx(
+//!     r#"extern "C" __global__ void twice(float *x, unsigned n) {
+//!         unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//!         if (i < n) x[i] *= 2.0f;
+//!     }"#,
+//! )?;
+//! let twice = ctx.load_module(ptx)?.load_function("twice")?;
+//! let mut x = stream.clone_htod(&[1.0f32, 2.0, 3.0])?;
+//! let n = 3u32;
+//! let mut launch = stream.launch_builder(&twice);
+//! launch.arg(&mut x).arg(&n);
+//! // SAFETY: `twice(float*, unsigned)` with a buffer of n floats.
+//! unsafe { launch.launch(LaunchConfig::for_num_elems(n)) }?;
+//! assert_eq!(stream.clone_dtoh(&x)?, [2.0, 4.0, 6.0]);
+//! # Ok(())
+//! # }
+//! ```
+//! `examples/` has runnable programs: `test_gpu_kernel` (vector add, matmul and ReLU through the
+//! runtime and through the cudarc API with NVRTC, in GFLOP/s), `simple_gpu_demo`,
+//! `reservoir_benchmarks`, `real_gpu_neural_network` (feature `nn-io`).
 //!
 //! ## Cargo features
 //! Every feature name of cudarc 0.19.10 exists, and the default set is cudarc's (`std cublas cublaslt
@@ -54,18 +99,17 @@ compile_error!(
      real cudarc 0.19 (`legacy-gpu`), or drop `legacy-gpu` to use prism-gpu's own engine (the default)"
 );
 
-pub mod bench;
 #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 pub mod cublas;
 #[cfg(all(feature = "cublaslt", not(feature = "legacy-gpu")))]
 pub mod cublaslt;
+mod cuda_device_api;
 #[cfg(all(feature = "curand", not(feature = "legacy-gpu")))]
 pub mod curand;
 #[cfg(not(feature = "legacy-gpu"))]
 pub mod driver;
 pub mod error;
 pub mod kernels;
-mod legacy;
 #[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
 pub mod nccl;
 pub mod nn;
@@ -74,8 +118,8 @@ pub mod nvrtc;
 pub mod ops;
 mod probe;
 pub mod reservoir;
+pub mod rng;
 pub mod runtime;
-pub mod selftest;
 pub mod sys;
 #[cfg(feature = "legacy-gpu")]
 pub use cudarc::nvrtc;
@@ -102,16 +146,18 @@ pub use cudarc::nccl;
 /// as with prism-gpu's own engine.
 #[cfg(feature = "legacy-gpu")]
 pub mod driver {
-    pub use crate::legacy::{CudaDevice, LaunchAsync, LaunchParam, SliceDevice};
+    pub use crate::cuda_device_api::{CudaDevice, LaunchAsync, LaunchParam, SliceDevice};
     pub use cudarc::driver::*;
 
     /// cudarc 0.9–0.13's raw-pointer traits, which clash with the modern ones of the same names.
     pub mod legacy {
-        pub use crate::legacy::ptr::*;
+        pub use crate::cuda_device_api::ptr::*;
     }
 }
 
 pub use error::{Error, Result};
 pub use kernels::gemm::{Gemm, GemmF64, Precision};
 pub use probe::{probe, probe_driver, DeviceInfo, Probe};
-pub use runtime::{get_global_executor, matrix_multiply, relu_inplace, runtime, sgemm, ProductionGpuRuntime};
+#[allow(deprecated)] // the deprecated seed function keeps its path until it is removed
+pub use runtime::matrix_multiply;
+pub use runtime::{get_global_executor, relu_inplace, runtime, sgemm, ProductionGpuRuntime};

@@ -33,7 +33,7 @@ pub struct DeviceInfo {
 
 /// Loads the process-wide driver and describes it and its devices, without panicking.
 pub fn probe() -> Result<Probe> {
-    probe_driver(crate::sys::driver()?)
+    probe_driver(crate::sys::driver_library()?)
 }
 
 /// [`probe`] against a given driver library.

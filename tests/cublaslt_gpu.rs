@@ -13,7 +13,7 @@ use prism_gpu::cublaslt::sys::cublasStatus_t as Status;
 use prism_gpu::cublaslt::{Activation, CublasError, CudaBlasLT, Matmul, MatmulConfig};
 use prism_gpu::driver::{CudaContext, CudaStream};
 use prism_gpu::kernels::gemm::Element;
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 
 fn stream() -> Arc<CudaStream> {
     CudaContext::new(0).expect("a CUDA GPU").default_stream()

@@ -81,7 +81,7 @@ fn driver_error_prints_name_and_message() {
 
 #[test]
 fn without_a_driver_everything_is_an_error_not_a_panic() {
-    if prism_gpu::sys::driver().is_ok() {
+    if prism_gpu::sys::driver_library().is_ok() {
         if support::skip_failing_calls("an impossible ordinal") {
             return; // the check below is a deliberately failing API call
         }
@@ -104,7 +104,7 @@ fn without_a_driver_everything_is_an_error_not_a_panic() {
 #[test]
 fn compile_without_nvrtc_is_an_error_with_the_reason() {
     let result = compile_ptx("extern \"C\" __global__ void k() {}");
-    match prism_gpu::sys::nvrtc() {
+    match prism_gpu::sys::nvrtc_library() {
         Err(load) => {
             let err = result.unwrap_err();
             assert!(matches!(err, CompileError::CreationError(_)), "{err:?}");
@@ -192,6 +192,6 @@ fn question_mark_in_closures_infers_like_cudarc() {
     match scoped_threads_like_cudarc_example_06() {
         Ok(ordinal) => assert_eq!(ordinal, 0),
         // Without a driver (CI) the first call fails; the point is that this file compiled.
-        Err(e) => assert!(prism_gpu::sys::driver().is_err(), "a driver is loaded, yet: {e}"),
+        Err(e) => assert!(prism_gpu::sys::driver_library().is_err(), "a driver is loaded, yet: {e}"),
     }
 }

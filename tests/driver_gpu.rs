@@ -618,7 +618,7 @@ fn modules_from_files_and_binary_images() {
 fn nvrtc_cubin(ctx: &CudaContext) -> Vec<u8> {
     use std::ffi::CString;
     let (major, minor) = ctx.compute_capability().unwrap();
-    let lib = prism_gpu::sys::nvrtc().expect("NVRTC");
+    let lib = prism_gpu::sys::nvrtc_library().expect("NVRTC");
     let src = CString::new(KERNELS).unwrap();
     let arch = CString::new(format!("--gpu-architecture=sm_{major}{minor}")).unwrap();
     let opts = [arch.as_ptr()];

@@ -6,7 +6,7 @@ mod gemm_common;
 
 use gemm_common::*;
 use half::bf16;
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Error, Gemm, Precision, ProductionGpuRuntime};
 
 fn cpu() -> ProductionGpuRuntime {
@@ -87,7 +87,9 @@ fn matmul_sgemm_and_matrix_multiply_agree_with_the_reference() {
         let c = rt.matmul_with(&a, &b, m, n, k, precision).unwrap();
         assert!(compare(&g, &c, &vec![0.0; m * n], &want).unwrap() <= precision.tolerance(), "{precision:?}");
     }
-    // The seed's order: m, k, n (on the process-wide runtime, which is the CPU here or a GPU).
+    // The deprecated seed function keeps its order m, k, n (on the process-wide runtime, which is
+    // the CPU here or a GPU).
+    #[allow(deprecated)] // the deprecated function is what is tested
     let c = prism_gpu::matrix_multiply(&a, &b, m, k, n).unwrap();
     assert!(compare(&g, &c, &vec![0.0; m * n], &want).unwrap() <= 1e-5);
     // sgemm: B given transposed (n x k), C with ldc = n + 2 and beta = 1.

@@ -8,7 +8,7 @@ use gemm_common::*;
 use half::{bf16, f16};
 use prism_gpu::driver::{LaunchConfig, PushKernelArg};
 use prism_gpu::kernels::gemm::Element;
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Error, Gemm, Precision, ProductionGpuRuntime};
 
 fn gpu() -> ProductionGpuRuntime {
@@ -292,14 +292,9 @@ fn large_square_every_precision_and_transpose() {
     // Exact fp32 on a wave of 128 x 256 tiles (16 x 8), the large-tile SIMT kernel; the shapes
     // above use the 64-row one.
     run_f32(&rt, &Spec::new(1921, 2000, 301).trans(true, true).scaled(0.75, -0.5), &mut rng);
-    let c = prism_gpu::matrix_multiply(
-        &rng.vec(1000 * 300, -1.0, 1.0),
-        &rng.vec(300 * 700, -1.0, 1.0),
-        1000,
-        300,
-        700,
-    )
-    .unwrap();
+    let c = prism_gpu::runtime()
+        .matmul(&rng.vec(1000 * 300, -1.0, 1.0), &rng.vec(300 * 700, -1.0, 1.0), 1000, 700, 300)
+        .unwrap();
     assert_eq!(c.len(), 1000 * 700);
 }
 

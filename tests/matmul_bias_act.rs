@@ -4,7 +4,7 @@
 //! activation, each precision the entry point takes; bad shapes are errors.
 
 use prism_gpu::kernels::gemm::FusedActivation;
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Error, Precision, ProductionGpuRuntime};
 
 const ACTS: [FusedActivation; 3] = [FusedActivation::Identity, FusedActivation::Relu, FusedActivation::Gelu];

@@ -22,7 +22,7 @@ fn a_missing_library_names_every_path_tried() {
 
 #[test]
 fn every_call_without_nccl_is_an_error_naming_the_libraries_tried() {
-    match prism_gpu::sys::nccl() {
+    match prism_gpu::sys::nccl_library() {
         Err(load) => {
             let LoadError::LibraryNotFound { tried, .. } = &load else { panic!("wrong error: {load:?}") };
             let expected: Vec<String> = std::env::var(NCCL_ENV)

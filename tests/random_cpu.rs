@@ -4,8 +4,8 @@
 //! determinism, prefixes and the offset advance. Seeds and offsets are fresh per run, printed.
 
 use prism_gpu::kernels::random::Philox;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::runtime::cpu::random as philox;
-use prism_gpu::selftest::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 
 const N: usize = 1 << 20;

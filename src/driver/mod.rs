@@ -58,9 +58,9 @@ pub use result::DriverError;
 pub use stream::CudaStream;
 
 // The legacy cudarc 0.9–0.13 API, written over the modern one (it serves both engines).
-pub use crate::legacy::{CudaDevice, LaunchAsync, LaunchParam};
+pub use crate::cuda_device_api::{CudaDevice, LaunchAsync, LaunchParam};
 
 /// cudarc 0.9–0.13's raw-pointer traits, which clash with the modern ones of the same names.
 pub mod legacy {
-    pub use crate::legacy::ptr::*;
+    pub use crate::cuda_device_api::ptr::*;
 }

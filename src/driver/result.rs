@@ -74,7 +74,7 @@ impl DriverError {
         if let Ok(text) = self.error_string() {
             return text.to_string_lossy().into_owned();
         }
-        if crate::sys::driver().is_ok() {
+        if crate::sys::driver_library().is_ok() {
             return "<Failure when calling cuGetErrorString()>".to_owned();
         }
         fallback_message(self.0).to_owned()

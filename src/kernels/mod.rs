@@ -35,6 +35,10 @@ pub struct KernelImage {
     pub is_ptx: bool,
 }
 
+/// How the embedded kernels were built: `nvcc <release>`, or `checked-in PTX (no nvcc)` when the
+/// build found no nvcc and embedded `ptx/` (the driver then compiles it at first load).
+pub const BUILT_WITH: &str = env!("PRISM_KERNELS_BUILT_WITH");
+
 static IMAGES: &[(&str, &[u8], bool)] = include!(concat!(env!("OUT_DIR"), "/kernel_images.rs"));
 
 /// Every embedded image, sorted by family name.

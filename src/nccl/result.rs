@@ -1,7 +1,7 @@
 //! cudarc 0.19's `nccl::result`: one function per NCCL call, the same names and signatures,
 //! returning `Result<_, NcclError>` instead of a raw [`sys::ncclResult_t`].
 //!
-//! Every call goes through the process-wide NCCL ([`crate::sys::nccl()`]): without one, or with one
+//! Every call goes through the process-wide NCCL ([`crate::sys::nccl_library()`]): without one, or with one
 //! that lacks the entry point, the call returns `NcclError(ncclSystemError)` and
 //! [`NcclError::load_error`] says why.
 
@@ -49,13 +49,13 @@ impl NcclError {
         if self.0 != sys::ncclResult_t::ncclSystemError {
             return None;
         }
-        crate::sys::nccl().err()
+        crate::sys::nccl_library().err()
     }
 
     /// NCCL's description of the status, when an NCCL is loaded.
     #[doc(alias = "ncclGetErrorString")]
     fn description(&self) -> Option<String> {
-        let nccl = crate::sys::nccl().ok()?;
+        let nccl = crate::sys::nccl_library().ok()?;
         // SAFETY: ncclGetErrorString takes any status value and returns a static string or null.
         let text = unsafe { nccl.ncclGetErrorString(self.0) }.ok()?;
         // SAFETY: a non-null result is a NUL-terminated string NCCL keeps for the process's life.

@@ -2,8 +2,8 @@
 //! layers with explicit forward and backward passes ([`Sequential`]: dense layers, activations,
 //! dropout), fused losses ([`softmax_cross_entropy`], [`mse`]), fused optimisers
 //! ([`Optimizer`]: SGD with momentum, Adam, AdamW, one launch over all parameters), training
-//! ([`Network::train`]), weights in safetensors ([`Sequential::save_safetensors`]) and
-//! MNIST-format data ([`idx`]).
+//! ([`Network::train`]); with the `nn-io` feature, weights in safetensors
+//! (`Sequential::save_safetensors`) and MNIST-format data (`idx`, gzip too).
 //!
 //! Built on the public [`ProductionGpuRuntime`](crate::ProductionGpuRuntime) API only. The same
 //! seed gives the same initial weights, batch order and dropout masks on GPU and CPU.
@@ -23,12 +23,14 @@
 //! # }
 //! ```
 
+#[cfg(feature = "nn-io")]
 pub mod idx;
 mod loss;
 mod model;
 mod progress;
 mod tensor;
 mod train;
+#[cfg(feature = "nn-io")]
 mod weights;
 
 pub use crate::kernels::activations::Activation;
@@ -37,4 +39,5 @@ pub use loss::{mse, softmax_cross_entropy, Labels, LossOutput};
 pub use model::{Layer, Linear, Sequential, SequentialBuilder};
 pub use tensor::{Device, Tensor, TensorView};
 pub use train::{batch_order, CapturedStep, EpochStats, History, Network, TrainingConfig};
+#[cfg(feature = "nn-io")]
 pub use weights::WeightsError;

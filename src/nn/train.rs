@@ -12,7 +12,7 @@ use crate::kernels::nn::Optimizer;
 use crate::nn::loss::{check_labels, sum, xent_into, LabelStorage, Labels};
 use crate::nn::model::Sequential;
 use crate::nn::tensor::{Device, Storage, Tensor, TensorView};
-use crate::selftest::SplitMix64;
+use crate::rng::SplitMix64;
 
 /// How [`Network::train`] runs.
 #[derive(Debug, Clone, PartialEq)]

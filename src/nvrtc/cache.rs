@@ -28,8 +28,7 @@ use std::time::{Duration, SystemTime};
 
 use super::compile::{compile_to_bytes, CompileError, CompileOptions, Ptx};
 
-mod sha256;
-use sha256::{sha256, Sha256};
+use sha2::{Digest, Sha256};
 
 /// The variable naming the cache folder (`off` or empty: no cache).
 pub const DIR_VAR: &str = "PRISM_CACHE_DIR";
@@ -72,7 +71,7 @@ impl Key {
         let mut h = Sha256::new();
         // Every field is length-prefixed, so no two different inputs hash the same bytes.
         let mut field = |bytes: &[u8]| {
-            h.update(&(bytes.len() as u64).to_le_bytes());
+            h.update((bytes.len() as u64).to_le_bytes());
             h.update(bytes);
         };
         field(b"prism-gpu nvrtc cache v1");
@@ -91,7 +90,7 @@ impl Key {
             field(option.as_bytes());
         }
         field(source.as_bytes());
-        Some(Key(h.finish()))
+        Some(Key(h.finalize().into()))
     }
 
     fn file_name(&self) -> String {
@@ -340,6 +339,11 @@ impl NvrtcCache {
             max_bytes: self.max_bytes,
         }
     }
+}
+
+/// The entries' checksum.
+fn sha256(data: &[u8]) -> [u8; 32] {
+    Sha256::digest(data).into()
 }
 
 fn encode_entry(key: &Key, payload: &[u8]) -> Vec<u8> {

@@ -169,7 +169,7 @@ impl std::fmt::Display for CompileError {
             }
             CompileError::CreationError(e) => {
                 write!(f, "NVRTC could not create the program ({e})")?;
-                if let Err(load) = crate::sys::nvrtc() {
+                if let Err(load) = crate::sys::nvrtc_library() {
                     write!(f, ": {load}")?;
                 }
                 Ok(())

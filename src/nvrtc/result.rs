@@ -1,7 +1,7 @@
 //! Thin wrappers over the NVRTC entry points, returning `Result<_, NvrtcError>`.
 //!
 //! NVRTC is loaded at run time; when it cannot be, every call fails with
-//! `NvrtcError(NVRTC_ERROR_PROGRAM_CREATION_FAILURE)` (the reason is in [`crate::sys::nvrtc()`]).
+//! `NvrtcError(NVRTC_ERROR_PROGRAM_CREATION_FAILURE)` (the reason is in [`crate::sys::nvrtc_library()`]).
 
 use std::ffi::{c_char, c_int, CStr, CString};
 
@@ -35,7 +35,7 @@ impl std::error::Error for NvrtcError {}
 const NOT_LOADED: NvrtcError = NvrtcError(sys::nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE);
 
 fn lib() -> Result<&'static Nvrtc, NvrtcError> {
-    crate::sys::nvrtc().map_err(|_| NOT_LOADED)
+    crate::sys::nvrtc_library().map_err(|_| NOT_LOADED)
 }
 
 /// NVRTC's version, (major, minor). (A prism-gpu extension.)

@@ -1,7 +1,7 @@
 //! Benchmark series and error measures: Mackey-Glass and NARMA10, (N)RMSE.
 
 use crate::error::{Error, Result};
-use crate::selftest::SplitMix64;
+use crate::rng::SplitMix64;
 
 /// Integration steps per unit of time of [`mackey_glass`].
 const MG_SUBSTEPS: usize = 10;

@@ -101,7 +101,7 @@ fn cholesky(a: &mut [f64], f: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::selftest::SplitMix64;
+    use crate::rng::SplitMix64;
 
     /// A random SPD system of several blocks, solved against Gaussian elimination in f64.
     #[test]

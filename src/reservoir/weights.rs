@@ -4,7 +4,7 @@
 use super::config::ReservoirConfig;
 use crate::error::{Error, Result};
 use crate::kernels::neuromorphic::{Csr, Reservoir};
-use crate::selftest::SplitMix64;
+use crate::rng::SplitMix64;
 
 /// Power-iteration steps before the estimate's two averaging windows.
 const BURN_IN: usize = 1000;

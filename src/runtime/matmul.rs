@@ -1,6 +1,6 @@
 //! GEMM in the runtime: [`ProductionGpuRuntime::matmul`] and friends on host slices (GPU or CPU
 //! fallback), [`GpuOps::gemm`] on device buffers, and the free functions [`sgemm`] (BLAS-style
-//! arguments) and [`matrix_multiply`] (over the process-wide runtime). All matrices are row-major.
+//! arguments) and the deprecated [`matrix_multiply`] (over the process-wide runtime, sizes `m, k, n`). All matrices are row-major.
 
 mod cpu;
 mod double;
@@ -12,10 +12,20 @@ use crate::driver::{CudaSlice, CudaView, CudaViewMut};
 use crate::error::Result;
 use crate::kernels::gemm::{self, effective_precision, Bias, Element, FusedActivation, Gemm, Precision};
 use crate::kernels::shape;
-use crate::selftest::{max_difference, max_error, Check, SplitMix64};
 
 impl ProductionGpuRuntime {
     /// `a * b` for row-major `a` (m x k) and `b` (k x n): the m x n product, exact fp32.
+    ///
+    /// ```
+    /// # let rt = prism_gpu::ProductionGpuRuntime::cpu();
+    /// let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]; // 2 x 3
+    /// let b = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0]; // 3 x 2
+    /// let (m, n, k) = (2, 2, 3);
+    /// assert_eq!(rt.matmul(&a, &b, m, n, k)?, [4.0, 5.0, 10.0, 11.0]);
+    /// // `a` is not m x k: an error naming the shapes.
+    /// assert!(rt.matmul(&a[..5], &b, m, n, k).is_err());
+    /// # Ok::<(), prism_gpu::Error>(())
+    /// ```
     pub fn matmul(&self, a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Result<Vec<f32>> {
         self.matmul_with(a, b, m, n, k, Precision::F32)
     }
@@ -129,50 +139,6 @@ impl ProductionGpuRuntime {
             }),
             Backend::Cpu { .. } => cpu::gemm(g, precision, a, b, c),
         }
-    }
-
-    /// The self-test's GEMM rows: each precision on fresh random inputs at an odd shape (one
-    /// transposed with alpha and beta, one batched), on the CPU fallback and, when given, the GPU,
-    /// against an f64 reference. Errors are the self-test's (largest |error| / max(1, |reference|)),
-    /// so the tolerances are per element: 1e-5 F32, 1e-2 TF32 and FP16, 1e-1 BF16 (measured
-    /// ~3.5e-2 on the CPU: 8-bit mantissas and cancellation near 0).
-    pub(crate) fn gemm_selftest(gpu: Option<&Self>, cpu: &Self, rng: &mut SplitMix64) -> Result<Vec<Check>> {
-        let (m, n, k) = (127, 129, 131);
-        let cases = [
-            (Precision::F32, Gemm::new(m, n, k), 1e-5),
-            (Precision::F32, Gemm::new(m, n, k).transposed(true, true).scaled(0.75, -0.5), 1e-5),
-            (Precision::Tf32, Gemm::new(m, n, k), 1e-2),
-            (Precision::Bf16, Gemm::new(m, n, k).batched(3, m * k, k * n, m * n), 1e-1),
-            (Precision::F16, Gemm::new(m, n, k).transposed(false, true), 1e-2),
-        ];
-        let mut checks = Vec::with_capacity(cases.len());
-        for (precision, g, tolerance) in cases {
-            let g = g.with_precision(precision);
-            let (la, lb, lc) = g.min_lens()?;
-            let (a, b, c0) = (rng.vec(la, -1.0, 1.0), rng.vec(lb, -1.0, 1.0), rng.vec(lc, -1.0, 1.0));
-            let reference = reference(&g, &a, &b, &c0);
-            let run = |rt: &Self| -> Result<Vec<f32>> {
-                let mut c = c0.clone();
-                rt.gemm(&g, &a, &b, &mut c)?;
-                Ok(c)
-            };
-            let on_cpu = run(cpu)?;
-            let on_gpu = gpu.map(run).transpose()?;
-            let t = |x: bool| if x { 't' } else { 'n' };
-            checks.push(Check {
-                op: format!(
-                    "gemm {precision:?} {}{} {m}x{n}x{k}{}",
-                    t(g.trans_a),
-                    t(g.trans_b),
-                    if g.batch > 1 { format!(" x{}", g.batch) } else { String::new() }
-                ),
-                gpu_vs_cpu: on_gpu.as_deref().map(|x| max_difference(x, &on_cpu)),
-                gpu_error: on_gpu.as_deref().map(|x| max_error(x, &reference)),
-                cpu_error: max_error(&on_cpu, &reference),
-                tolerance,
-            });
-        }
-        Ok(checks)
     }
 
     /// [`gemm`](Self::gemm) with the inputs rounded to the 16-bit type `T` first.
@@ -309,27 +275,12 @@ pub fn sgemm(
 }
 
 /// `a * b` for row-major `a` (m x k) and `b` (k x n) on the process-wide [`runtime`], exact
-/// fp32. Note the argument order `m, k, n` (the seed executor's).
+/// fp32, with the seed executor's argument order `m, k, n`. Deprecated: every other GEMM entry
+/// point takes `m, n, k`; call `runtime().matmul(a, b, m, n, k)`.
+#[deprecated(
+    since = "0.1.0",
+    note = "sizes in the order m, k, n unlike every other entry point: use `prism_gpu::runtime().matmul(a, b, m, n, k)`"
+)]
 pub fn matrix_multiply(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Result<Vec<f32>> {
     runtime().matmul(a, b, m, n, k)
-}
-
-/// `alpha * op(a) * op(b) + beta * c` in f64 for packed batches (C's layout, C's length).
-fn reference(g: &Gemm, a: &[f32], b: &[f32], c: &[f32]) -> Vec<f64> {
-    let mut out: Vec<f64> = c.iter().map(|&x| f64::from(g.beta) * f64::from(x)).collect();
-    for z in 0..g.batch {
-        for i in 0..g.m {
-            for j in 0..g.n {
-                let dot: f64 = (0..g.k)
-                    .map(|p| {
-                        let x = a[z * g.stride_a + if g.trans_a { p * g.lda + i } else { i * g.lda + p }];
-                        let y = b[z * g.stride_b + if g.trans_b { j * g.ldb + p } else { p * g.ldb + j }];
-                        f64::from(x) * f64::from(y)
-                    })
-                    .sum();
-                out[z * g.stride_c + i * g.ldc + j] += f64::from(g.alpha) * dot;
-            }
-        }
-    }
-    out
 }

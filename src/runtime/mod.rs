@@ -50,7 +50,9 @@ use crate::ops::transpose::Transpose;
 use crate::ops::{Map, Update};
 
 pub use gpu::{ChannelStats, GpuOps};
-pub use matmul::{matrix_multiply, sgemm};
+#[allow(deprecated)] // the deprecated seed function keeps its path until it is removed
+pub use matmul::matrix_multiply;
+pub use matmul::sgemm;
 pub use nn::RowLosses;
 
 /// Where a runtime's operations run.
@@ -60,6 +62,24 @@ enum Backend {
 }
 
 /// GPU-accelerated operations with a CPU fallback that gives the same answers.
+///
+/// [`initialize`](Self::initialize) takes device 0 when it is usable and the CPU fallback
+/// otherwise; [`cpu`](Self::cpu) asks for the CPU (as here, so the example runs anywhere). Host
+/// slices go in and a `Vec` comes out; shapes are checked first.
+///
+/// ```
+/// use prism_gpu::ProductionGpuRuntime;
+/// # fn main() -> prism_gpu::Result<()> {
+/// let rt = ProductionGpuRuntime::cpu(); // or ProductionGpuRuntime::initialize()?
+/// assert!(!rt.is_gpu());
+/// let sum = rt.add(&[1.0, 2.0, 3.0], &[0.5, 0.5, 0.5])?;
+/// assert_eq!(sum, [1.5, 2.5, 3.5]);
+/// assert_eq!(rt.relu(&[-1.0, 0.0, 2.0])?, [0.0, 0.0, 2.0]);
+/// // Lengths that do not match are an error, not a panic.
+/// assert!(rt.add(&[1.0], &[1.0, 2.0]).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub struct ProductionGpuRuntime {
     backend: Backend,
 }
@@ -242,7 +262,13 @@ impl ProductionGpuRuntime {
         }
     }
 
-    /// `a + b` elementwise.
+    /// `a + b` elementwise; `a` and `b` must have the same length.
+    ///
+    /// ```
+    /// # let rt = prism_gpu::ProductionGpuRuntime::cpu();
+    /// assert_eq!(rt.add(&[1.0, -2.0], &[0.25, 2.0])?, [1.25, 0.0]);
+    /// # Ok::<(), prism_gpu::Error>(())
+    /// ```
     pub fn add(&self, a: &[f32], b: &[f32]) -> Result<Vec<f32>> {
         self.map(Binary::Add, [a, b])
     }
@@ -362,6 +388,12 @@ impl ProductionGpuRuntime {
     }
 
     /// `max(x, 0)` (exact).
+    ///
+    /// ```
+    /// # let rt = prism_gpu::ProductionGpuRuntime::cpu();
+    /// assert_eq!(rt.relu(&[-3.0, 0.5, 2.0])?, [0.0, 0.5, 2.0]);
+    /// # Ok::<(), prism_gpu::Error>(())
+    /// ```
     pub fn relu(&self, x: &[f32]) -> Result<Vec<f32>> {
         self.activation(Activation::Relu, x)
     }
@@ -391,6 +423,15 @@ impl ProductionGpuRuntime {
 
     /// Softmax of each row of `x` (`[rows, cols]`), the maximum subtracted first. Within 1e-5 of
     /// the f64 reference on GPU and CPU (the GPU sums in f32, the CPU in f64).
+    ///
+    /// ```
+    /// # let rt = prism_gpu::ProductionGpuRuntime::cpu();
+    /// // Two rows of three; the second is the first shifted, which softmax ignores.
+    /// let p = rt.softmax_rows(&[1.0, 2.0, 3.0, 101.0, 102.0, 103.0], 2, 3)?;
+    /// assert!((p[0] + p[1] + p[2] - 1.0).abs() < 1e-6);
+    /// assert!(p[..3].iter().zip(&p[3..]).all(|(a, b)| (a - b).abs() < 1e-6));
+    /// # Ok::<(), prism_gpu::Error>(())
+    /// ```
     pub fn softmax_rows(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
         self.softmax(Softmax::Softmax, x, rows, cols)
     }

@@ -174,11 +174,9 @@ impl ProductionGpuRuntime {
                 let mut loss = g.stream().alloc_zeros::<f32>(rows)?;
                 let mut correct = g.stream().alloc_zeros::<f32>(rows)?;
                 let mut grad = g.stream().alloc_zeros::<f32>(logits.len())?;
-                let out = LossRows {
-                    loss: &mut loss.as_view_mut(),
-                    grad: Some(&mut grad.as_view_mut()),
-                    grad_scale,
-                };
+                // Named views: Rust 1.85 (the MSRV) does not extend temporaries inside `Some(..)`.
+                let (mut loss_view, mut grad_view) = (loss.as_view_mut(), grad.as_view_mut());
+                let out = LossRows { loss: &mut loss_view, grad: Some(&mut grad_view), grad_scale };
                 g.softmax_xent(&x.as_view(), &l.as_view(), out, &mut correct.as_view_mut(), rows, cols)?;
                 Ok(RowLosses {
                     loss: g.download(&loss)?,
@@ -220,11 +218,9 @@ impl ProductionGpuRuntime {
                 let (p, t) = (g.upload(pred)?, g.upload(target)?);
                 let mut loss = g.stream().alloc_zeros::<f32>(rows)?;
                 let mut grad = g.stream().alloc_zeros::<f32>(pred.len())?;
-                let out = LossRows {
-                    loss: &mut loss.as_view_mut(),
-                    grad: Some(&mut grad.as_view_mut()),
-                    grad_scale,
-                };
+                // Named views: Rust 1.85 (the MSRV) does not extend temporaries inside `Some(..)`.
+                let (mut loss_view, mut grad_view) = (loss.as_view_mut(), grad.as_view_mut());
+                let out = LossRows { loss: &mut loss_view, grad: Some(&mut grad_view), grad_scale };
                 g.mse(&p.as_view(), &t.as_view(), out, rows, cols)?;
                 Ok((g.download(&loss)?, g.download(&grad)?))
             },

@@ -15633,7 +15633,7 @@ pub unsafe fn cuArray3DCreate_v2(
     pHandle: *mut CUarray,
     pAllocateArray: *const CUDA_ARRAY3D_DESCRIPTOR,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15652,7 +15652,7 @@ pub unsafe fn cuArray3DGetDescriptor_v2(
     pArrayDescriptor: *mut CUDA_ARRAY3D_DESCRIPTOR,
     hArray: CUarray,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15671,7 +15671,7 @@ pub unsafe fn cuArrayCreate_v2(
     pHandle: *mut CUarray,
     pAllocateArray: *const CUDA_ARRAY_DESCRIPTOR,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15687,7 +15687,7 @@ pub unsafe fn cuArrayCreate_v2(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuArrayDestroy(hArray: CUarray) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15706,7 +15706,7 @@ pub unsafe fn cuArrayGetDescriptor_v2(
     pArrayDescriptor: *mut CUDA_ARRAY_DESCRIPTOR,
     hArray: CUarray,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15726,7 +15726,7 @@ pub unsafe fn cuArrayGetMemoryRequirements(
     array: CUarray,
     device: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15747,7 +15747,7 @@ pub unsafe fn cuArrayGetPlane(
     hArray: CUarray,
     planeIdx: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15766,7 +15766,7 @@ pub unsafe fn cuArrayGetSparseProperties(
     sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES,
     array: CUarray,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15785,7 +15785,7 @@ pub unsafe fn cuCheckpointProcessCheckpoint(
     pid: ::std::os::raw::c_int,
     args: *mut CUcheckpointCheckpointArgs,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15804,7 +15804,7 @@ pub unsafe fn cuCheckpointProcessGetRestoreThreadId(
     pid: ::std::os::raw::c_int,
     tid: *mut ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15823,7 +15823,7 @@ pub unsafe fn cuCheckpointProcessGetState(
     pid: ::std::os::raw::c_int,
     state: *mut CUprocessState,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15854,7 +15854,7 @@ pub unsafe fn cuCheckpointProcessLock(
     pid: ::std::os::raw::c_int,
     args: *mut CUcheckpointLockArgs,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15873,7 +15873,7 @@ pub unsafe fn cuCheckpointProcessRestore(
     pid: ::std::os::raw::c_int,
     args: *mut CUcheckpointRestoreArgs,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15892,7 +15892,7 @@ pub unsafe fn cuCheckpointProcessUnlock(
     pid: ::std::os::raw::c_int,
     args: *mut CUcheckpointUnlockArgs,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15912,7 +15912,7 @@ pub unsafe fn cuCoredumpGetAttribute(
     value: *mut ::std::os::raw::c_void,
     size: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15932,7 +15932,7 @@ pub unsafe fn cuCoredumpGetAttributeGlobal(
     value: *mut ::std::os::raw::c_void,
     size: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15952,7 +15952,7 @@ pub unsafe fn cuCoredumpSetAttribute(
     value: *mut ::std::os::raw::c_void,
     size: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15972,7 +15972,7 @@ pub unsafe fn cuCoredumpSetAttributeGlobal(
     value: *mut ::std::os::raw::c_void,
     size: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -15988,7 +15988,7 @@ pub unsafe fn cuCoredumpSetAttributeGlobal(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxAttach(pctx: *mut CUcontext, flags: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16009,7 +16009,7 @@ pub unsafe fn cuCtxCreate_v4(
     flags: ::std::os::raw::c_uint,
     dev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16025,7 +16025,7 @@ pub unsafe fn cuCtxCreate_v4(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxDestroy_v2(ctx: CUcontext) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16041,7 +16041,7 @@ pub unsafe fn cuCtxDestroy_v2(ctx: CUcontext) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxDetach(ctx: CUcontext) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16057,7 +16057,7 @@ pub unsafe fn cuCtxDetach(ctx: CUcontext) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxDisablePeerAccess(peerContext: CUcontext) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16073,7 +16073,7 @@ pub unsafe fn cuCtxDisablePeerAccess(peerContext: CUcontext) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxEnablePeerAccess(peerContext: CUcontext, Flags: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16089,7 +16089,7 @@ pub unsafe fn cuCtxEnablePeerAccess(peerContext: CUcontext, Flags: ::std::os::ra
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxFromGreenCtx(pContext: *mut CUcontext, hCtx: CUgreenCtx) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16105,7 +16105,7 @@ pub unsafe fn cuCtxFromGreenCtx(pContext: *mut CUcontext, hCtx: CUgreenCtx) -> C
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxGetApiVersion(ctx: CUcontext, version: *mut ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16121,7 +16121,7 @@ pub unsafe fn cuCtxGetApiVersion(ctx: CUcontext, version: *mut ::std::os::raw::c
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxGetCacheConfig(pconfig: *mut CUfunc_cache) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16150,7 +16150,7 @@ pub unsafe fn cuCtxGetCacheConfig(pconfig: *mut CUfunc_cache) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16170,7 +16170,7 @@ pub unsafe fn cuCtxGetDevResource(
     resource: *mut CUdevResource,
     type_: CUdevResourceType,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16186,7 +16186,7 @@ pub unsafe fn cuCtxGetDevResource(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16202,7 +16202,7 @@ pub unsafe fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxGetDevice_v2(device: *mut CUdevice, ctx: CUcontext) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16221,7 +16221,7 @@ pub unsafe fn cuCtxGetExecAffinity(
     pExecAffinity: *mut CUexecAffinityParam,
     type_: CUexecAffinityType,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16237,7 +16237,7 @@ pub unsafe fn cuCtxGetExecAffinity(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxGetFlags(flags: *mut ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16253,7 +16253,7 @@ pub unsafe fn cuCtxGetFlags(flags: *mut ::std::os::raw::c_uint) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxGetId(ctx: CUcontext, ctxId: *mut ::std::os::raw::c_ulonglong) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16269,7 +16269,7 @@ pub unsafe fn cuCtxGetId(ctx: CUcontext, ctxId: *mut ::std::os::raw::c_ulonglong
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxGetLimit(pvalue: *mut usize, limit: CUlimit) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16285,7 +16285,7 @@ pub unsafe fn cuCtxGetLimit(pvalue: *mut usize, limit: CUlimit) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxGetSharedMemConfig(pConfig: *mut CUsharedconfig) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16317,7 +16317,7 @@ pub unsafe fn cuCtxGetStreamPriorityRange(
     leastPriority: *mut ::std::os::raw::c_int,
     greatestPriority: *mut ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16333,7 +16333,7 @@ pub unsafe fn cuCtxGetStreamPriorityRange(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxPopCurrent_v2(pctx: *mut CUcontext) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16349,7 +16349,7 @@ pub unsafe fn cuCtxPopCurrent_v2(pctx: *mut CUcontext) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxPushCurrent_v2(ctx: CUcontext) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16365,7 +16365,7 @@ pub unsafe fn cuCtxPushCurrent_v2(ctx: CUcontext) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxRecordEvent(hCtx: CUcontext, hEvent: CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16381,7 +16381,7 @@ pub unsafe fn cuCtxRecordEvent(hCtx: CUcontext, hEvent: CUevent) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxResetPersistingL2Cache() -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16397,7 +16397,7 @@ pub unsafe fn cuCtxResetPersistingL2Cache() -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxSetCacheConfig(config: CUfunc_cache) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16413,7 +16413,7 @@ pub unsafe fn cuCtxSetCacheConfig(config: CUfunc_cache) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16429,7 +16429,7 @@ pub unsafe fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxSetFlags(flags: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16445,7 +16445,7 @@ pub unsafe fn cuCtxSetFlags(flags: ::std::os::raw::c_uint) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxSetLimit(limit: CUlimit, value: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16461,7 +16461,7 @@ pub unsafe fn cuCtxSetLimit(limit: CUlimit, value: usize) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxSetSharedMemConfig(config: CUsharedconfig) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16477,7 +16477,7 @@ pub unsafe fn cuCtxSetSharedMemConfig(config: CUsharedconfig) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxSynchronize() -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16493,7 +16493,7 @@ pub unsafe fn cuCtxSynchronize() -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxSynchronize_v2(ctx: CUcontext) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16509,7 +16509,7 @@ pub unsafe fn cuCtxSynchronize_v2(ctx: CUcontext) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuCtxWaitEvent(hCtx: CUcontext, hEvent: CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16525,7 +16525,7 @@ pub unsafe fn cuCtxWaitEvent(hCtx: CUcontext, hEvent: CUevent) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDestroyExternalMemory(extMem: CUexternalMemory) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16541,7 +16541,7 @@ pub unsafe fn cuDestroyExternalMemory(extMem: CUexternalMemory) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDestroyExternalSemaphore(extSem: CUexternalSemaphore) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16561,7 +16561,7 @@ pub unsafe fn cuDevResourceGenerateDesc(
     resources: *mut CUdevResource,
     nbResources: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16584,7 +16584,7 @@ pub unsafe fn cuDevSmResourceSplitByCount(
     useFlags: ::std::os::raw::c_uint,
     minCount: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16606,7 +16606,7 @@ pub unsafe fn cuDeviceCanAccessPeer(
     dev: CUdevice,
     peerDev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16626,7 +16626,7 @@ pub unsafe fn cuDeviceComputeCapability(
     minor: *mut ::std::os::raw::c_int,
     dev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16642,7 +16642,7 @@ pub unsafe fn cuDeviceComputeCapability(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDeviceGet(device: *mut CUdevice, ordinal: ::std::os::raw::c_int) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16662,7 +16662,7 @@ pub unsafe fn cuDeviceGetAttribute(
     attrib: CUdevice_attribute,
     dev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16678,7 +16678,7 @@ pub unsafe fn cuDeviceGetAttribute(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDeviceGetByPCIBusId(dev: *mut CUdevice, pciBusId: *const ::std::os::raw::c_char) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16694,7 +16694,7 @@ pub unsafe fn cuDeviceGetByPCIBusId(dev: *mut CUdevice, pciBusId: *const ::std::
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDeviceGetCount(count: *mut ::std::os::raw::c_int) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16710,7 +16710,7 @@ pub unsafe fn cuDeviceGetCount(count: *mut ::std::os::raw::c_int) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDeviceGetDefaultMemPool(pool_out: *mut CUmemoryPool, dev: CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16730,7 +16730,7 @@ pub unsafe fn cuDeviceGetDevResource(
     resource: *mut CUdevResource,
     type_: CUdevResourceType,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16750,7 +16750,7 @@ pub unsafe fn cuDeviceGetExecAffinitySupport(
     type_: CUexecAffinityType,
     dev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16770,7 +16770,7 @@ pub unsafe fn cuDeviceGetGraphMemAttribute(
     attr: CUgraphMem_attribute,
     value: *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16791,7 +16791,7 @@ pub unsafe fn cuDeviceGetHostAtomicCapabilities(
     count: ::std::os::raw::c_uint,
     dev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16813,7 +16813,7 @@ pub unsafe fn cuDeviceGetLuid(
     deviceNodeMask: *mut ::std::os::raw::c_uint,
     dev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16829,7 +16829,7 @@ pub unsafe fn cuDeviceGetLuid(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDeviceGetMemPool(pool: *mut CUmemoryPool, dev: CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16849,7 +16849,7 @@ pub unsafe fn cuDeviceGetName(
     len: ::std::os::raw::c_int,
     dev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16869,7 +16869,7 @@ pub unsafe fn cuDeviceGetNvSciSyncAttributes(
     dev: CUdevice,
     flags: ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16891,7 +16891,7 @@ pub unsafe fn cuDeviceGetP2PAtomicCapabilities(
     srcDevice: CUdevice,
     dstDevice: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16920,7 +16920,7 @@ pub unsafe fn cuDeviceGetP2PAttribute(
     srcDevice: CUdevice,
     dstDevice: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16940,7 +16940,7 @@ pub unsafe fn cuDeviceGetPCIBusId(
     len: ::std::os::raw::c_int,
     dev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16956,7 +16956,7 @@ pub unsafe fn cuDeviceGetPCIBusId(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDeviceGetProperties(prop: *mut CUdevprop, dev: CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16977,7 +16977,7 @@ pub unsafe fn cuDeviceGetTexture1DLinearMaxWidth(
     numChannels: ::std::os::raw::c_uint,
     dev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -16995,7 +16995,7 @@ pub unsafe fn cuDeviceGetTexture1DLinearMaxWidth(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17011,7 +17011,7 @@ pub unsafe fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDeviceGraphMemTrim(device: CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17031,7 +17031,7 @@ pub unsafe fn cuDevicePrimaryCtxGetState(
     flags: *mut ::std::os::raw::c_uint,
     active: *mut ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17047,7 +17047,7 @@ pub unsafe fn cuDevicePrimaryCtxGetState(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17063,7 +17063,7 @@ pub unsafe fn cuDevicePrimaryCtxRelease_v2(dev: CUdevice) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDevicePrimaryCtxReset_v2(dev: CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17079,7 +17079,7 @@ pub unsafe fn cuDevicePrimaryCtxReset_v2(dev: CUdevice) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17095,7 +17095,7 @@ pub unsafe fn cuDevicePrimaryCtxRetain(pctx: *mut CUcontext, dev: CUdevice) -> C
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDevicePrimaryCtxSetFlags_v2(dev: CUdevice, flags: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17116,7 +17116,7 @@ pub unsafe fn cuDeviceRegisterAsyncNotification(
     userData: *mut ::std::os::raw::c_void,
     callback: *mut CUasyncCallbackHandle,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17138,7 +17138,7 @@ pub unsafe fn cuDeviceSetGraphMemAttribute(
     attr: CUgraphMem_attribute,
     value: *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17154,7 +17154,7 @@ pub unsafe fn cuDeviceSetGraphMemAttribute(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDeviceSetMemPool(dev: CUdevice, pool: CUmemoryPool) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17170,7 +17170,7 @@ pub unsafe fn cuDeviceSetMemPool(dev: CUdevice, pool: CUmemoryPool) -> CUresult 
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17189,7 +17189,7 @@ pub unsafe fn cuDeviceUnregisterAsyncNotification(
     device: CUdevice,
     callback: CUasyncCallbackHandle,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17205,7 +17205,7 @@ pub unsafe fn cuDeviceUnregisterAsyncNotification(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuDriverGetVersion(driverVersion: *mut ::std::os::raw::c_int) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17221,7 +17221,7 @@ pub unsafe fn cuDriverGetVersion(driverVersion: *mut ::std::os::raw::c_int) -> C
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuEventCreate(phEvent: *mut CUevent, Flags: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17237,7 +17237,7 @@ pub unsafe fn cuEventCreate(phEvent: *mut CUevent, Flags: ::std::os::raw::c_uint
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuEventDestroy_v2(hEvent: CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17253,7 +17253,7 @@ pub unsafe fn cuEventDestroy_v2(hEvent: CUevent) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuEventElapsedTime_v2(pMilliseconds: *mut f32, hStart: CUevent, hEnd: CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17269,7 +17269,7 @@ pub unsafe fn cuEventElapsedTime_v2(pMilliseconds: *mut f32, hStart: CUevent, hE
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuEventQuery(hEvent: CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17285,7 +17285,7 @@ pub unsafe fn cuEventQuery(hEvent: CUevent) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuEventRecord(hEvent: CUevent, hStream: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17305,7 +17305,7 @@ pub unsafe fn cuEventRecordWithFlags(
     hStream: CUstream,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17321,7 +17321,7 @@ pub unsafe fn cuEventRecordWithFlags(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuEventSynchronize(hEvent: CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17341,7 +17341,7 @@ pub unsafe fn cuExternalMemoryGetMappedBuffer(
     extMem: CUexternalMemory,
     bufferDesc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17361,7 +17361,7 @@ pub unsafe fn cuExternalMemoryGetMappedMipmappedArray(
     extMem: CUexternalMemory,
     mipmapDesc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17381,7 +17381,7 @@ pub unsafe fn cuFlushGPUDirectRDMAWrites(
     target: CUflushGPUDirectRDMAWritesTarget,
     scope: CUflushGPUDirectRDMAWritesScope,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17401,7 +17401,7 @@ pub unsafe fn cuFuncGetAttribute(
     attrib: CUfunction_attribute,
     hfunc: CUfunction,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17417,7 +17417,7 @@ pub unsafe fn cuFuncGetAttribute(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuFuncGetModule(hmod: *mut CUmodule, hfunc: CUfunction) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17433,7 +17433,7 @@ pub unsafe fn cuFuncGetModule(hmod: *mut CUmodule, hfunc: CUfunction) -> CUresul
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuFuncGetName(name: *mut *const ::std::os::raw::c_char, hfunc: CUfunction) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17454,7 +17454,7 @@ pub unsafe fn cuFuncGetParamInfo(
     paramOffset: *mut usize,
     paramSize: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17470,7 +17470,7 @@ pub unsafe fn cuFuncGetParamInfo(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuFuncIsLoaded(state: *mut CUfunctionLoadingState, function: CUfunction) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17498,7 +17498,7 @@ pub unsafe fn cuFuncIsLoaded(state: *mut CUfunctionLoadingState, function: CUfun
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuFuncLoad(function: CUfunction) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17518,7 +17518,7 @@ pub unsafe fn cuFuncSetAttribute(
     attrib: CUfunction_attribute,
     value: ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17539,7 +17539,7 @@ pub unsafe fn cuFuncSetBlockShape(
     y: ::std::os::raw::c_int,
     z: ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17555,7 +17555,7 @@ pub unsafe fn cuFuncSetBlockShape(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuFuncSetCacheConfig(hfunc: CUfunction, config: CUfunc_cache) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17571,7 +17571,7 @@ pub unsafe fn cuFuncSetCacheConfig(hfunc: CUfunction, config: CUfunc_cache) -> C
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuFuncSetSharedMemConfig(hfunc: CUfunction, config: CUsharedconfig) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17587,7 +17587,7 @@ pub unsafe fn cuFuncSetSharedMemConfig(hfunc: CUfunction, config: CUsharedconfig
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuFuncSetSharedSize(hfunc: CUfunction, bytes: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17603,7 +17603,7 @@ pub unsafe fn cuFuncSetSharedSize(hfunc: CUfunction, bytes: ::std::os::raw::c_ui
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGetErrorName(error: CUresult, pStr: *mut *const ::std::os::raw::c_char) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17619,7 +17619,7 @@ pub unsafe fn cuGetErrorName(error: CUresult, pStr: *mut *const ::std::os::raw::
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGetErrorString(error: CUresult, pStr: *mut *const ::std::os::raw::c_char) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17638,7 +17638,7 @@ pub unsafe fn cuGetExportTable(
     ppExportTable: *mut *const ::std::os::raw::c_void,
     pExportTableId: *const CUuuid,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17660,7 +17660,7 @@ pub unsafe fn cuGetProcAddress_v2(
     flags: cuuint64_t,
     symbolStatus: *mut CUdriverProcAddressQueryResult,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17697,7 +17697,7 @@ pub unsafe fn cuGraphAddBatchMemOpNode(
     numDependencies: usize,
     nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17721,7 +17721,7 @@ pub unsafe fn cuGraphAddChildGraphNode(
     numDependencies: usize,
     childGraph: CUgraph,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17745,7 +17745,7 @@ pub unsafe fn cuGraphAddDependencies_v2(
     edgeData: *const CUgraphEdgeData,
     numDependencies: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17768,7 +17768,7 @@ pub unsafe fn cuGraphAddEmptyNode(
     dependencies: *const CUgraphNode,
     numDependencies: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17792,7 +17792,7 @@ pub unsafe fn cuGraphAddEventRecordNode(
     numDependencies: usize,
     event: CUevent,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17816,7 +17816,7 @@ pub unsafe fn cuGraphAddEventWaitNode(
     numDependencies: usize,
     event: CUevent,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17840,7 +17840,7 @@ pub unsafe fn cuGraphAddExternalSemaphoresSignalNode(
     numDependencies: usize,
     nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17870,7 +17870,7 @@ pub unsafe fn cuGraphAddExternalSemaphoresWaitNode(
     numDependencies: usize,
     nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17900,7 +17900,7 @@ pub unsafe fn cuGraphAddHostNode(
     numDependencies: usize,
     nodeParams: *const CUDA_HOST_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17924,7 +17924,7 @@ pub unsafe fn cuGraphAddKernelNode_v2(
     numDependencies: usize,
     nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17948,7 +17948,7 @@ pub unsafe fn cuGraphAddMemAllocNode(
     numDependencies: usize,
     nodeParams: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17972,7 +17972,7 @@ pub unsafe fn cuGraphAddMemFreeNode(
     numDependencies: usize,
     dptr: CUdeviceptr,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -17997,7 +17997,7 @@ pub unsafe fn cuGraphAddMemcpyNode(
     copyParams: *const CUDA_MEMCPY3D,
     ctx: CUcontext,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18029,7 +18029,7 @@ pub unsafe fn cuGraphAddMemsetNode(
     memsetParams: *const CUDA_MEMSET_NODE_PARAMS,
     ctx: CUcontext,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18061,7 +18061,7 @@ pub unsafe fn cuGraphAddNode_v2(
     numDependencies: usize,
     nodeParams: *mut CUgraphNodeParams,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18089,7 +18089,7 @@ pub unsafe fn cuGraphBatchMemOpNodeGetParams(
     hNode: CUgraphNode,
     nodeParams_out: *mut CUDA_BATCH_MEM_OP_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18108,7 +18108,7 @@ pub unsafe fn cuGraphBatchMemOpNodeSetParams(
     hNode: CUgraphNode,
     nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18124,7 +18124,7 @@ pub unsafe fn cuGraphBatchMemOpNodeSetParams(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphChildGraphNodeGetGraph(hNode: CUgraphNode, phGraph: *mut CUgraph) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18140,7 +18140,7 @@ pub unsafe fn cuGraphChildGraphNodeGetGraph(hNode: CUgraphNode, phGraph: *mut CU
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphClone(phGraphClone: *mut CUgraph, originalGraph: CUgraph) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18162,7 +18162,7 @@ pub unsafe fn cuGraphConditionalHandleCreate(
     defaultLaunchValue: ::std::os::raw::c_uint,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18180,7 +18180,7 @@ pub unsafe fn cuGraphConditionalHandleCreate(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphCreate(phGraph: *mut CUgraph, flags: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18200,7 +18200,7 @@ pub unsafe fn cuGraphDebugDotPrint(
     path: *const ::std::os::raw::c_char,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18216,7 +18216,7 @@ pub unsafe fn cuGraphDebugDotPrint(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphDestroy(hGraph: CUgraph) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18232,7 +18232,7 @@ pub unsafe fn cuGraphDestroy(hGraph: CUgraph) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphDestroyNode(hNode: CUgraphNode) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18248,7 +18248,7 @@ pub unsafe fn cuGraphDestroyNode(hNode: CUgraphNode) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphEventRecordNodeGetEvent(hNode: CUgraphNode, event_out: *mut CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18264,7 +18264,7 @@ pub unsafe fn cuGraphEventRecordNodeGetEvent(hNode: CUgraphNode, event_out: *mut
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphEventRecordNodeSetEvent(hNode: CUgraphNode, event: CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18280,7 +18280,7 @@ pub unsafe fn cuGraphEventRecordNodeSetEvent(hNode: CUgraphNode, event: CUevent)
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphEventWaitNodeGetEvent(hNode: CUgraphNode, event_out: *mut CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18296,7 +18296,7 @@ pub unsafe fn cuGraphEventWaitNodeGetEvent(hNode: CUgraphNode, event_out: *mut C
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphEventWaitNodeSetEvent(hNode: CUgraphNode, event: CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18316,7 +18316,7 @@ pub unsafe fn cuGraphExecBatchMemOpNodeSetParams(
     hNode: CUgraphNode,
     nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18337,7 +18337,7 @@ pub unsafe fn cuGraphExecChildGraphNodeSetParams(
     hNode: CUgraphNode,
     childGraph: CUgraph,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18354,7 +18354,7 @@ pub unsafe fn cuGraphExecChildGraphNodeSetParams(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphExecDestroy(hGraphExec: CUgraphExec) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18374,7 +18374,7 @@ pub unsafe fn cuGraphExecEventRecordNodeSetEvent(
     hNode: CUgraphNode,
     event: CUevent,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18394,7 +18394,7 @@ pub unsafe fn cuGraphExecEventWaitNodeSetEvent(
     hNode: CUgraphNode,
     event: CUevent,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18414,7 +18414,7 @@ pub unsafe fn cuGraphExecExternalSemaphoresSignalNodeSetParams(
     hNode: CUgraphNode,
     nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18436,7 +18436,7 @@ pub unsafe fn cuGraphExecExternalSemaphoresWaitNodeSetParams(
     hNode: CUgraphNode,
     nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18454,7 +18454,7 @@ pub unsafe fn cuGraphExecExternalSemaphoresWaitNodeSetParams(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphExecGetFlags(hGraphExec: CUgraphExec, flags: *mut cuuint64_t) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18474,7 +18474,7 @@ pub unsafe fn cuGraphExecHostNodeSetParams(
     hNode: CUgraphNode,
     nodeParams: *const CUDA_HOST_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18494,7 +18494,7 @@ pub unsafe fn cuGraphExecKernelNodeSetParams_v2(
     hNode: CUgraphNode,
     nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18516,7 +18516,7 @@ pub unsafe fn cuGraphExecMemcpyNodeSetParams(
     copyParams: *const CUDA_MEMCPY3D,
     ctx: CUcontext,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18538,7 +18538,7 @@ pub unsafe fn cuGraphExecMemsetNodeSetParams(
     memsetParams: *const CUDA_MEMSET_NODE_PARAMS,
     ctx: CUcontext,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18559,7 +18559,7 @@ pub unsafe fn cuGraphExecNodeSetParams(
     hNode: CUgraphNode,
     nodeParams: *mut CUgraphNodeParams,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18579,7 +18579,7 @@ pub unsafe fn cuGraphExecUpdate_v2(
     hGraph: CUgraph,
     resultInfo: *mut CUgraphExecUpdateResultInfo,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18598,7 +18598,7 @@ pub unsafe fn cuGraphExternalSemaphoresSignalNodeGetParams(
     hNode: CUgraphNode,
     params_out: *mut CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18618,7 +18618,7 @@ pub unsafe fn cuGraphExternalSemaphoresSignalNodeSetParams(
     hNode: CUgraphNode,
     nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18638,7 +18638,7 @@ pub unsafe fn cuGraphExternalSemaphoresWaitNodeGetParams(
     hNode: CUgraphNode,
     params_out: *mut CUDA_EXT_SEM_WAIT_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18657,7 +18657,7 @@ pub unsafe fn cuGraphExternalSemaphoresWaitNodeSetParams(
     hNode: CUgraphNode,
     nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18679,7 +18679,7 @@ pub unsafe fn cuGraphGetEdges_v2(
     edgeData: *mut CUgraphEdgeData,
     numEdges: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18695,7 +18695,7 @@ pub unsafe fn cuGraphGetEdges_v2(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphGetNodes(hGraph: CUgraph, nodes: *mut CUgraphNode, numNodes: *mut usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18715,7 +18715,7 @@ pub unsafe fn cuGraphGetRootNodes(
     rootNodes: *mut CUgraphNode,
     numRootNodes: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18734,7 +18734,7 @@ pub unsafe fn cuGraphHostNodeGetParams(
     hNode: CUgraphNode,
     nodeParams: *mut CUDA_HOST_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18753,7 +18753,7 @@ pub unsafe fn cuGraphHostNodeSetParams(
     hNode: CUgraphNode,
     nodeParams: *const CUDA_HOST_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18773,7 +18773,7 @@ pub unsafe fn cuGraphInstantiateWithFlags(
     hGraph: CUgraph,
     flags: ::std::os::raw::c_ulonglong,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18793,7 +18793,7 @@ pub unsafe fn cuGraphInstantiateWithParams(
     hGraph: CUgraph,
     instantiateParams: *mut CUDA_GRAPH_INSTANTIATE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18810,7 +18810,7 @@ pub unsafe fn cuGraphInstantiateWithParams(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphKernelNodeCopyAttributes(dst: CUgraphNode, src: CUgraphNode) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18830,7 +18830,7 @@ pub unsafe fn cuGraphKernelNodeGetAttribute(
     attr: CUkernelNodeAttrID,
     value_out: *mut CUkernelNodeAttrValue,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18849,7 +18849,7 @@ pub unsafe fn cuGraphKernelNodeGetParams_v2(
     hNode: CUgraphNode,
     nodeParams: *mut CUDA_KERNEL_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18869,7 +18869,7 @@ pub unsafe fn cuGraphKernelNodeSetAttribute(
     attr: CUkernelNodeAttrID,
     value: *const CUkernelNodeAttrValue,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18888,7 +18888,7 @@ pub unsafe fn cuGraphKernelNodeSetParams_v2(
     hNode: CUgraphNode,
     nodeParams: *const CUDA_KERNEL_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18904,7 +18904,7 @@ pub unsafe fn cuGraphKernelNodeSetParams_v2(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphLaunch(hGraphExec: CUgraphExec, hStream: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18923,7 +18923,7 @@ pub unsafe fn cuGraphMemAllocNodeGetParams(
     hNode: CUgraphNode,
     params_out: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18939,7 +18939,7 @@ pub unsafe fn cuGraphMemAllocNodeGetParams(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphMemFreeNodeGetParams(hNode: CUgraphNode, dptr_out: *mut CUdeviceptr) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18955,7 +18955,7 @@ pub unsafe fn cuGraphMemFreeNodeGetParams(hNode: CUgraphNode, dptr_out: *mut CUd
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphMemcpyNodeGetParams(hNode: CUgraphNode, nodeParams: *mut CUDA_MEMCPY3D) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18971,7 +18971,7 @@ pub unsafe fn cuGraphMemcpyNodeGetParams(hNode: CUgraphNode, nodeParams: *mut CU
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphMemcpyNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_MEMCPY3D) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -18990,7 +18990,7 @@ pub unsafe fn cuGraphMemsetNodeGetParams(
     hNode: CUgraphNode,
     nodeParams: *mut CUDA_MEMSET_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19009,7 +19009,7 @@ pub unsafe fn cuGraphMemsetNodeSetParams(
     hNode: CUgraphNode,
     nodeParams: *const CUDA_MEMSET_NODE_PARAMS,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19029,7 +19029,7 @@ pub unsafe fn cuGraphNodeFindInClone(
     hOriginalNode: CUgraphNode,
     hClonedGraph: CUgraph,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19050,7 +19050,7 @@ pub unsafe fn cuGraphNodeGetDependencies_v2(
     edgeData: *mut CUgraphEdgeData,
     numDependencies: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19073,7 +19073,7 @@ pub unsafe fn cuGraphNodeGetDependentNodes_v2(
     edgeData: *mut CUgraphEdgeData,
     numDependentNodes: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19095,7 +19095,7 @@ pub unsafe fn cuGraphNodeGetEnabled(
     hNode: CUgraphNode,
     isEnabled: *mut ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19111,7 +19111,7 @@ pub unsafe fn cuGraphNodeGetEnabled(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphNodeGetType(hNode: CUgraphNode, type_: *mut CUgraphNodeType) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19143,7 +19143,7 @@ pub unsafe fn cuGraphNodeSetEnabled(
     hNode: CUgraphNode,
     isEnabled: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19159,7 +19159,7 @@ pub unsafe fn cuGraphNodeSetEnabled(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphNodeSetParams(hNode: CUgraphNode, nodeParams: *mut CUgraphNodeParams) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19179,7 +19179,7 @@ pub unsafe fn cuGraphReleaseUserObject(
     object: CUuserObject,
     count: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19201,7 +19201,7 @@ pub unsafe fn cuGraphRemoveDependencies_v2(
     edgeData: *const CUgraphEdgeData,
     numDependencies: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19224,7 +19224,7 @@ pub unsafe fn cuGraphRetainUserObject(
     count: ::std::os::raw::c_uint,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19240,7 +19240,7 @@ pub unsafe fn cuGraphRetainUserObject(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphUpload(hGraphExec: CUgraphExec, hStream: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19260,7 +19260,7 @@ pub unsafe fn cuGraphicsMapResources(
     resources: *mut CUgraphicsResource,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19279,7 +19279,7 @@ pub unsafe fn cuGraphicsResourceGetMappedMipmappedArray(
     pMipmappedArray: *mut CUmipmappedArray,
     resource: CUgraphicsResource,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19300,7 +19300,7 @@ pub unsafe fn cuGraphicsResourceGetMappedPointer_v2(
     pSize: *mut usize,
     resource: CUgraphicsResource,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19320,7 +19320,7 @@ pub unsafe fn cuGraphicsResourceSetMapFlags_v2(
     resource: CUgraphicsResource,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19341,7 +19341,7 @@ pub unsafe fn cuGraphicsSubResourceGetMappedArray(
     arrayIndex: ::std::os::raw::c_uint,
     mipLevel: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19363,7 +19363,7 @@ pub unsafe fn cuGraphicsUnmapResources(
     resources: *mut CUgraphicsResource,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19379,7 +19379,7 @@ pub unsafe fn cuGraphicsUnmapResources(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGraphicsUnregisterResource(resource: CUgraphicsResource) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19400,7 +19400,7 @@ pub unsafe fn cuGreenCtxCreate(
     dev: CUdevice,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19416,7 +19416,7 @@ pub unsafe fn cuGreenCtxCreate(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGreenCtxDestroy(hCtx: CUgreenCtx) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19436,7 +19436,7 @@ pub unsafe fn cuGreenCtxGetDevResource(
     resource: *mut CUdevResource,
     type_: CUdevResourceType,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19455,7 +19455,7 @@ pub unsafe fn cuGreenCtxGetId(
     greenCtx: CUgreenCtx,
     greenCtxId: *mut ::std::os::raw::c_ulonglong,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19471,7 +19471,7 @@ pub unsafe fn cuGreenCtxGetId(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGreenCtxRecordEvent(hCtx: CUgreenCtx, hEvent: CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19492,7 +19492,7 @@ pub unsafe fn cuGreenCtxStreamCreate(
     flags: ::std::os::raw::c_uint,
     priority: ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19508,7 +19508,7 @@ pub unsafe fn cuGreenCtxStreamCreate(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuGreenCtxWaitEvent(hCtx: CUgreenCtx, hEvent: CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19527,7 +19527,7 @@ pub unsafe fn cuImportExternalMemory(
     extMem_out: *mut CUexternalMemory,
     memHandleDesc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19546,7 +19546,7 @@ pub unsafe fn cuImportExternalSemaphore(
     extSem_out: *mut CUexternalSemaphore,
     semHandleDesc: *const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19562,7 +19562,7 @@ pub unsafe fn cuImportExternalSemaphore(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuInit(Flags: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19578,7 +19578,7 @@ pub unsafe fn cuInit(Flags: ::std::os::raw::c_uint) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuIpcCloseMemHandle(dptr: CUdeviceptr) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19594,7 +19594,7 @@ pub unsafe fn cuIpcCloseMemHandle(dptr: CUdeviceptr) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuIpcGetEventHandle(pHandle: *mut CUipcEventHandle, event: CUevent) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19610,7 +19610,7 @@ pub unsafe fn cuIpcGetEventHandle(pHandle: *mut CUipcEventHandle, event: CUevent
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuIpcGetMemHandle(pHandle: *mut CUipcMemHandle, dptr: CUdeviceptr) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19626,7 +19626,7 @@ pub unsafe fn cuIpcGetMemHandle(pHandle: *mut CUipcMemHandle, dptr: CUdeviceptr)
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuIpcOpenEventHandle(phEvent: *mut CUevent, handle: CUipcEventHandle) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19646,7 +19646,7 @@ pub unsafe fn cuIpcOpenMemHandle_v2(
     handle: CUipcMemHandle,
     Flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19667,7 +19667,7 @@ pub unsafe fn cuKernelGetAttribute(
     kernel: CUkernel,
     dev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19683,7 +19683,7 @@ pub unsafe fn cuKernelGetAttribute(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuKernelGetFunction(pFunc: *mut CUfunction, kernel: CUkernel) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19699,7 +19699,7 @@ pub unsafe fn cuKernelGetFunction(pFunc: *mut CUfunction, kernel: CUkernel) -> C
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuKernelGetLibrary(pLib: *mut CUlibrary, kernel: CUkernel) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19715,7 +19715,7 @@ pub unsafe fn cuKernelGetLibrary(pLib: *mut CUlibrary, kernel: CUkernel) -> CUre
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuKernelGetName(name: *mut *const ::std::os::raw::c_char, hfunc: CUkernel) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19736,7 +19736,7 @@ pub unsafe fn cuKernelGetParamInfo(
     paramOffset: *mut usize,
     paramSize: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19758,7 +19758,7 @@ pub unsafe fn cuKernelSetAttribute(
     kernel: CUkernel,
     dev: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19774,7 +19774,7 @@ pub unsafe fn cuKernelSetAttribute(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuKernelSetCacheConfig(kernel: CUkernel, config: CUfunc_cache, dev: CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19790,7 +19790,7 @@ pub unsafe fn cuKernelSetCacheConfig(kernel: CUkernel, config: CUfunc_cache, dev
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuLaunch(f: CUfunction) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19817,7 +19817,7 @@ pub unsafe fn cuLaunchCooperativeKernel(
     hStream: CUstream,
     kernelParams: *mut *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19850,7 +19850,7 @@ pub unsafe fn cuLaunchCooperativeKernelMultiDevice(
     numDevices: ::std::os::raw::c_uint,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19872,7 +19872,7 @@ pub unsafe fn cuLaunchGrid(
     grid_width: ::std::os::raw::c_int,
     grid_height: ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19893,7 +19893,7 @@ pub unsafe fn cuLaunchGridAsync(
     grid_height: ::std::os::raw::c_int,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19913,7 +19913,7 @@ pub unsafe fn cuLaunchHostFunc(
     fn_: CUhostFn,
     userData: *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19941,7 +19941,7 @@ pub unsafe fn cuLaunchKernel(
     kernelParams: *mut *mut ::std::os::raw::c_void,
     extra: *mut *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19976,7 +19976,7 @@ pub unsafe fn cuLaunchKernelEx(
     kernelParams: *mut *mut ::std::os::raw::c_void,
     extra: *mut *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -19996,7 +19996,7 @@ pub unsafe fn cuLibraryEnumerateKernels(
     numKernels: ::std::os::raw::c_uint,
     lib: CUlibrary,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20017,7 +20017,7 @@ pub unsafe fn cuLibraryGetGlobal(
     library: CUlibrary,
     name: *const ::std::os::raw::c_char,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20037,7 +20037,7 @@ pub unsafe fn cuLibraryGetKernel(
     library: CUlibrary,
     name: *const ::std::os::raw::c_char,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20053,7 +20053,7 @@ pub unsafe fn cuLibraryGetKernel(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuLibraryGetKernelCount(count: *mut ::std::os::raw::c_uint, lib: CUlibrary) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20074,7 +20074,7 @@ pub unsafe fn cuLibraryGetManaged(
     library: CUlibrary,
     name: *const ::std::os::raw::c_char,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20090,7 +20090,7 @@ pub unsafe fn cuLibraryGetManaged(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuLibraryGetModule(pMod: *mut CUmodule, library: CUlibrary) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20110,7 +20110,7 @@ pub unsafe fn cuLibraryGetUnifiedFunction(
     library: CUlibrary,
     symbol: *const ::std::os::raw::c_char,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20135,7 +20135,7 @@ pub unsafe fn cuLibraryLoadData(
     libraryOptionValues: *mut *mut ::std::os::raw::c_void,
     numLibraryOptions: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20171,7 +20171,7 @@ pub unsafe fn cuLibraryLoadFromFile(
     libraryOptionValues: *mut *mut ::std::os::raw::c_void,
     numLibraryOptions: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20198,7 +20198,7 @@ pub unsafe fn cuLibraryLoadFromFile(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuLibraryUnload(library: CUlibrary) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20223,7 +20223,7 @@ pub unsafe fn cuLinkAddData_v2(
     options: *mut CUjit_option,
     optionValues: *mut *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20257,7 +20257,7 @@ pub unsafe fn cuLinkAddFile_v2(
     options: *mut CUjit_option,
     optionValues: *mut *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20279,7 +20279,7 @@ pub unsafe fn cuLinkComplete(
     cubinOut: *mut *mut ::std::os::raw::c_void,
     sizeOut: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20300,7 +20300,7 @@ pub unsafe fn cuLinkCreate_v2(
     optionValues: *mut *mut ::std::os::raw::c_void,
     stateOut: *mut CUlinkState,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20318,7 +20318,7 @@ pub unsafe fn cuLinkCreate_v2(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuLinkDestroy(state: CUlinkState) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20334,7 +20334,7 @@ pub unsafe fn cuLinkDestroy(state: CUlinkState) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuLogsCurrent(iterator_out: *mut CUlogIterator, flags: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20354,7 +20354,7 @@ pub unsafe fn cuLogsDumpToFile(
     pathToFile: *const ::std::os::raw::c_char,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20375,7 +20375,7 @@ pub unsafe fn cuLogsDumpToMemory(
     size: *mut usize,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20395,7 +20395,7 @@ pub unsafe fn cuLogsRegisterCallback(
     userData: *mut ::std::os::raw::c_void,
     callback_out: *mut CUlogsCallbackHandle,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20411,7 +20411,7 @@ pub unsafe fn cuLogsRegisterCallback(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuLogsUnregisterCallback(callback: CUlogsCallbackHandle) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20427,7 +20427,7 @@ pub unsafe fn cuLogsUnregisterCallback(callback: CUlogsCallbackHandle) -> CUresu
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemAddressFree(ptr: CUdeviceptr, size: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20449,7 +20449,7 @@ pub unsafe fn cuMemAddressReserve(
     addr: CUdeviceptr,
     flags: ::std::os::raw::c_ulonglong,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20470,7 +20470,7 @@ pub unsafe fn cuMemAdvise_v2(
     advice: CUmem_advise,
     location: CUmemLocation,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20486,7 +20486,7 @@ pub unsafe fn cuMemAdvise_v2(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytesize: usize, hStream: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20507,7 +20507,7 @@ pub unsafe fn cuMemAllocFromPoolAsync(
     pool: CUmemoryPool,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20523,7 +20523,7 @@ pub unsafe fn cuMemAllocFromPoolAsync(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemAllocHost_v2(pp: *mut *mut ::std::os::raw::c_void, bytesize: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20543,7 +20543,7 @@ pub unsafe fn cuMemAllocManaged(
     bytesize: usize,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20565,7 +20565,7 @@ pub unsafe fn cuMemAllocPitch_v2(
     Height: usize,
     ElementSizeBytes: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20583,7 +20583,7 @@ pub unsafe fn cuMemAllocPitch_v2(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20605,7 +20605,7 @@ pub unsafe fn cuMemBatchDecompressAsync(
     errorIndex: *mut usize,
     stream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20628,7 +20628,7 @@ pub unsafe fn cuMemCreate(
     prop: *const CUmemAllocationProp,
     flags: ::std::os::raw::c_ulonglong,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20653,7 +20653,7 @@ pub unsafe fn cuMemDiscardAndPrefetchBatchAsync(
     flags: ::std::os::raw::c_ulonglong,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20686,7 +20686,7 @@ pub unsafe fn cuMemDiscardBatchAsync(
     flags: ::std::os::raw::c_ulonglong,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20707,7 +20707,7 @@ pub unsafe fn cuMemExportToShareableHandle(
     handleType: CUmemAllocationHandleType,
     flags: ::std::os::raw::c_ulonglong,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20725,7 +20725,7 @@ pub unsafe fn cuMemExportToShareableHandle(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemFreeAsync(dptr: CUdeviceptr, hStream: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20741,7 +20741,7 @@ pub unsafe fn cuMemFreeAsync(dptr: CUdeviceptr, hStream: CUstream) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemFreeHost(p: *mut ::std::os::raw::c_void) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20757,7 +20757,7 @@ pub unsafe fn cuMemFreeHost(p: *mut ::std::os::raw::c_void) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20777,7 +20777,7 @@ pub unsafe fn cuMemGetAccess(
     location: *const CUmemLocation,
     ptr: CUdeviceptr,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20797,7 +20797,7 @@ pub unsafe fn cuMemGetAddressRange_v2(
     psize: *mut usize,
     dptr: CUdeviceptr,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20817,7 +20817,7 @@ pub unsafe fn cuMemGetAllocationGranularity(
     prop: *const CUmemAllocationProp,
     option: CUmemAllocationGranularity_flags,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20836,7 +20836,7 @@ pub unsafe fn cuMemGetAllocationPropertiesFromHandle(
     prop: *mut CUmemAllocationProp,
     handle: CUmemGenericAllocationHandle,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20856,7 +20856,7 @@ pub unsafe fn cuMemGetDefaultMemPool(
     location: *mut CUmemLocation,
     type_: CUmemAllocationType,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20878,7 +20878,7 @@ pub unsafe fn cuMemGetHandleForAddressRange(
     handleType: CUmemRangeHandleType,
     flags: ::std::os::raw::c_ulonglong,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20895,7 +20895,7 @@ pub unsafe fn cuMemGetHandleForAddressRange(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20915,7 +20915,7 @@ pub unsafe fn cuMemGetMemPool(
     location: *mut CUmemLocation,
     type_: CUmemAllocationType,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20935,7 +20935,7 @@ pub unsafe fn cuMemHostAlloc(
     bytesize: usize,
     Flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20955,7 +20955,7 @@ pub unsafe fn cuMemHostGetDevicePointer_v2(
     p: *mut ::std::os::raw::c_void,
     Flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20974,7 +20974,7 @@ pub unsafe fn cuMemHostGetFlags(
     pFlags: *mut ::std::os::raw::c_uint,
     p: *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -20994,7 +20994,7 @@ pub unsafe fn cuMemHostRegister_v2(
     bytesize: usize,
     Flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21010,7 +21010,7 @@ pub unsafe fn cuMemHostRegister_v2(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemHostUnregister(p: *mut ::std::os::raw::c_void) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21030,7 +21030,7 @@ pub unsafe fn cuMemImportFromShareableHandle(
     osHandle: *mut ::std::os::raw::c_void,
     shHandleType: CUmemAllocationHandleType,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21052,7 +21052,7 @@ pub unsafe fn cuMemMap(
     handle: CUmemGenericAllocationHandle,
     flags: ::std::os::raw::c_ulonglong,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21072,7 +21072,7 @@ pub unsafe fn cuMemMapArrayAsync(
     count: ::std::os::raw::c_uint,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21088,7 +21088,7 @@ pub unsafe fn cuMemMapArrayAsync(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemPoolCreate(pool: *mut CUmemoryPool, poolProps: *const CUmemPoolProps) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21104,7 +21104,7 @@ pub unsafe fn cuMemPoolCreate(pool: *mut CUmemoryPool, poolProps: *const CUmemPo
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemPoolDestroy(pool: CUmemoryPool) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21123,7 +21123,7 @@ pub unsafe fn cuMemPoolExportPointer(
     shareData_out: *mut CUmemPoolPtrExportData,
     ptr: CUdeviceptr,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21144,7 +21144,7 @@ pub unsafe fn cuMemPoolExportToShareableHandle(
     handleType: CUmemAllocationHandleType,
     flags: ::std::os::raw::c_ulonglong,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21166,7 +21166,7 @@ pub unsafe fn cuMemPoolGetAccess(
     memPool: CUmemoryPool,
     location: *mut CUmemLocation,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21199,7 +21199,7 @@ pub unsafe fn cuMemPoolGetAttribute(
     attr: CUmemPool_attribute,
     value: *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21220,7 +21220,7 @@ pub unsafe fn cuMemPoolImportFromShareableHandle(
     handleType: CUmemAllocationHandleType,
     flags: ::std::os::raw::c_ulonglong,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21242,7 +21242,7 @@ pub unsafe fn cuMemPoolImportPointer(
     pool: CUmemoryPool,
     shareData: *mut CUmemPoolPtrExportData,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21258,7 +21258,7 @@ pub unsafe fn cuMemPoolImportPointer(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemPoolSetAccess(pool: CUmemoryPool, map: *const CUmemAccessDesc, count: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21278,7 +21278,7 @@ pub unsafe fn cuMemPoolSetAttribute(
     attr: CUmemPool_attribute,
     value: *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21294,7 +21294,7 @@ pub unsafe fn cuMemPoolSetAttribute(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemPoolTrimTo(pool: CUmemoryPool, minBytesToKeep: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21316,7 +21316,7 @@ pub unsafe fn cuMemPrefetchAsync_v2(
     flags: ::std::os::raw::c_uint,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21341,7 +21341,7 @@ pub unsafe fn cuMemPrefetchBatchAsync(
     flags: ::std::os::raw::c_ulonglong,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21374,7 +21374,7 @@ pub unsafe fn cuMemRangeGetAttribute(
     devPtr: CUdeviceptr,
     count: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21398,7 +21398,7 @@ pub unsafe fn cuMemRangeGetAttributes(
     devPtr: CUdeviceptr,
     count: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21423,7 +21423,7 @@ pub unsafe fn cuMemRangeGetAttributes(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemRelease(handle: CUmemGenericAllocationHandle) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21442,7 +21442,7 @@ pub unsafe fn cuMemRetainAllocationHandle(
     handle: *mut CUmemGenericAllocationHandle,
     addr: *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21463,7 +21463,7 @@ pub unsafe fn cuMemSetAccess(
     desc: *const CUmemAccessDesc,
     count: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21483,7 +21483,7 @@ pub unsafe fn cuMemSetMemPool(
     type_: CUmemAllocationType,
     pool: CUmemoryPool,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21499,7 +21499,7 @@ pub unsafe fn cuMemSetMemPool(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemUnmap(ptr: CUdeviceptr, size: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21515,7 +21515,7 @@ pub unsafe fn cuMemUnmap(ptr: CUdeviceptr, size: usize) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, ByteCount: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21531,7 +21531,7 @@ pub unsafe fn cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, ByteCount: usize) -> 
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemcpy2DAsync_v2(pCopy: *const CUDA_MEMCPY2D, hStream: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21547,7 +21547,7 @@ pub unsafe fn cuMemcpy2DAsync_v2(pCopy: *const CUDA_MEMCPY2D, hStream: CUstream)
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemcpy2DUnaligned_v2(pCopy: *const CUDA_MEMCPY2D) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21563,7 +21563,7 @@ pub unsafe fn cuMemcpy2DUnaligned_v2(pCopy: *const CUDA_MEMCPY2D) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemcpy2D_v2(pCopy: *const CUDA_MEMCPY2D) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21579,7 +21579,7 @@ pub unsafe fn cuMemcpy2D_v2(pCopy: *const CUDA_MEMCPY2D) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemcpy3DAsync_v2(pCopy: *const CUDA_MEMCPY3D, hStream: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21600,7 +21600,7 @@ pub unsafe fn cuMemcpy3DBatchAsync_v2(
     flags: ::std::os::raw::c_ulonglong,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21616,7 +21616,7 @@ pub unsafe fn cuMemcpy3DBatchAsync_v2(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemcpy3DPeer(pCopy: *const CUDA_MEMCPY3D_PEER) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21632,7 +21632,7 @@ pub unsafe fn cuMemcpy3DPeer(pCopy: *const CUDA_MEMCPY3D_PEER) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemcpy3DPeerAsync(pCopy: *const CUDA_MEMCPY3D_PEER, hStream: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21648,7 +21648,7 @@ pub unsafe fn cuMemcpy3DPeerAsync(pCopy: *const CUDA_MEMCPY3D_PEER, hStream: CUs
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemcpy3D_v2(pCopy: *const CUDA_MEMCPY3D) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21669,7 +21669,7 @@ pub unsafe fn cuMemcpyAsync(
     ByteCount: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21691,7 +21691,7 @@ pub unsafe fn cuMemcpyAtoA_v2(
     srcOffset: usize,
     ByteCount: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21713,7 +21713,7 @@ pub unsafe fn cuMemcpyAtoD_v2(
     srcOffset: usize,
     ByteCount: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21735,7 +21735,7 @@ pub unsafe fn cuMemcpyAtoHAsync_v2(
     ByteCount: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21758,7 +21758,7 @@ pub unsafe fn cuMemcpyAtoH_v2(
     srcOffset: usize,
     ByteCount: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21783,7 +21783,7 @@ pub unsafe fn cuMemcpyBatchAsync_v2(
     numAttrs: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21806,7 +21806,7 @@ pub unsafe fn cuMemcpyDtoA_v2(
     srcDevice: CUdeviceptr,
     ByteCount: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21827,7 +21827,7 @@ pub unsafe fn cuMemcpyDtoDAsync_v2(
     ByteCount: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21843,7 +21843,7 @@ pub unsafe fn cuMemcpyDtoDAsync_v2(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemcpyDtoD_v2(dstDevice: CUdeviceptr, srcDevice: CUdeviceptr, ByteCount: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21864,7 +21864,7 @@ pub unsafe fn cuMemcpyDtoHAsync_v2(
     ByteCount: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21884,7 +21884,7 @@ pub unsafe fn cuMemcpyDtoH_v2(
     srcDevice: CUdeviceptr,
     ByteCount: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21906,7 +21906,7 @@ pub unsafe fn cuMemcpyHtoAAsync_v2(
     ByteCount: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21929,7 +21929,7 @@ pub unsafe fn cuMemcpyHtoA_v2(
     srcHost: *const ::std::os::raw::c_void,
     ByteCount: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21950,7 +21950,7 @@ pub unsafe fn cuMemcpyHtoDAsync_v2(
     ByteCount: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21970,7 +21970,7 @@ pub unsafe fn cuMemcpyHtoD_v2(
     srcHost: *const ::std::os::raw::c_void,
     ByteCount: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -21992,7 +21992,7 @@ pub unsafe fn cuMemcpyPeer(
     srcContext: CUcontext,
     ByteCount: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22017,7 +22017,7 @@ pub unsafe fn cuMemcpyPeerAsync(
     ByteCount: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22040,7 +22040,7 @@ pub unsafe fn cuMemsetD16Async(
     N: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22056,7 +22056,7 @@ pub unsafe fn cuMemsetD16Async(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemsetD16_v2(dstDevice: CUdeviceptr, us: ::std::os::raw::c_ushort, N: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22079,7 +22079,7 @@ pub unsafe fn cuMemsetD2D16Async(
     Height: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22102,7 +22102,7 @@ pub unsafe fn cuMemsetD2D16_v2(
     Width: usize,
     Height: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22125,7 +22125,7 @@ pub unsafe fn cuMemsetD2D32Async(
     Height: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22148,7 +22148,7 @@ pub unsafe fn cuMemsetD2D32_v2(
     Width: usize,
     Height: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22171,7 +22171,7 @@ pub unsafe fn cuMemsetD2D8Async(
     Height: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22194,7 +22194,7 @@ pub unsafe fn cuMemsetD2D8_v2(
     Width: usize,
     Height: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22215,7 +22215,7 @@ pub unsafe fn cuMemsetD32Async(
     N: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22231,7 +22231,7 @@ pub unsafe fn cuMemsetD32Async(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemsetD32_v2(dstDevice: CUdeviceptr, ui: ::std::os::raw::c_uint, N: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22252,7 +22252,7 @@ pub unsafe fn cuMemsetD8Async(
     N: usize,
     hStream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22268,7 +22268,7 @@ pub unsafe fn cuMemsetD8Async(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMemsetD8_v2(dstDevice: CUdeviceptr, uc: ::std::os::raw::c_uchar, N: usize) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22288,7 +22288,7 @@ pub unsafe fn cuMipmappedArrayCreate(
     pMipmappedArrayDesc: *const CUDA_ARRAY3D_DESCRIPTOR,
     numMipmapLevels: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22306,7 +22306,7 @@ pub unsafe fn cuMipmappedArrayCreate(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMipmappedArrayDestroy(hMipmappedArray: CUmipmappedArray) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22326,7 +22326,7 @@ pub unsafe fn cuMipmappedArrayGetLevel(
     hMipmappedArray: CUmipmappedArray,
     level: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22346,7 +22346,7 @@ pub unsafe fn cuMipmappedArrayGetMemoryRequirements(
     mipmap: CUmipmappedArray,
     device: CUdevice,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22367,7 +22367,7 @@ pub unsafe fn cuMipmappedArrayGetSparseProperties(
     sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES,
     mipmap: CUmipmappedArray,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22387,7 +22387,7 @@ pub unsafe fn cuModuleEnumerateFunctions(
     numFunctions: ::std::os::raw::c_uint,
     mod_: CUmodule,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22407,7 +22407,7 @@ pub unsafe fn cuModuleGetFunction(
     hmod: CUmodule,
     name: *const ::std::os::raw::c_char,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22423,7 +22423,7 @@ pub unsafe fn cuModuleGetFunction(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuModuleGetFunctionCount(count: *mut ::std::os::raw::c_uint, mod_: CUmodule) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22444,7 +22444,7 @@ pub unsafe fn cuModuleGetGlobal_v2(
     hmod: CUmodule,
     name: *const ::std::os::raw::c_char,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22460,7 +22460,7 @@ pub unsafe fn cuModuleGetGlobal_v2(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuModuleGetLoadingMode(mode: *mut CUmoduleLoadingMode) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22493,7 +22493,7 @@ pub unsafe fn cuModuleGetSurfRef(
     hmod: CUmodule,
     name: *const ::std::os::raw::c_char,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22513,7 +22513,7 @@ pub unsafe fn cuModuleGetTexRef(
     hmod: CUmodule,
     name: *const ::std::os::raw::c_char,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22529,7 +22529,7 @@ pub unsafe fn cuModuleGetTexRef(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuModuleLoad(module: *mut CUmodule, fname: *const ::std::os::raw::c_char) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22545,7 +22545,7 @@ pub unsafe fn cuModuleLoad(module: *mut CUmodule, fname: *const ::std::os::raw::
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuModuleLoadData(module: *mut CUmodule, image: *const ::std::os::raw::c_void) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22567,7 +22567,7 @@ pub unsafe fn cuModuleLoadDataEx(
     options: *mut CUjit_option,
     optionValues: *mut *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22588,7 +22588,7 @@ pub unsafe fn cuModuleLoadFatBinary(
     module: *mut CUmodule,
     fatCubin: *const ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22604,7 +22604,7 @@ pub unsafe fn cuModuleLoadFatBinary(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuModuleUnload(hmod: CUmodule) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22620,7 +22620,7 @@ pub unsafe fn cuModuleUnload(hmod: CUmodule) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuMulticastAddDevice(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22642,7 +22642,7 @@ pub unsafe fn cuMulticastBindAddr(
     size: usize,
     flags: ::std::os::raw::c_ulonglong,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22665,7 +22665,7 @@ pub unsafe fn cuMulticastBindMem(
     size: usize,
     flags: ::std::os::raw::c_ulonglong,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22686,7 +22686,7 @@ pub unsafe fn cuMulticastCreate(
     mcHandle: *mut CUmemGenericAllocationHandle,
     prop: *const CUmulticastObjectProp,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22706,7 +22706,7 @@ pub unsafe fn cuMulticastGetGranularity(
     prop: *const CUmulticastObjectProp,
     option: CUmulticastGranularity_flags,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22727,7 +22727,7 @@ pub unsafe fn cuMulticastUnbind(
     mcOffset: usize,
     size: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22748,7 +22748,7 @@ pub unsafe fn cuOccupancyAvailableDynamicSMemPerBlock(
     numBlocks: ::std::os::raw::c_int,
     blockSize: ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22771,7 +22771,7 @@ pub unsafe fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
     blockSize: ::std::os::raw::c_int,
     dynamicSMemSize: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22795,7 +22795,7 @@ pub unsafe fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     dynamicSMemSize: usize,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22823,7 +22823,7 @@ pub unsafe fn cuOccupancyMaxActiveClusters(
     func: CUfunction,
     config: *const CUlaunchConfig,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22846,7 +22846,7 @@ pub unsafe fn cuOccupancyMaxPotentialBlockSize(
     dynamicSMemSize: usize,
     blockSizeLimit: ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22879,7 +22879,7 @@ pub unsafe fn cuOccupancyMaxPotentialBlockSizeWithFlags(
     blockSizeLimit: ::std::os::raw::c_int,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22909,7 +22909,7 @@ pub unsafe fn cuOccupancyMaxPotentialClusterSize(
     func: CUfunction,
     config: *const CUlaunchConfig,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22925,7 +22925,7 @@ pub unsafe fn cuOccupancyMaxPotentialClusterSize(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuParamSetSize(hfunc: CUfunction, numbytes: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22945,7 +22945,7 @@ pub unsafe fn cuParamSetTexRef(
     texunit: ::std::os::raw::c_int,
     hTexRef: CUtexref,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22961,7 +22961,7 @@ pub unsafe fn cuParamSetTexRef(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuParamSetf(hfunc: CUfunction, offset: ::std::os::raw::c_int, value: f32) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -22981,7 +22981,7 @@ pub unsafe fn cuParamSeti(
     offset: ::std::os::raw::c_int,
     value: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23002,7 +23002,7 @@ pub unsafe fn cuParamSetv(
     ptr: *mut ::std::os::raw::c_void,
     numbytes: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23022,7 +23022,7 @@ pub unsafe fn cuPointerGetAttribute(
     attribute: CUpointer_attribute,
     ptr: CUdeviceptr,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23043,7 +23043,7 @@ pub unsafe fn cuPointerGetAttributes(
     data: *mut *mut ::std::os::raw::c_void,
     ptr: CUdeviceptr,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23065,7 +23065,7 @@ pub unsafe fn cuPointerSetAttribute(
     attribute: CUpointer_attribute,
     ptr: CUdeviceptr,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23086,7 +23086,7 @@ pub unsafe fn cuSignalExternalSemaphoresAsync(
     numExtSems: ::std::os::raw::c_uint,
     stream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23109,7 +23109,7 @@ pub unsafe fn cuStreamAddCallback(
     userData: *mut ::std::os::raw::c_void,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23130,7 +23130,7 @@ pub unsafe fn cuStreamAttachMemAsync(
     length: usize,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23151,7 +23151,7 @@ pub unsafe fn cuStreamBatchMemOp_v2(
     paramArray: *mut CUstreamBatchMemOpParams,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23174,7 +23174,7 @@ pub unsafe fn cuStreamBeginCaptureToGraph(
     numDependencies: usize,
     mode: CUstreamCaptureMode,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23199,7 +23199,7 @@ pub unsafe fn cuStreamBeginCaptureToGraph(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamBeginCapture_v2(hStream: CUstream, mode: CUstreamCaptureMode) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23215,7 +23215,7 @@ pub unsafe fn cuStreamBeginCapture_v2(hStream: CUstream, mode: CUstreamCaptureMo
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamCopyAttributes(dst: CUstream, src: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23231,7 +23231,7 @@ pub unsafe fn cuStreamCopyAttributes(dst: CUstream, src: CUstream) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamCreate(phStream: *mut CUstream, Flags: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23251,7 +23251,7 @@ pub unsafe fn cuStreamCreateWithPriority(
     flags: ::std::os::raw::c_uint,
     priority: ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23267,7 +23267,7 @@ pub unsafe fn cuStreamCreateWithPriority(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamDestroy_v2(hStream: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23283,7 +23283,7 @@ pub unsafe fn cuStreamDestroy_v2(hStream: CUstream) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23303,7 +23303,7 @@ pub unsafe fn cuStreamGetAttribute(
     attr: CUstreamAttrID,
     value_out: *mut CUstreamAttrValue,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23327,7 +23327,7 @@ pub unsafe fn cuStreamGetCaptureInfo_v3(
     edgeData_out: *mut *const CUgraphEdgeData,
     numDependencies_out: *mut usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23364,7 +23364,7 @@ pub unsafe fn cuStreamGetCaptureInfo_v3(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamGetCtx(hStream: CUstream, pctx: *mut CUcontext) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23384,7 +23384,7 @@ pub unsafe fn cuStreamGetCtx_v2(
     pCtx: *mut CUcontext,
     pGreenCtx: *mut CUgreenCtx,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23400,7 +23400,7 @@ pub unsafe fn cuStreamGetCtx_v2(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamGetDevice(hStream: CUstream, device: *mut CUdevice) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23416,7 +23416,7 @@ pub unsafe fn cuStreamGetDevice(hStream: CUstream, device: *mut CUdevice) -> CUr
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamGetFlags(hStream: CUstream, flags: *mut ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23432,7 +23432,7 @@ pub unsafe fn cuStreamGetFlags(hStream: CUstream, flags: *mut ::std::os::raw::c_
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamGetGreenCtx(hStream: CUstream, phCtx: *mut CUgreenCtx) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23448,7 +23448,7 @@ pub unsafe fn cuStreamGetGreenCtx(hStream: CUstream, phCtx: *mut CUgreenCtx) -> 
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamGetId(hStream: CUstream, streamId: *mut ::std::os::raw::c_ulonglong) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23464,7 +23464,7 @@ pub unsafe fn cuStreamGetId(hStream: CUstream, streamId: *mut ::std::os::raw::c_
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamGetPriority(hStream: CUstream, priority: *mut ::std::os::raw::c_int) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23480,7 +23480,7 @@ pub unsafe fn cuStreamGetPriority(hStream: CUstream, priority: *mut ::std::os::r
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamIsCapturing(hStream: CUstream, captureStatus: *mut CUstreamCaptureStatus) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23508,7 +23508,7 @@ pub unsafe fn cuStreamIsCapturing(hStream: CUstream, captureStatus: *mut CUstrea
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamQuery(hStream: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23528,7 +23528,7 @@ pub unsafe fn cuStreamSetAttribute(
     attr: CUstreamAttrID,
     value: *const CUstreamAttrValue,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23544,7 +23544,7 @@ pub unsafe fn cuStreamSetAttribute(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuStreamSynchronize(hStream: CUstream) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23566,7 +23566,7 @@ pub unsafe fn cuStreamUpdateCaptureDependencies_v2(
     numDependencies: usize,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23594,7 +23594,7 @@ pub unsafe fn cuStreamWaitEvent(
     hEvent: CUevent,
     Flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23615,7 +23615,7 @@ pub unsafe fn cuStreamWaitValue32_v2(
     value: cuuint32_t,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23636,7 +23636,7 @@ pub unsafe fn cuStreamWaitValue64_v2(
     value: cuuint64_t,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23657,7 +23657,7 @@ pub unsafe fn cuStreamWriteValue32_v2(
     value: cuuint32_t,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23678,7 +23678,7 @@ pub unsafe fn cuStreamWriteValue64_v2(
     value: cuuint64_t,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23697,7 +23697,7 @@ pub unsafe fn cuSurfObjectCreate(
     pSurfObject: *mut CUsurfObject,
     pResDesc: *const CUDA_RESOURCE_DESC,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23713,7 +23713,7 @@ pub unsafe fn cuSurfObjectCreate(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuSurfObjectDestroy(surfObject: CUsurfObject) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23732,7 +23732,7 @@ pub unsafe fn cuSurfObjectGetResourceDesc(
     pResDesc: *mut CUDA_RESOURCE_DESC,
     surfObject: CUsurfObject,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23748,7 +23748,7 @@ pub unsafe fn cuSurfObjectGetResourceDesc(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuSurfRefGetArray(phArray: *mut CUarray, hSurfRef: CUsurfref) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23768,7 +23768,7 @@ pub unsafe fn cuSurfRefSetArray(
     hArray: CUarray,
     Flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23800,7 +23800,7 @@ pub unsafe fn cuTensorMapEncodeIm2col(
     l2Promotion: CUtensorMapL2promotion,
     oobFill: CUtensorMapFloatOOBfill,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23851,7 +23851,7 @@ pub unsafe fn cuTensorMapEncodeIm2colWide(
     l2Promotion: CUtensorMapL2promotion,
     oobFill: CUtensorMapFloatOOBfill,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23899,7 +23899,7 @@ pub unsafe fn cuTensorMapEncodeTiled(
     l2Promotion: CUtensorMapL2promotion,
     oobFill: CUtensorMapFloatOOBfill,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23933,7 +23933,7 @@ pub unsafe fn cuTensorMapReplaceAddress(
     tensorMap: *mut CUtensorMap,
     globalAddress: *mut ::std::os::raw::c_void,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23954,7 +23954,7 @@ pub unsafe fn cuTexObjectCreate(
     pTexDesc: *const CUDA_TEXTURE_DESC,
     pResViewDesc: *const CUDA_RESOURCE_VIEW_DESC,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23971,7 +23971,7 @@ pub unsafe fn cuTexObjectCreate(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexObjectDestroy(texObject: CUtexObject) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -23990,7 +23990,7 @@ pub unsafe fn cuTexObjectGetResourceDesc(
     pResDesc: *mut CUDA_RESOURCE_DESC,
     texObject: CUtexObject,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24009,7 +24009,7 @@ pub unsafe fn cuTexObjectGetResourceViewDesc(
     pResViewDesc: *mut CUDA_RESOURCE_VIEW_DESC,
     texObject: CUtexObject,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24028,7 +24028,7 @@ pub unsafe fn cuTexObjectGetTextureDesc(
     pTexDesc: *mut CUDA_TEXTURE_DESC,
     texObject: CUtexObject,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24044,7 +24044,7 @@ pub unsafe fn cuTexObjectGetTextureDesc(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefCreate(pTexRef: *mut CUtexref) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24060,7 +24060,7 @@ pub unsafe fn cuTexRefCreate(pTexRef: *mut CUtexref) -> CUresult {
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefDestroy(hTexRef: CUtexref) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24080,7 +24080,7 @@ pub unsafe fn cuTexRefGetAddressMode(
     hTexRef: CUtexref,
     dim: ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24109,7 +24109,7 @@ pub unsafe fn cuTexRefGetAddressMode(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefGetAddress_v2(pdptr: *mut CUdeviceptr, hTexRef: CUtexref) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24125,7 +24125,7 @@ pub unsafe fn cuTexRefGetAddress_v2(pdptr: *mut CUdeviceptr, hTexRef: CUtexref) 
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefGetArray(phArray: *mut CUarray, hTexRef: CUtexref) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24141,7 +24141,7 @@ pub unsafe fn cuTexRefGetArray(phArray: *mut CUarray, hTexRef: CUtexref) -> CUre
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefGetBorderColor(pBorderColor: *mut f32, hTexRef: CUtexref) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24157,7 +24157,7 @@ pub unsafe fn cuTexRefGetBorderColor(pBorderColor: *mut f32, hTexRef: CUtexref) 
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefGetFilterMode(pfm: *mut CUfilter_mode, hTexRef: CUtexref) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24185,7 +24185,7 @@ pub unsafe fn cuTexRefGetFilterMode(pfm: *mut CUfilter_mode, hTexRef: CUtexref) 
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefGetFlags(pFlags: *mut ::std::os::raw::c_uint, hTexRef: CUtexref) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24205,7 +24205,7 @@ pub unsafe fn cuTexRefGetFormat(
     pNumChannels: *mut ::std::os::raw::c_int,
     hTexRef: CUtexref,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24234,7 +24234,7 @@ pub unsafe fn cuTexRefGetFormat(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefGetMaxAnisotropy(pmaxAniso: *mut ::std::os::raw::c_int, hTexRef: CUtexref) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24250,7 +24250,7 @@ pub unsafe fn cuTexRefGetMaxAnisotropy(pmaxAniso: *mut ::std::os::raw::c_int, hT
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefGetMipmapFilterMode(pfm: *mut CUfilter_mode, hTexRef: CUtexref) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24278,7 +24278,7 @@ pub unsafe fn cuTexRefGetMipmapFilterMode(pfm: *mut CUfilter_mode, hTexRef: CUte
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefGetMipmapLevelBias(pbias: *mut f32, hTexRef: CUtexref) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24298,7 +24298,7 @@ pub unsafe fn cuTexRefGetMipmapLevelClamp(
     pmaxMipmapLevelClamp: *mut f32,
     hTexRef: CUtexref,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24319,7 +24319,7 @@ pub unsafe fn cuTexRefGetMipmappedArray(
     phMipmappedArray: *mut CUmipmappedArray,
     hTexRef: CUtexref,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24340,7 +24340,7 @@ pub unsafe fn cuTexRefSetAddress2D_v3(
     dptr: CUdeviceptr,
     Pitch: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24360,7 +24360,7 @@ pub unsafe fn cuTexRefSetAddressMode(
     dim: ::std::os::raw::c_int,
     am: CUaddress_mode,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24381,7 +24381,7 @@ pub unsafe fn cuTexRefSetAddress_v2(
     dptr: CUdeviceptr,
     bytes: usize,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24401,7 +24401,7 @@ pub unsafe fn cuTexRefSetArray(
     hArray: CUarray,
     Flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24417,7 +24417,7 @@ pub unsafe fn cuTexRefSetArray(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefSetBorderColor(hTexRef: CUtexref, pBorderColor: *mut f32) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24433,7 +24433,7 @@ pub unsafe fn cuTexRefSetBorderColor(hTexRef: CUtexref, pBorderColor: *mut f32) 
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefSetFilterMode(hTexRef: CUtexref, fm: CUfilter_mode) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24449,7 +24449,7 @@ pub unsafe fn cuTexRefSetFilterMode(hTexRef: CUtexref, fm: CUfilter_mode) -> CUr
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefSetFlags(hTexRef: CUtexref, Flags: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24469,7 +24469,7 @@ pub unsafe fn cuTexRefSetFormat(
     fmt: CUarray_format,
     NumPackedComponents: ::std::os::raw::c_int,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24485,7 +24485,7 @@ pub unsafe fn cuTexRefSetFormat(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefSetMaxAnisotropy(hTexRef: CUtexref, maxAniso: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24501,7 +24501,7 @@ pub unsafe fn cuTexRefSetMaxAnisotropy(hTexRef: CUtexref, maxAniso: ::std::os::r
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefSetMipmapFilterMode(hTexRef: CUtexref, fm: CUfilter_mode) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24517,7 +24517,7 @@ pub unsafe fn cuTexRefSetMipmapFilterMode(hTexRef: CUtexref, fm: CUfilter_mode) 
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuTexRefSetMipmapLevelBias(hTexRef: CUtexref, bias: f32) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24537,7 +24537,7 @@ pub unsafe fn cuTexRefSetMipmapLevelClamp(
     minMipmapLevelClamp: f32,
     maxMipmapLevelClamp: f32,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24559,7 +24559,7 @@ pub unsafe fn cuTexRefSetMipmappedArray(
     hMipmappedArray: CUmipmappedArray,
     Flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24575,7 +24575,7 @@ pub unsafe fn cuTexRefSetMipmappedArray(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24610,7 +24610,7 @@ pub unsafe fn cuUserObjectCreate(
     initialRefcount: ::std::os::raw::c_uint,
     flags: ::std::os::raw::c_uint,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24627,7 +24627,7 @@ pub unsafe fn cuUserObjectCreate(
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuUserObjectRelease(object: CUuserObject, count: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24643,7 +24643,7 @@ pub unsafe fn cuUserObjectRelease(object: CUuserObject, count: ::std::os::raw::c
 /// The arguments must satisfy the contract the CUDA documentation gives for this function.
 #[inline]
 pub unsafe fn cuUserObjectRetain(object: CUuserObject, count: ::std::os::raw::c_uint) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };
@@ -24664,7 +24664,7 @@ pub unsafe fn cuWaitExternalSemaphoresAsync(
     numExtSems: ::std::os::raw::c_uint,
     stream: CUstream,
 ) -> CUresult {
-    let loaded_driver = match super::loader::driver() {
+    let loaded_driver = match super::loader::driver_library() {
         Ok(loaded_driver) => loaded_driver,
         Err(_) => return CUresult::CUDA_ERROR_NO_DEVICE,
     };

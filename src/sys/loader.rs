@@ -130,7 +130,7 @@ pub type Nvrtc = Loaded<NvrtcFunctions>;
 pub type Nccl = Loaded<NcclFunctions>;
 
 impl Driver {
-    /// Opens the first of `candidates` as the CUDA driver (no process-wide caching: see [`driver`]).
+    /// Opens the first of `candidates` as the CUDA driver (no process-wide caching: see [`driver_library`]).
     ///
     /// # Safety
     /// Opening runs the library's initialisers (see [`open_first`]), and the returned table calls
@@ -155,7 +155,7 @@ impl Driver {
 }
 
 impl Nvrtc {
-    /// Opens the first of `candidates` as NVRTC (no process-wide caching: see [`nvrtc`]).
+    /// Opens the first of `candidates` as NVRTC (no process-wide caching: see [`nvrtc_library`]).
     ///
     /// # Safety
     /// As for [`Driver::open`]: the first of `candidates` that opens must be an NVRTC library whose
@@ -175,7 +175,7 @@ impl Nvrtc {
 }
 
 impl Nccl {
-    /// Opens the first of `candidates` as NCCL (no process-wide caching: see [`nccl`]).
+    /// Opens the first of `candidates` as NCCL (no process-wide caching: see [`nccl_library`]).
     ///
     /// # Safety
     /// As for [`Driver::open`]: the first of `candidates` that opens must be an NCCL library whose
@@ -202,7 +202,7 @@ impl Nccl {
 /// as every libloading-based binding (cudarc with `dynamic-loading`, ash for `libvulkan`) trusts it;
 /// the environment override is the process owner's configuration, with the same standing as
 /// `LD_LIBRARY_PATH` or `LD_PRELOAD`, which can already substitute any library the process loads.
-pub fn driver() -> Result<&'static Driver, LoadError> {
+pub fn driver_library() -> Result<&'static Driver, LoadError> {
     static DRIVER: OnceLock<Result<Driver, LoadError>> = OnceLock::new();
     DRIVER
         .get_or_init(|| {
@@ -216,9 +216,9 @@ pub fn driver() -> Result<&'static Driver, LoadError> {
 
 /// The process-wide NVRTC library, opened on first use.
 ///
-/// Safe for the reason [`driver`] is: only NVRTC's well-known names and the process owner's
+/// Safe for the reason [`driver_library`] is: only NVRTC's well-known names and the process owner's
 /// `$PRISM_NVRTC_LIBRARY` override are opened.
-pub fn nvrtc() -> Result<&'static Nvrtc, LoadError> {
+pub fn nvrtc_library() -> Result<&'static Nvrtc, LoadError> {
     static NVRTC: OnceLock<Result<Nvrtc, LoadError>> = OnceLock::new();
     NVRTC
         .get_or_init(|| {
@@ -231,9 +231,9 @@ pub fn nvrtc() -> Result<&'static Nvrtc, LoadError> {
 
 /// The process-wide NCCL library, opened on first use.
 ///
-/// Safe for the reason [`driver`] is: only NCCL's well-known names and the process owner's
+/// Safe for the reason [`driver_library`] is: only NCCL's well-known names and the process owner's
 /// `$PRISM_NCCL_LIBRARY` override are opened.
-pub fn nccl() -> Result<&'static Nccl, LoadError> {
+pub fn nccl_library() -> Result<&'static Nccl, LoadError> {
     static NCCL: OnceLock<Result<Nccl, LoadError>> = OnceLock::new();
     NCCL.get_or_init(|| {
         // SAFETY: NCCL's well-known names and the process owner's override (see above).

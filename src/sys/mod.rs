@@ -10,4 +10,4 @@ pub mod loader;
 pub mod nccl;
 pub mod nvrtc;
 
-pub use loader::{driver, nccl, nvrtc, Driver, LoadError, Nccl, Nvrtc};
+pub use loader::{driver_library, nccl_library, nvrtc_library, Driver, LoadError, Nccl, Nvrtc};

@@ -1349,7 +1349,7 @@ pub unsafe fn ncclAllGather(
     comm: ncclComm_t,
     stream: cudaStream_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1374,7 +1374,7 @@ pub unsafe fn ncclAllReduce(
     comm: ncclComm_t,
     stream: cudaStream_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1398,7 +1398,7 @@ pub unsafe fn ncclAlltoAll(
     comm: ncclComm_t,
     stream: cudaStream_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1421,7 +1421,7 @@ pub unsafe fn ncclBcast(
     comm: ncclComm_t,
     stream: cudaStream_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1445,7 +1445,7 @@ pub unsafe fn ncclBroadcast(
     comm: ncclComm_t,
     stream: cudaStream_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1462,7 +1462,7 @@ pub unsafe fn ncclBroadcast(
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclCommAbort(comm: ncclComm_t) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1478,7 +1478,7 @@ pub unsafe fn ncclCommAbort(comm: ncclComm_t) -> ncclResult_t {
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclCommCount(comm: ncclComm_t, count: *mut ::std::os::raw::c_int) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1494,7 +1494,7 @@ pub unsafe fn ncclCommCount(comm: ncclComm_t, count: *mut ::std::os::raw::c_int)
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclCommCuDevice(comm: ncclComm_t, device: *mut ::std::os::raw::c_int) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1510,7 +1510,7 @@ pub unsafe fn ncclCommCuDevice(comm: ncclComm_t, device: *mut ::std::os::raw::c_
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclCommDeregister(comm: ncclComm_t, handle: *mut ::std::os::raw::c_void) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1526,7 +1526,7 @@ pub unsafe fn ncclCommDeregister(comm: ncclComm_t, handle: *mut ::std::os::raw::
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclCommDestroy(comm: ncclComm_t) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1542,7 +1542,7 @@ pub unsafe fn ncclCommDestroy(comm: ncclComm_t) -> ncclResult_t {
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclCommFinalize(comm: ncclComm_t) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1558,7 +1558,7 @@ pub unsafe fn ncclCommFinalize(comm: ncclComm_t) -> ncclResult_t {
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclCommGetAsyncError(comm: ncclComm_t, asyncError: *mut ncclResult_t) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1590,7 +1590,7 @@ pub unsafe fn ncclCommInitAll(
     ndev: ::std::os::raw::c_int,
     devlist: *const ::std::os::raw::c_int,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1611,7 +1611,7 @@ pub unsafe fn ncclCommInitRank(
     commId: ncclUniqueId,
     rank: ::std::os::raw::c_int,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1633,7 +1633,7 @@ pub unsafe fn ncclCommInitRankConfig(
     rank: ::std::os::raw::c_int,
     config: *mut ncclConfig_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1656,7 +1656,7 @@ pub unsafe fn ncclCommInitRankScalable(
     commIds: *mut ncclUniqueId,
     config: *mut ncclConfig_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1679,7 +1679,7 @@ pub unsafe fn ncclCommRegister(
     size: usize,
     handle: *mut *mut ::std::os::raw::c_void,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1695,7 +1695,7 @@ pub unsafe fn ncclCommRegister(
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclCommRevoke(comm: ncclComm_t, revokeFlags: ::std::os::raw::c_int) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1718,7 +1718,7 @@ pub unsafe fn ncclCommShrink(
     config: *mut ncclConfig_t,
     shrinkFlags: ::std::os::raw::c_int,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1742,7 +1742,7 @@ pub unsafe fn ncclCommSplit(
     newcomm: *mut ncclComm_t,
     config: *mut ncclConfig_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1758,7 +1758,7 @@ pub unsafe fn ncclCommSplit(
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclCommUserRank(comm: ncclComm_t, rank: *mut ::std::os::raw::c_int) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1774,7 +1774,7 @@ pub unsafe fn ncclCommUserRank(comm: ncclComm_t, rank: *mut ::std::os::raw::c_in
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclCommWindowDeregister(comm: ncclComm_t, win: ncclWindow_t) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1796,7 +1796,7 @@ pub unsafe fn ncclCommWindowRegister(
     win: *mut ncclWindow_t,
     winFlags: ::std::os::raw::c_int,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1820,7 +1820,7 @@ pub unsafe fn ncclGather(
     comm: ncclComm_t,
     stream: cudaStream_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1837,7 +1837,7 @@ pub unsafe fn ncclGather(
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclGetUniqueId(uniqueId: *mut ncclUniqueId) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1853,7 +1853,7 @@ pub unsafe fn ncclGetUniqueId(uniqueId: *mut ncclUniqueId) -> ncclResult_t {
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclGetVersion(version: *mut ::std::os::raw::c_int) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1869,7 +1869,7 @@ pub unsafe fn ncclGetVersion(version: *mut ::std::os::raw::c_int) -> ncclResult_
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclGroupEnd() -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1885,7 +1885,7 @@ pub unsafe fn ncclGroupEnd() -> ncclResult_t {
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclGroupSimulateEnd(simInfo: *mut ncclSimInfo_t) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1901,7 +1901,7 @@ pub unsafe fn ncclGroupSimulateEnd(simInfo: *mut ncclSimInfo_t) -> ncclResult_t 
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclGroupStart() -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1917,7 +1917,7 @@ pub unsafe fn ncclGroupStart() -> ncclResult_t {
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclMemAlloc(ptr: *mut *mut ::std::os::raw::c_void, size: usize) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1933,7 +1933,7 @@ pub unsafe fn ncclMemAlloc(ptr: *mut *mut ::std::os::raw::c_void, size: usize) -
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclMemFree(ptr: *mut ::std::os::raw::c_void) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1956,7 +1956,7 @@ pub unsafe fn ncclRecv(
     comm: ncclComm_t,
     stream: cudaStream_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -1978,7 +1978,7 @@ pub unsafe fn ncclRedOpCreatePreMulSum(
     residence: ncclScalarResidence_t,
     comm: ncclComm_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -2009,7 +2009,7 @@ pub unsafe fn ncclRedOpCreatePreMulSum(
 /// The arguments must satisfy the contract the NCCL documentation gives for this function.
 #[inline]
 pub unsafe fn ncclRedOpDestroy(op: ncclRedOp_t, comm: ncclComm_t) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -2034,7 +2034,7 @@ pub unsafe fn ncclReduce(
     comm: ncclComm_t,
     stream: cudaStream_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -2060,7 +2060,7 @@ pub unsafe fn ncclReduceScatter(
     comm: ncclComm_t,
     stream: cudaStream_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -2086,7 +2086,7 @@ pub unsafe fn ncclScatter(
     comm: ncclComm_t,
     stream: cudaStream_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };
@@ -2110,7 +2110,7 @@ pub unsafe fn ncclSend(
     comm: ncclComm_t,
     stream: cudaStream_t,
 ) -> ncclResult_t {
-    let loaded_nccl = match super::loader::nccl() {
+    let loaded_nccl = match super::loader::nccl_library() {
         Ok(loaded_nccl) => loaded_nccl,
         Err(_) => return ncclResult_t::ncclSystemError,
     };

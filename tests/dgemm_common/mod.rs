@@ -2,7 +2,7 @@
 //! triple-loop f64 reference, and a check scaled to the data.
 #![allow(dead_code)] // each test binary uses its own part
 
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Gemm, GemmF64, ProductionGpuRuntime};
 
 /// A fresh generator; the seed is printed so a failure can be replayed.

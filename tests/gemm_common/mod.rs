@@ -5,7 +5,7 @@
 
 use half::{bf16, f16};
 use prism_gpu::kernels::gemm::Element;
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Gemm, Precision, ProductionGpuRuntime};
 use rayon::prelude::*;
 

@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use prism_gpu::nn::{Activation, Device, Layer, Network, Optimizer, Sequential, TrainingConfig};
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 
 /// A generator with a fresh seed, printed so that a failure can be replayed.

@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use prism_gpu::reservoir::{GpuReservoirComputer, Recurrent};
-use prism_gpu::selftest::SplitMix64;
+use prism_gpu::rng::SplitMix64;
 
 /// A generator seeded from the clock, and its seed (printed, so a failure can be replayed).
 pub fn fresh() -> (SplitMix64, u64) {

@@ -7,8 +7,8 @@ use half::{bf16, f16};
 use prism_gpu::kernels::activations::Activation;
 use prism_gpu::kernels::gemv::Gemv;
 use prism_gpu::kernels::neuromorphic::{Csr, Patterns, Reservoir};
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::runtime::{cpu, RunningStats};
-use prism_gpu::selftest::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 
 /// A generator seeded from the clock; the seed is printed so a failure can be replayed.

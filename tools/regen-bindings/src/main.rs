@@ -39,7 +39,7 @@ struct Library {
 
 /// How the free functions of one library reach it and report that it is unusable.
 struct FreeFunctions {
-    /// The `sys::loader` function returning the process-wide library.
+    /// The library's name in `sys::loader`: `<loader>_library()` returns the process-wide library.
     loader: &'static str,
     /// The library in the docs ("driver").
     library: &'static str,
@@ -240,7 +240,7 @@ fn generate(lib: &Library, wrapper: &Path, includes: &[PathBuf]) -> String {
     let count = functions.len();
 
     let free = lib.free_functions.as_ref().map(|free| {
-        let loader = Ident::new(free.loader, Span::call_site());
+        let loader = Ident::new(&format!("{}_library", free.loader), Span::call_site());
         let loaded = Ident::new(&format!("loaded_{}", free.loader), Span::call_site());
         let no_lib = Ident::new(free.no_library, Span::call_site());
         let no_symbol = Ident::new(free.no_symbol, Span::call_site());

@@ -1,6 +1,0 @@
-//! `cargo bench --bench gemm --features bench-anchors [-- --full] [-- --gemm MxNxK,...]`: our GEMM
-//! kernels beside cuBLAS, every precision, in one run (the `gemm` group of `prism-gpu bench`).
-
-fn main() -> std::process::ExitCode {
-    prism_gpu::bench::suite::bench_main(prism_gpu::bench::suite::Group::Gemm)
-}

@@ -1,0 +1,517 @@
+//! GEMM throughput: our kernels (through [`GpuOps::gemm`](prism_gpu::runtime::GpuOps::gemm), so the
+//! dispatcher's choice is what is timed) beside cuBLAS in the same run, for every precision.
+//!
+//! Row-major `C = A * B` (no transposes), inputs uniform in [-1, 1). cuBLAS (through cudarc, on
+//! its own context and stream, feature `bench-anchors`) computes the same product column-major as
+//! `C^T = B^T * A^T`: SGEMM with `CUBLAS_COMPUTE_32F`, TF32 with `CUBLAS_COMPUTE_32F_FAST_TF32`,
+//! bf16 / f16 in and out with f32 compute. Each side is timed with its own CUDA events; a sample is
+//! `inner` back-to-back GEMMs (enough for ~5 GFLOP, at most 100), the median of the samples after
+//! warm-up is reported. For shapes up to 4096 x 4096 outputs our result is checked against
+//! cuBLAS's (relative Frobenius difference within the precision's tolerance), so a wrong kernel
+//! cannot post a number.
+
+use half::{bf16, f16};
+
+use super::{teraflops, time_gpu, Row, Settings};
+use prism_gpu::driver::CudaSlice;
+use prism_gpu::kernels::gemm::{Element, Gemm, Precision};
+use prism_gpu::{Error, Result};
+
+use prism_gpu::rng::SplitMix64;
+use prism_gpu::runtime::{GpuOps, ProductionGpuRuntime};
+
+/// The shapes of a full run (m, n, k): squares, then wide / short-K, skinny, odd and non-square.
+pub const SHAPES: &[(usize, usize, usize)] = &[
+    (256, 256, 256),
+    (512, 512, 512),
+    (1024, 1024, 1024),
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (8192, 8192, 1024),
+    (64, 8192, 8192),
+    (1000, 1000, 1000),
+    (3000, 5000, 2000),
+];
+
+/// Every precision, in table order.
+pub const PRECISIONS: &[Precision] = &[Precision::F32, Precision::Tf32, Precision::Bf16, Precision::F16];
+
+/// Largest m x n whose result is compared with cuBLAS (downloads of bigger ones take seconds).
+const CHECK_MAX_OUTPUTS: usize = 4096 * 4096;
+
+/// Times every precision at every shape on device 0, ours beside cuBLAS.
+pub fn run(
+    settings: Settings,
+    shapes: &[(usize, usize, usize)],
+    precisions: &[Precision],
+) -> Result<Vec<Row>> {
+    let runtime = ProductionGpuRuntime::with_device(0)?;
+    let ops = runtime.gpu()?;
+    let mut anchor = cublas::Anchor::new();
+    let mut rng = SplitMix64::from_time();
+    let mut rows = Vec::new();
+    for &(m, n, k) in shapes {
+        let a = rng.vec(m * k, -1.0, 1.0);
+        let b = rng.vec(k * n, -1.0, 1.0);
+        for &precision in precisions {
+            let g = Gemm::new(m, n, k).with_precision(precision);
+            let inner = ((5e9 / g.flops()) as usize).clamp(1, 100);
+            let (ours, ours_c) = match precision {
+                Precision::F32 | Precision::Tf32 => time_ours::<f32>(ops, &g, &a, &b, settings, inner)?,
+                Precision::Bf16 => time_ours::<bf16>(ops, &g, &a, &b, settings, inner)?,
+                Precision::F16 => time_ours::<f16>(ops, &g, &a, &b, settings, inner)?,
+            };
+            let theirs = anchor.time(precision, &g, &a, &b, settings, inner, ours_c.is_some());
+            let anchor_value = match theirs {
+                Ok((ms, theirs_c)) => {
+                    if let (Some(ours_c), Some(theirs_c)) = (&ours_c, &theirs_c) {
+                        agree(&g, ours_c, theirs_c)?;
+                    }
+                    Some(teraflops(g.flops() * inner as f64, ms))
+                }
+                Err(why) => {
+                    eprintln!("gemm bench: cuBLAS {precision:?} {m}x{n}x{k}: {why}");
+                    None
+                }
+            };
+            rows.push(Row {
+                group: "gemm".into(),
+                name: format!("{} {m}x{n}x{k}", label(precision)),
+                series: (m == n && n == k).then(|| (label(precision).to_string(), m as f64)),
+                ours: teraflops(g.flops() * inner as f64, ours),
+                anchor: "cuBLAS".into(),
+                anchor_value,
+                unit: "TFLOP/s".into(),
+                higher_is_better: true,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// Square sizes of the DGEMM rows (f64 throughout; cuBLAS `cublasDgemm` as the anchor).
+pub const DGEMM_SIZES: &[usize] = &[1024, 4096, 8192];
+
+/// Times our f64 GEMM (through [`GpuOps::gemm_f64`]) beside cuBLAS DGEMM at each square size;
+/// up to 4096 our result is checked against cuBLAS's (relative Frobenius difference 1e-12).
+pub fn run_dgemm(settings: Settings, sizes: &[usize]) -> Result<Vec<Row>> {
+    let runtime = ProductionGpuRuntime::with_device(0)?;
+    let ops = runtime.gpu()?;
+    let mut anchor = cublas::Anchor::new();
+    let mut rng = SplitMix64::from_time();
+    let mut rows = Vec::new();
+    for &size in sizes {
+        let g = Gemm::new(size, size, size).with_f64_scales(1.0, 0.0);
+        let flops = g.layout.flops();
+        let inner = ((5e9 / flops) as usize).clamp(1, 100);
+        let values = |rng: &mut SplitMix64| -> Vec<f64> {
+            rng.vec(size * size, -1.0, 1.0).into_iter().map(f64::from).collect()
+        };
+        let (a, b) = (values(&mut rng), values(&mut rng));
+        let (da, db) = (ops.upload(&a)?, ops.upload(&b)?);
+        // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
+        let mut dc: CudaSlice<f64> = unsafe { ops.stream().alloc(size * size) }?;
+        let ours = time_gpu(ops.stream(), settings, |_| {
+            for _ in 0..inner {
+                ops.gemm_f64(&g, &da.as_view(), &db.as_view(), &mut dc.as_view_mut())?;
+            }
+            Ok(())
+        })?;
+        let check = size * size <= CHECK_MAX_OUTPUTS;
+        let anchor_value = match anchor.time_dgemm(size, &a, &b, settings, inner, check) {
+            Ok((ms, theirs)) => {
+                if let Some(theirs) = theirs {
+                    agree_f64(size, &ops.download(&dc)?, &theirs)?;
+                }
+                Some(teraflops(flops * inner as f64, ms))
+            }
+            Err(why) => {
+                eprintln!("gemm bench: cuBLAS DGEMM {size}^3: {why}");
+                None
+            }
+        };
+        rows.push(Row {
+            group: "gemm".into(),
+            name: format!("dgemm {size}x{size}x{size}"),
+            series: Some(("dgemm".to_string(), size as f64)),
+            ours: teraflops(flops * inner as f64, ours.median_ms),
+            anchor: "cuBLAS".into(),
+            anchor_value,
+            unit: "TFLOP/s".into(),
+            higher_is_better: true,
+        });
+    }
+    Ok(rows)
+}
+
+/// Fails unless our f64 result and cuBLAS's agree to 1e-12 (relative Frobenius).
+fn agree_f64(size: usize, ours: &[f64], theirs: &[f64]) -> Result<()> {
+    let diff: f64 = ours.iter().zip(theirs).map(|(x, y)| (x - y).powi(2)).sum();
+    let norm: f64 = theirs.iter().map(|y| y * y).sum();
+    let rel = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
+    if rel.is_nan() || rel > 1e-12 || ours.len() != theirs.len() {
+        return Err(Error::Shape {
+            op: "gemm bench",
+            expected: format!("our DGEMM {size}^3 result within 1e-12 of cuBLAS's"),
+            got: format!("relative difference {rel:.3e}"),
+        });
+    }
+    Ok(())
+}
+
+/// The table name of a precision.
+fn label(precision: Precision) -> &'static str {
+    match precision {
+        Precision::F32 => "sgemm",
+        Precision::Tf32 => "tf32",
+        Precision::Bf16 => "bf16",
+        Precision::F16 => "f16",
+    }
+}
+
+/// Median milliseconds of `inner` GEMMs with `T` inputs and outputs, and the result as f32 when
+/// it is small enough to check.
+fn time_ours<T: Element>(
+    ops: &GpuOps,
+    g: &Gemm,
+    a: &[f32],
+    b: &[f32],
+    settings: Settings,
+    inner: usize,
+) -> Result<(f64, Option<Vec<f32>>)> {
+    let (da, db) = (ops.upload(&narrow::<T>(a))?, ops.upload(&narrow::<T>(b))?);
+    // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
+    let mut dc: CudaSlice<T> = unsafe { ops.stream().alloc(g.m * g.n) }?;
+    let measured = time_gpu(ops.stream(), settings, |_| {
+        for _ in 0..inner {
+            ops.gemm(g, &da.as_view(), &db.as_view(), &mut dc.as_view_mut())?;
+        }
+        Ok(())
+    })?;
+    let c = if g.m * g.n <= CHECK_MAX_OUTPUTS {
+        Some(ops.download(&dc)?.iter().map(|x| x.to_f32()).collect())
+    } else {
+        None
+    };
+    Ok((measured.median_ms, c))
+}
+
+/// Fails unless our result and cuBLAS's agree within the precision's tolerance (relative
+/// Frobenius; both carry the precision's rounding, hence twice the tolerance).
+fn agree(g: &Gemm, ours: &[f32], theirs: &[f32]) -> Result<()> {
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (&x, &y) in ours.iter().zip(theirs) {
+        diff += (f64::from(x) - f64::from(y)).powi(2);
+        norm += f64::from(y).powi(2);
+    }
+    let rel = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
+    let tol = 2.0 * g.precision.tolerance();
+    if rel.is_nan() || rel > tol || ours.len() != theirs.len() {
+        return Err(Error::Shape {
+            op: "gemm bench",
+            expected: format!(
+                "our {:?} {}x{}x{} result within {tol:.0e} of cuBLAS's",
+                g.precision, g.m, g.n, g.k
+            ),
+            got: format!("relative difference {rel:.3e}"),
+        });
+    }
+    Ok(())
+}
+
+/// `x` as `T` (rounded), for uploads.
+fn narrow<T: Element>(x: &[f32]) -> Vec<T> {
+    x.iter().map(|&v| T::from_f32(v)).collect()
+}
+
+#[cfg(feature = "bench-anchors")]
+mod cublas {
+    //! cuBLAS through cudarc 0.19 on its own context: the anchor.
+
+    use std::ffi::c_void;
+    use std::sync::Arc;
+
+    use cudarc::cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType};
+    use cudarc::cublas::{result as blas, CudaBlas};
+    use cudarc::driver::sys::CUevent_flags;
+    use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
+    use half::{bf16, f16};
+
+    use super::{narrow, Gemm, Precision, Settings, CHECK_MAX_OUTPUTS};
+
+    /// Median milliseconds of `inner` cuBLAS DGEMMs of row-major `size`^3 A, B (as timed in
+    /// `gemm`), and the result when `want_result`.
+    impl Anchor {
+        pub fn time_dgemm(
+            &mut self,
+            size: usize,
+            a: &[f64],
+            b: &[f64],
+            settings: Settings,
+            inner: usize,
+            want_result: bool,
+        ) -> std::result::Result<(f64, Option<Vec<f64>>), String> {
+            let (stream, blas) = self.0.as_ref().map_err(Clone::clone)?;
+            let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
+            let da = stream.clone_htod(a).map_err(|e| err(&e))?;
+            let db = stream.clone_htod(b).map_err(|e| err(&e))?;
+            // SAFETY: with beta == 0 every GEMM writes all elements before anything reads them.
+            let mut dc: CudaSlice<f64> = unsafe { stream.alloc(size * size) }.map_err(|e| err(&e))?;
+            let s = size as i32;
+            let (alpha, beta) = (1.0f64, 0.0f64);
+            let once = |dc: &mut CudaSlice<f64>| -> std::result::Result<(), String> {
+                let (pa, _ra) = da.device_ptr(stream);
+                let (pb, _rb) = db.device_ptr(stream);
+                let (pc, _wc) = dc.device_ptr_mut(stream);
+                let op = cublasOperation_t::CUBLAS_OP_N;
+                // SAFETY: square size x size f64 operands, packed; host scalars. Row-major
+                // C = A B is column-major C^T = B^T A^T: B first.
+                unsafe {
+                    blas::dgemm(
+                        *blas.handle(),
+                        op,
+                        op,
+                        s,
+                        s,
+                        s,
+                        &alpha,
+                        pb as *const f64,
+                        s,
+                        pa as *const f64,
+                        s,
+                        &beta,
+                        pc as *mut f64,
+                        s,
+                    )
+                }
+                .map_err(|e| err(&e))
+            };
+            let median = median_ms(stream, settings, inner, || once(&mut dc))?;
+            let c = if want_result { Some(stream.clone_dtoh(&dc).map_err(|e| err(&e))?) } else { None };
+            Ok((median, c))
+        }
+    }
+
+    /// Median milliseconds of `inner` back-to-back calls of `once` per sample, after warm-up,
+    /// timed with CUDA events on `stream`.
+    fn median_ms(
+        stream: &Arc<CudaStream>,
+        settings: Settings,
+        inner: usize,
+        mut once: impl FnMut() -> std::result::Result<(), String>,
+    ) -> std::result::Result<f64, String> {
+        let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
+        let ctx = stream.context();
+        let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
+        let (start, end) =
+            (ctx.new_event(flags).map_err(|e| err(&e))?, ctx.new_event(flags).map_err(|e| err(&e))?);
+        for _ in 0..settings.warmup * inner {
+            once()?;
+        }
+        let mut samples = Vec::with_capacity(settings.repeats);
+        for _ in 0..settings.repeats.max(1) {
+            start.record(stream).map_err(|e| err(&e))?;
+            for _ in 0..inner {
+                once()?;
+            }
+            end.record(stream).map_err(|e| err(&e))?;
+            end.synchronize().map_err(|e| err(&e))?;
+            samples.push(f64::from(start.elapsed_ms(&end).map_err(|e| err(&e))?));
+        }
+        samples.sort_by(f64::total_cmp);
+        let half = samples.len() / 2;
+        Ok(if samples.len() % 2 == 1 { samples[half] } else { (samples[half - 1] + samples[half]) / 2.0 })
+    }
+    use prism_gpu::kernels::gemm::Element;
+
+    /// cuBLAS on device 0, or why it could not be set up.
+    pub struct Anchor(std::result::Result<(Arc<CudaStream>, CudaBlas), String>);
+
+    impl Anchor {
+        pub fn new() -> Self {
+            let setup = || -> std::result::Result<_, String> {
+                let stream = CudaContext::new(0).map_err(|e| format!("{e:?}"))?.default_stream();
+                let blas = CudaBlas::new(stream.clone()).map_err(|e| format!("{e:?}"))?;
+                Ok((stream, blas))
+            };
+            Anchor(setup())
+        }
+
+        /// Median milliseconds of `inner` cuBLAS GEMMs of `g` (row-major A, B), and the result
+        /// as f32 when `want_result`.
+        #[allow(clippy::too_many_arguments)] // mirrors time_ours, plus the check switch
+        pub fn time(
+            &mut self,
+            precision: Precision,
+            g: &Gemm,
+            a: &[f32],
+            b: &[f32],
+            settings: Settings,
+            inner: usize,
+            want_result: bool,
+        ) -> std::result::Result<(f64, Option<Vec<f32>>), String> {
+            let (stream, blas) = self.0.as_ref().map_err(Clone::clone)?;
+            match precision {
+                Precision::F32 => gemm::<f32>(
+                    stream,
+                    blas,
+                    cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                    g,
+                    a,
+                    b,
+                    settings,
+                    inner,
+                    want_result,
+                ),
+                Precision::Tf32 => gemm::<f32>(
+                    stream,
+                    blas,
+                    cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+                    g,
+                    a,
+                    b,
+                    settings,
+                    inner,
+                    want_result,
+                ),
+                Precision::Bf16 => gemm::<bf16>(
+                    stream,
+                    blas,
+                    cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                    g,
+                    a,
+                    b,
+                    settings,
+                    inner,
+                    want_result,
+                ),
+                Precision::F16 => gemm::<f16>(
+                    stream,
+                    blas,
+                    cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                    g,
+                    a,
+                    b,
+                    settings,
+                    inner,
+                    want_result,
+                ),
+            }
+        }
+    }
+
+    trait BlasType: Element + DeviceRepr {
+        const CUDA: cudaDataType;
+    }
+    impl BlasType for f32 {
+        const CUDA: cudaDataType = cudaDataType::CUDA_R_32F;
+    }
+    impl BlasType for bf16 {
+        const CUDA: cudaDataType = cudaDataType::CUDA_R_16BF;
+    }
+    impl BlasType for f16 {
+        const CUDA: cudaDataType = cudaDataType::CUDA_R_16F;
+    }
+
+    #[allow(clippy::too_many_arguments)] // the timing loop's inputs
+    fn gemm<T: BlasType>(
+        stream: &Arc<CudaStream>,
+        blas: &CudaBlas,
+        compute: cublasComputeType_t,
+        g: &Gemm,
+        a: &[f32],
+        b: &[f32],
+        settings: Settings,
+        inner: usize,
+        want_result: bool,
+    ) -> std::result::Result<(f64, Option<Vec<f32>>), String> {
+        let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
+        let da = stream.clone_htod(&narrow::<T>(a)).map_err(|e| err(&e))?;
+        let db = stream.clone_htod(&narrow::<T>(b)).map_err(|e| err(&e))?;
+        // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
+        let mut dc: CudaSlice<T> = unsafe { stream.alloc(g.m * g.n) }.map_err(|e| err(&e))?;
+        let (m, n, k) = (g.m as i32, g.n as i32, g.k as i32);
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let once = || -> std::result::Result<(), String> {
+            let (pa, _ra) = da.device_ptr(stream);
+            let (pb, _rb) = db.device_ptr(stream);
+            let (pc, _wc) = dc.device_ptr_mut(stream);
+            // Row-major C (m x n) = A B is column-major C^T (n x m) = B^T A^T: B first, ld n.
+            // SAFETY: the buffers hold k x n (B), m x k (A) and m x n (C) elements of type T,
+            // with the leading dimensions given; alpha and beta are host f32 (host pointer mode).
+            unsafe {
+                blas::gemm_ex(
+                    *blas.handle(),
+                    cublasOperation_t::CUBLAS_OP_N,
+                    cublasOperation_t::CUBLAS_OP_N,
+                    n,
+                    m,
+                    k,
+                    (&alpha as *const f32).cast::<c_void>(),
+                    pb as *const c_void,
+                    T::CUDA,
+                    n,
+                    pa as *const c_void,
+                    T::CUDA,
+                    k,
+                    (&beta as *const f32).cast::<c_void>(),
+                    pc as *mut c_void,
+                    T::CUDA,
+                    n,
+                    compute,
+                    cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                )
+            }
+            .map_err(|e| err(&e))
+        };
+        let median = median_ms(stream, settings, inner, once)?;
+        let c = if want_result && g.m * g.n <= CHECK_MAX_OUTPUTS {
+            Some(stream.clone_dtoh(&dc).map_err(|e| err(&e))?.iter().map(|x| x.to_f32()).collect())
+        } else {
+            None
+        };
+        Ok((median, c))
+    }
+}
+
+#[cfg(not(feature = "bench-anchors"))]
+mod cublas {
+    //! Without `bench-anchors` there is no cuBLAS to compare with: rows carry no anchor.
+
+    use super::{Gemm, Precision, Settings};
+
+    pub struct Anchor;
+
+    impl Anchor {
+        pub fn new() -> Self {
+            Anchor
+        }
+
+        #[allow(clippy::too_many_arguments)] // the same signature as with the feature
+        pub fn time(
+            &mut self,
+            _: Precision,
+            _: &Gemm,
+            _: &[f32],
+            _: &[f32],
+            _: Settings,
+            _: usize,
+            _: bool,
+        ) -> std::result::Result<(f64, Option<Vec<f32>>), String> {
+            Err("built without the `bench-anchors` feature".into())
+        }
+
+        pub fn time_dgemm(
+            &mut self,
+            _: usize,
+            _: &[f64],
+            _: &[f64],
+            _: Settings,
+            _: usize,
+            _: bool,
+        ) -> std::result::Result<(f64, Option<Vec<f64>>), String> {
+            Err("built without the `bench-anchors` feature".into())
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! The `prism-gpu` command line: `info` (the default), `selftest`, `bench`, `replot`, `cache`.
+
+use std::process::ExitCode;
+
+use prism_gpu::rng::SplitMix64;
+use prism_gpu::ProductionGpuRuntime;
+use prism_gpu_cli::bench::suite;
+use prism_gpu_cli::selftest;
+
+const USAGE: &str =
+    "usage: prism-gpu [info | selftest | bench [OPTIONS] | replot FILE [DIR] | cache stats|clear | help]
+  info      what the machine offers (driver, devices), then the self-test (the default)
+  selftest  every operation on the GPU and on the CPU fallback, against f64 references
+  bench     side-by-side benchmarks (a short run by default), written as Markdown, JSON and SVG:
+              --full               target sizes, every GEMM shape, more repeats
+              --groups a,b         driver, kernels, gemm, cublas, cpu (default: every GPU group; cpu without a GPU)
+              --gemm MxNxK,...     GEMM shapes
+              --elements N         elements of the elementwise kernels
+              --out DIR            where to write bench.md, bench.json and the plots (default target/bench)
+  replot FILE [DIR]  redraw the Markdown table and plots of a bench.json (default DIR: its folder)
+            cudarc and cuBLAS anchors need the build feature bench-anchors:
+              cargo run --release --features bench-anchors -- bench
+  cache stats|clear  the on-disk NVRTC cache (PRISM_CACHE_DIR, PRISM_CACHE_MAX_BYTES): its folder,
+            entries and size, or remove every entry";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        [] | ["info"] => {
+            info();
+            run_selftest()
+        }
+        ["selftest"] => run_selftest(),
+        ["bench", rest @ ..] => match suite::parse_args(rest) {
+            Ok((options, out)) => {
+                suite::run_and_write(&options, &out, &format!("prism-gpu {}", args.join(" ")))
+            }
+            Err(why) => {
+                eprintln!("{why}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
+        ["replot", json, rest @ ..] if rest.len() <= 1 => {
+            suite::replot(json.as_ref(), rest.first().map(|d| d.as_ref()))
+        }
+        ["cache", action @ ("stats" | "clear")] => cache(action),
+        ["help" | "-h" | "--help"] => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn info() {
+    println!("prism-gpu {}", env!("CARGO_PKG_VERSION"));
+    match prism_gpu::probe() {
+        Ok(probe) => print!("{probe}"),
+        Err(err) => println!("No usable CUDA driver: {err}"),
+    }
+}
+
+#[cfg(not(feature = "legacy-gpu"))]
+fn cache(action: &str) -> ExitCode {
+    use prism_gpu::nvrtc::cache::{CacheStats, NvrtcCache};
+    let cache = NvrtcCache::from_env();
+    let describe = |s: &CacheStats| format!("{} entries, {} bytes", s.entries, s.bytes);
+    let Some(dir) = cache.dir() else {
+        println!("NVRTC cache: off (PRISM_CACHE_DIR is `off` or empty, or there is no home folder)");
+        return ExitCode::SUCCESS;
+    };
+    if action == "clear" {
+        return match cache.clear() {
+            Ok(removed) => {
+                println!("NVRTC cache {}: removed {}", dir.display(), describe(&removed));
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("NVRTC cache {}: could not clear it: {err}", dir.display());
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let stats = cache.stats();
+    println!("NVRTC cache {}", dir.display());
+    println!("  {} (cap {} bytes)", describe(&stats), stats.max_bytes);
+    ExitCode::SUCCESS
+}
+
+#[cfg(feature = "legacy-gpu")]
+fn cache(_action: &str) -> ExitCode {
+    eprintln!("the NVRTC cache belongs to the production engine; this build uses cudarc's NVRTC");
+    ExitCode::from(2)
+}
+
+fn run_selftest() -> ExitCode {
+    let cpu = ProductionGpuRuntime::cpu();
+    let gpu = match ProductionGpuRuntime::with_device(0) {
+        Ok(gpu) => Some(gpu),
+        Err(err) => {
+            println!("GPU self-test skipped: {err}");
+            None
+        }
+    };
+    let target = gpu.as_ref().map_or_else(|| "the CPU fallback only".to_string(), |g| g.describe());
+    println!("Self-test on {target}:");
+    match selftest::run(gpu.as_ref(), &cpu, &mut SplitMix64::from_time()) {
+        Ok(checks) => {
+            print!("{}", selftest::table(&checks));
+            if checks.iter().all(|c| c.passed()) {
+                println!("self-test passed ({} operations)", checks.len());
+                ExitCode::SUCCESS
+            } else {
+                println!("self-test FAILED");
+                ExitCode::FAILURE
+            }
+        }
+        Err(err) => {
+            println!("self-test could not run: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
