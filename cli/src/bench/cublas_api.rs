@@ -10,8 +10,7 @@
 //! after warm-up; each sample is `inner` back-to-back calls (about 5 GFLOP, at most 100). Up to
 //! 4096 x 4096 outputs, our result is compared with cuBLAS's before a figure is kept.
 
-use half::{bf16, f16};
-
+use super::compare::{agree, Element};
 use super::{teraflops, Row, Settings};
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Error, Result};
@@ -140,7 +139,7 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
         let anchor_value = match theirs {
             Ok((theirs_ms, theirs_c)) => {
                 if let (Some(x), Some(y)) = (&ours_c, &theirs_c) {
-                    agree(case, x, y)?;
+                    agree("cublas bench", &case.name(), "cuBLAS", case.kind.tolerance(), x, y)?;
                 }
                 Some(teraflops(case.flops() * inner as f64, theirs_ms))
             }
@@ -162,59 +161,6 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
         });
     }
     Ok(rows)
-}
-
-/// Fails unless the two engines' results agree within the kind's tolerance (relative Frobenius).
-fn agree(case: &Case, ours: &[f64], theirs: &[f64]) -> Result<()> {
-    let diff: f64 = ours.iter().zip(theirs).map(|(x, y)| (x - y).powi(2)).sum();
-    let norm: f64 = theirs.iter().map(|y| y * y).sum();
-    let rel = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
-    if rel.is_nan() || rel > case.kind.tolerance() || ours.len() != theirs.len() {
-        return Err(Error::Shape {
-            op: "cublas bench",
-            expected: format!("{} within {:.0e} of cuBLAS's result", case.name(), case.kind.tolerance()),
-            got: format!("relative difference {rel:.3e}"),
-        });
-    }
-    Ok(())
-}
-
-/// An element type the cases upload (rounded from the f32 inputs) and read back (as f64).
-trait Element: Copy {
-    fn from_f32(x: f32) -> Self;
-    fn to_f64(self) -> f64;
-}
-impl Element for f32 {
-    fn from_f32(x: f32) -> Self {
-        x
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-}
-impl Element for f64 {
-    fn from_f32(x: f32) -> Self {
-        f64::from(x)
-    }
-    fn to_f64(self) -> f64 {
-        self
-    }
-}
-impl Element for bf16 {
-    fn from_f32(x: f32) -> Self {
-        bf16::from_f32(x)
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self.to_f32())
-    }
-}
-impl Element for f16 {
-    fn from_f32(x: f32) -> Self {
-        f16::from_f32(x)
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self.to_f32())
-    }
 }
 
 /// The caller's code, written once against `$blas` (a crate's `cublas`) and `$drv` (its `driver`).

@@ -5,8 +5,7 @@
 //! anchor. Both engines run the *same caller code* (`caller!`). Results are compared with
 //! cuBLASLt's before a figure is kept; times are medians of CUDA-event samples after warm-up.
 
-use half::{bf16, f16};
-
+use super::compare::{agree, Element};
 use super::{teraflops, Row, Settings};
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Error, Result};
@@ -98,7 +97,7 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
         let tflops = |ms: f64| teraflops(case.flops() * inner as f64, ms);
         let anchor_value = match theirs {
             Ok((theirs_ms, theirs_y)) => {
-                agree(case, &ours_y, &theirs_y)?;
+                agree("cublaslt bench", &case.name(), "cuBLASLt", case.kind.tolerance(), &ours_y, &theirs_y)?;
                 Some(tflops(theirs_ms))
             }
             Err(e) => {
@@ -121,51 +120,6 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
         rows.push(row("ours GEMM alone (no bias, no GELU)", Some(tflops(plain_ms))));
     }
     Ok(rows)
-}
-
-/// Fails unless the two engines' outputs agree within the kind's tolerance (relative Frobenius).
-fn agree(case: &Case, ours: &[f64], theirs: &[f64]) -> Result<()> {
-    let diff: f64 = ours.iter().zip(theirs).map(|(x, y)| (x - y).powi(2)).sum();
-    let norm: f64 = theirs.iter().map(|y| y * y).sum();
-    let rel = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
-    if rel.is_nan() || rel > case.kind.tolerance() || ours.len() != theirs.len() {
-        return Err(Error::Shape {
-            op: "cublaslt bench",
-            expected: format!("{} within {:.0e} of cuBLASLt's result", case.name(), case.kind.tolerance()),
-            got: format!("relative difference {rel:.3e}"),
-        });
-    }
-    Ok(())
-}
-
-/// An element type the cases upload (rounded from the f32 inputs) and read back (as f64).
-trait Element: Copy {
-    fn from_f32(x: f32) -> Self;
-    fn to_f64(self) -> f64;
-}
-impl Element for f32 {
-    fn from_f32(x: f32) -> Self {
-        x
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-}
-impl Element for bf16 {
-    fn from_f32(x: f32) -> Self {
-        bf16::from_f32(x)
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self.to_f32())
-    }
-}
-impl Element for f16 {
-    fn from_f32(x: f32) -> Self {
-        f16::from_f32(x)
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self.to_f32())
-    }
 }
 
 /// The caller's code, written once against `$lt` (a crate's `cublaslt`) and `$drv` (its `driver`).

@@ -2,6 +2,7 @@
 //! host-side costs with the monotonic clock, warm-up first, medians of repeats, and results kept as
 //! rows that compare ours with the anchor measured in the same run.
 
+mod compare;
 pub mod cpu;
 #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 pub mod cublas_api;
