@@ -2,6 +2,7 @@
 //! host-side costs with the monotonic clock, warm-up first, medians of repeats, and results kept as
 //! rows that compare ours with the anchor measured in the same run.
 
+#[cfg(all(any(feature = "cublas", feature = "cublaslt"), not(feature = "legacy-gpu")))]
 mod compare;
 pub mod cpu;
 #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
