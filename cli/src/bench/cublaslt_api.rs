@@ -1,7 +1,7 @@
 //! The cudarc `cublaslt` API as callers use it (a dense layer: `y = act(x·Wᵀ + bias)` through
 //! `Matmul::matmul` with a bias and an activation), run on our kernels (`prism_gpu::cublaslt`) and
 //! on the real cuBLASLt (`cudarc::cublaslt`, feature `bench-anchors`) in one process, plus our own
-//! unfused sequence (the GEMM, then [`GpuOps::bias_act`](prism_gpu::GpuOps::bias_act)) as a second
+//! unfused sequence (the GEMM, then [`GpuOps::bias_act`](prism_gpu::runtime::GpuOps::bias_act)) as a second
 //! anchor. Both engines run the *same caller code* (`caller!`). Results are compared with
 //! cuBLASLt's before a figure is kept; times are medians of CUDA-event samples after warm-up.
 
