@@ -68,3 +68,39 @@ pub fn agree(
     }
     Ok(())
 }
+
+/// Defines `median_ms(stream, settings, inner, once)`: the median milliseconds of `inner`
+/// back-to-back `once()` per sample, CUDA events, after `settings.warmup` samples of warm-up. A
+/// macro because each side of an API bench (`caller!` in cublas_api and cublaslt_api) expands it
+/// against its own crate's driver: `Arc`, `CudaStream`, `CUevent_flags`, `Settings`, `Res` and `err`
+/// must be in scope where it is used.
+macro_rules! event_median_ms {
+    () => {
+        pub fn median_ms(
+            stream: &Arc<CudaStream>,
+            settings: Settings,
+            inner: usize,
+            mut once: impl FnMut() -> Res<()>,
+        ) -> Res<f64> {
+            let ctx = stream.context();
+            let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
+            let (start, end) = (ctx.new_event(flags).map_err(err)?, ctx.new_event(flags).map_err(err)?);
+            for _ in 0..settings.warmup * inner {
+                once()?;
+            }
+            let mut samples = Vec::new();
+            for _ in 0..settings.repeats.max(1) {
+                start.record(stream).map_err(err)?;
+                for _ in 0..inner {
+                    once()?;
+                }
+                end.record(stream).map_err(err)?;
+                end.synchronize().map_err(err)?;
+                samples.push(f64::from(start.elapsed_ms(&end).map_err(err)?));
+            }
+            samples.sort_by(f64::total_cmp);
+            Ok(samples[samples.len() / 2])
+        }
+    };
+}
+pub(crate) use event_median_ms;

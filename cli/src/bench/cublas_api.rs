@@ -219,6 +219,8 @@ macro_rules! caller {
             }
         }
 
+        super::super::compare::event_median_ms!();
+
         impl Side {
             pub fn new() -> Res<Self> {
                 let stream = CudaContext::new(0).map_err(err)?.default_stream();
@@ -328,7 +330,7 @@ macro_rules! caller {
             {
                 let (da, db, mut dc) = self.operands::<T>(case, a, b)?;
                 let cfg = config(case, T::from_f32(1.0), T::from_f32(0.0));
-                let ms = self.median_ms(settings, inner, || {
+                let ms = median_ms(&self.stream, settings, inner, || {
                     // SAFETY: B holds k x n (or n x k) elements (stride 0), A and C batch x m x k and
                     // batch x m x n, packed as `config` describes.
                     unsafe { self.blas.gemm_strided_batched(cfg, &db, &da, &mut dc) }.map_err(err)
@@ -350,7 +352,7 @@ macro_rules! caller {
                 let cfg = config(case, 1.0f32, 0.0f32);
                 let g = cfg.gemm;
                 let f32t = cudaDataType::CUDA_R_32F;
-                let ms = self.median_ms(settings, inner, || {
+                let ms = median_ms(&self.stream, settings, inner, || {
                     let (pb, _rb) = db.device_ptr(&self.stream);
                     let (pa, _ra) = da.device_ptr(&self.stream);
                     let (pc, _wc) = dc.device_ptr_mut(&self.stream);
@@ -385,33 +387,6 @@ macro_rules! caller {
                     .map_err(err)
                 })?;
                 Ok((ms, self.result(&dc, check)?))
-            }
-
-            /// Median milliseconds of `inner` back-to-back `once()` per sample, CUDA events.
-            fn median_ms(
-                &self,
-                settings: Settings,
-                inner: usize,
-                mut once: impl FnMut() -> Res<()>,
-            ) -> Res<f64> {
-                let ctx = self.stream.context();
-                let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
-                let (start, end) = (ctx.new_event(flags).map_err(err)?, ctx.new_event(flags).map_err(err)?);
-                for _ in 0..settings.warmup * inner {
-                    once()?;
-                }
-                let mut samples = Vec::new();
-                for _ in 0..settings.repeats.max(1) {
-                    start.record(&self.stream).map_err(err)?;
-                    for _ in 0..inner {
-                        once()?;
-                    }
-                    end.record(&self.stream).map_err(err)?;
-                    end.synchronize().map_err(err)?;
-                    samples.push(f64::from(start.elapsed_ms(&end).map_err(err)?));
-                }
-                samples.sort_by(f64::total_cmp);
-                Ok(samples[samples.len() / 2])
             }
         }
     };

@@ -231,32 +231,7 @@ macro_rules! caller {
             }
         }
 
-        /// Median milliseconds of `inner` back-to-back `once()` per sample, CUDA events.
-        pub fn median_ms(
-            stream: &Arc<CudaStream>,
-            settings: Settings,
-            inner: usize,
-            mut once: impl FnMut() -> Res<()>,
-        ) -> Res<f64> {
-            let ctx = stream.context();
-            let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
-            let (start, end) = (ctx.new_event(flags).map_err(err)?, ctx.new_event(flags).map_err(err)?);
-            for _ in 0..settings.warmup * inner {
-                once()?;
-            }
-            let mut samples = Vec::new();
-            for _ in 0..settings.repeats.max(1) {
-                start.record(stream).map_err(err)?;
-                for _ in 0..inner {
-                    once()?;
-                }
-                end.record(stream).map_err(err)?;
-                end.synchronize().map_err(err)?;
-                samples.push(f64::from(start.elapsed_ms(&end).map_err(err)?));
-            }
-            samples.sort_by(f64::total_cmp);
-            Ok(samples[samples.len() / 2])
-        }
+        super::super::compare::event_median_ms!();
     };
 }
 
