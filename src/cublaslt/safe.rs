@@ -10,7 +10,7 @@ use super::sys::{self, cublasComputeType_t, cublasStatus_t as Status, cudaDataTy
 use crate::cublas::plan::ColMajor;
 use crate::cublas::sys::cublasOperation_t as Op;
 use crate::driver::{CudaStream, DevicePtr, DevicePtrMut, DriverError};
-use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
+use crate::kernels::args::{self, CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::gemm::{self, Element, FusedActivation, Precision, RawEpilogue};
 use crate::kernels::Kernels;
 
@@ -224,18 +224,15 @@ unsafe fn matmul<T: Element, I: DevicePtr<T>, O: DevicePtrMut<T>>(
     if b.len() < need_a || a.len() < need_b || c.len() < need_c {
         return Err(invalid);
     }
+    if let Some(bias) = bias {
+        gemm::check_bias(&g, bias_stride, bias.len()).map_err(|_| invalid)?;
+    }
     let (pa, _read_a) = a.checked_ptr(stream)?;
     let (pb, _read_b) = b.checked_ptr(stream)?;
     let (pc, _write_c) = c.checked_ptr_mut(stream)?;
-    let (pbias, _read_bias) = match bias {
-        Some(bias) => {
-            let (ptr, guard) = bias.checked_ptr(stream)?;
-            (Some(ptr), Some(guard))
-        }
-        None => (None, None),
-    };
+    let (pbias, _read_bias) = args::input(bias, stream)?;
     let epilogue = RawEpilogue {
-        bias: pbias,
+        bias: bias.map(|_| pbias),
         bias_stride,
         act: match act {
             None => FusedActivation::Identity,
@@ -243,13 +240,6 @@ unsafe fn matmul<T: Element, I: DevicePtr<T>, O: DevicePtrMut<T>>(
             Some(Activation::Gelu) => FusedActivation::Gelu,
         },
     };
-    if let Some(bias) = bias {
-        let need = crate::kernels::shape::strided_extent("matmul", "bias", g.batch, bias_stride, 1, 0, g.n)
-            .map_err(|_| invalid)?;
-        if bias.len() < need {
-            return Err(invalid);
-        }
-    }
     // SAFETY: the operand and bias lengths were checked against the problem above (the caller
     // vouches for raw pointers behind `DevicePtr`); the guards order them on `stream`.
     unsafe {

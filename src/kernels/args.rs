@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::driver::{
     sys::{self, CUdeviceptr},
-    CudaContext, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, SyncOnDrop,
+    CudaContext, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, SyncOnDrop,
 };
 use crate::error::{Error, Result};
 
@@ -55,8 +55,8 @@ pub fn int(op: &'static str, name: &str, value: usize) -> Result<i32> {
 }
 
 /// The address of an optional input (null when absent) and the guard to drop after the launch.
-pub fn input<'a, T>(
-    view: Option<&'a CudaView<'_, T>>,
+pub fn input<'a, T, V: CheckedPtr<T> + ?Sized>(
+    view: Option<&'a V>,
     stream: &'a CudaStream,
 ) -> Result<(CUdeviceptr, Option<SyncOnDrop<'a>>)> {
     match view {

@@ -180,23 +180,9 @@ impl GpuOps {
         k: usize,
         precision: Precision,
     ) -> Result<CudaSlice<f32>> {
-        effective_precision::<f32, f32>(precision)?;
-        shape::matrix("matmul", "a", a.len(), m, k)?;
-        shape::matrix("matmul", "b", b.len(), k, n)?;
-        let g = Gemm::new(m, n, k).with_precision(precision);
-        let c_len = shape::elements("matmul", "c", &[m, n])?;
-        g.validate(a.len(), b.len(), c_len)?;
-        if c_len == 0 {
-            return Ok(self.stream().null()?);
-        }
-        // SAFETY: with beta == 0 the GEMM writes all m x n elements (k == 0 included).
-        let mut c = unsafe { self.stream().alloc::<f32>(c_len) }?;
-        self.gemm(&g, &a.as_view(), &b.as_view(), &mut c.as_view_mut())?;
-        Ok(c)
+        self.new_product("matmul", [a, b], None, (m, n, k), FusedActivation::Identity, precision)
     }
-}
 
-impl GpuOps {
     /// `act(a * b + bias)` on device buffers into a new m x n buffer: packed row-major `a`
     /// (m x k), `b` (k x n), `bias` (n values), products at F32 or TF32, the bias and activation
     /// fused into the GEMM's store. See [`ProductionGpuRuntime::matmul_bias_act`].
@@ -205,22 +191,39 @@ impl GpuOps {
         a: &CudaSlice<f32>,
         b: &CudaSlice<f32>,
         bias: &CudaSlice<f32>,
+        dims: (usize, usize, usize),
+        act: FusedActivation,
+        precision: Precision,
+    ) -> Result<CudaSlice<f32>> {
+        self.new_product("matmul_bias_act", [a, b], Some(bias), dims, act, precision)
+    }
+
+    /// `act(a * b + bias)` into a new m x n buffer for [`matmul`](Self::matmul) and
+    /// [`matmul_bias_act`](Self::matmul_bias_act): every check (named `op`) before the allocation.
+    fn new_product(
+        &self,
+        op: &'static str,
+        [a, b]: [&CudaSlice<f32>; 2],
+        bias: Option<&CudaSlice<f32>>,
         (m, n, k): (usize, usize, usize),
         act: FusedActivation,
         precision: Precision,
     ) -> Result<CudaSlice<f32>> {
         effective_precision::<f32, f32>(precision)?;
-        shape::matrix("matmul_bias_act", "a", a.len(), m, k)?;
-        shape::matrix("matmul_bias_act", "b", b.len(), k, n)?;
-        shape::same_len("matmul_bias_act", &[("bias", bias.len()), ("n", n)])?;
+        shape::matrix(op, "a", a.len(), m, k)?;
+        shape::matrix(op, "b", b.len(), k, n)?;
+        if let Some(bias) = bias {
+            shape::same_len(op, &[("bias", bias.len()), ("n", n)])?;
+        }
         let g = Gemm::new(m, n, k).with_precision(precision);
-        let c_len = shape::elements("matmul_bias_act", "c", &[m, n])?;
+        let c_len = shape::elements(op, "c", &[m, n])?;
+        g.validate(a.len(), b.len(), c_len)?;
         if c_len == 0 {
             return Ok(self.stream().null()?);
         }
         // SAFETY: with beta == 0 the GEMM writes all m x n elements (k == 0 included).
         let mut c = unsafe { self.stream().alloc::<f32>(c_len) }?;
-        let bias_view = bias.as_view();
+        let bias_view = bias.map(CudaSlice::as_view);
         gemm::gemm_bias_act(
             self.kernels(),
             self.stream(),
@@ -228,7 +231,7 @@ impl GpuOps {
             &g,
             &a.as_view(),
             &b.as_view(),
-            Some(Bias { values: &bias_view, stride: 0 }),
+            bias_view.as_ref().map(|values| Bias { values, stride: 0 }),
             act,
             &mut c.as_view_mut(),
         )?;

@@ -19,7 +19,7 @@ use crate::driver::{
     CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg,
 };
 use crate::error::{Error, Result};
-use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
+use crate::kernels::args::{self, CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::grid::{self, GRID_YZ_MAX};
 use crate::kernels::shape;
 use crate::kernels::Kernels;
@@ -94,14 +94,9 @@ pub fn gemm_bias_act<TIn: Element, TOut: Element>(
     let (pa, _read_a) = a.checked_ptr(stream)?;
     let (pb, _read_b) = b.checked_ptr(stream)?;
     let (pc, _write_c) = c.checked_ptr_mut(stream)?;
-    let (bias_ptr, _read_bias) = match &bias {
-        Some(bias) => {
-            let (ptr, guard) = bias.values.checked_ptr(stream)?;
-            (Some(ptr), Some(guard))
-        }
-        None => (None, None),
-    };
-    let epilogue = RawEpilogue { bias: bias_ptr, bias_stride: bias.map_or(0, |b| b.stride), act };
+    let (bias_ptr, _read_bias) = args::input(bias.map(|b| b.values), stream)?;
+    let epilogue =
+        RawEpilogue { bias: bias.map(|_| bias_ptr), bias_stride: bias.map_or(0, |b| b.stride), act };
     // SAFETY: `validate` and `check_bias` checked that the views hold every element `g` and the
     // epilogue touch.
     unsafe { run::<TIn, TOut>(kernels, stream, workspace, g, precision, [pa, pb, pc], &epilogue) }
@@ -154,7 +149,7 @@ pub unsafe fn gemm_raw_with_epilogue<TIn: Element, TOut: Element>(
 
 /// [`Error::Shape`] unless a bias of `len` elements, `stride` apart per batch entry, covers the n
 /// columns of every entry of `g`.
-fn check_bias(g: &Gemm, stride: usize, len: usize) -> Result<()> {
+pub(crate) fn check_bias(g: &Gemm, stride: usize, len: usize) -> Result<()> {
     let need = shape::strided_extent("gemm", "bias", g.batch, stride, 1, 0, g.n)?;
     if len < need {
         return Err(Error::Shape {
@@ -221,14 +216,8 @@ pub fn bias_act<T: Element>(
         return Ok(());
     }
     let (pc, _write_c) = c.checked_ptr_mut(stream)?;
-    let (bias_ptr, _read_bias) = match bias {
-        Some(bias) => {
-            let (ptr, guard) = bias.checked_ptr(stream)?;
-            (Some(ptr), Some(guard))
-        }
-        None => (None, None),
-    };
-    let epilogue = RawEpilogue { bias: bias_ptr, bias_stride: 0, act };
+    let (bias_ptr, _read_bias) = args::input(bias, stream)?;
+    let epilogue = RawEpilogue { bias: bias.map(|_| bias_ptr), bias_stride: 0, act };
     // SAFETY: c holds the rows x cols matrix and the bias its cols values (both checked).
     unsafe { epilogue_pass::<T>(kernels, stream, &g, pc, &epilogue) }
 }
