@@ -2,10 +2,14 @@
 //!
 //! With nvcc (found through `NVCC`, `CUDA_PATH`/`CUDA_HOME`, `PATH`, or the toolkit that
 //! `scripts/install-cuda-toolkit` puts in `.toolkit/`), each family becomes a fatbin holding SASS for
-//! sm_80, sm_86, sm_89 and sm_90 plus compute_80 PTX, so those GPUs need no JIT and newer ones JIT the
-//! PTX. A family whose first line is `// prism-targets: sm_90a` is built for sm_90a alone (wgmma and
-//! TMA code). Without nvcc the checked-in `ptx/<family>.ptx.gz` is decompressed and embedded instead,
-//! with a warning. `PRISM_REGEN_PTX=1` rewrites `ptx/` from the sources (scripts/regen does this).
+//! sm_80 and sm_90 plus compute_80 PTX. sm_86 and sm_89 run the sm_80 SASS natively (one major
+//! revision: same instruction set), so Ampere, Ada and Hopper need no JIT and newer GPUs JIT the PTX;
+//! `PRISM_CUDA_ARCHS="80;86;89;90"` builds SASS for exactly the listed architectures instead (PTX for
+//! the oldest). A family whose first line is `// prism-targets: sm_90a` is built for sm_90a alone
+//! (wgmma and TMA code). The device code is zstd-compressed (`--compress-mode=size`: a quarter of the
+//! default's size; the driver inflates it at load). Without nvcc the checked-in `ptx/<family>.ptx.gz`
+//! is decompressed and embedded instead, with a warning. `PRISM_REGEN_PTX=1` rewrites `ptx/` from the
+//! PTX that the same nvcc run produced for the fatbin (scripts/regen does this).
 //!
 //! The PTX is shipped gzipped (flate2 on the pure-Rust miniz_oxide backend): PTX text compresses
 //! about tenfold, which keeps the published crate under the registry's size limit. The files are
@@ -27,9 +31,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The default targets: SASS for each listed architecture and PTX for the oldest.
-const DEFAULT_SASS: &[&str] = &["80", "86", "89", "90"];
-const DEFAULT_PTX: &str = "80";
-const NVCC_FLAGS: &[&str] = &["-O3", "-std=c++17", "--extended-lambda", "-Icuda"];
+const DEFAULT_SASS: &[&str] = &["80", "90"];
+const NVCC_FLAGS: &[&str] = &["-O3", "-std=c++17", "--extended-lambda", "-Icuda", "--compress-mode=size"];
 
 struct Family {
     name: String,
@@ -41,16 +44,23 @@ struct Family {
 fn main() {
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    for var in
-        ["NVCC", "CUDA_PATH", "CUDA_HOME", "PATH", "NVCC_CCBIN", "PRISM_REGEN_PTX", "PRISM_KERNEL_CACHE"]
-    {
+    for var in [
+        "NVCC",
+        "CUDA_PATH",
+        "CUDA_HOME",
+        "PATH",
+        "NVCC_CCBIN",
+        "PRISM_REGEN_PTX",
+        "PRISM_KERNEL_CACHE",
+        "PRISM_CUDA_ARCHS",
+    ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo:rerun-if-changed=cuda");
     println!("cargo:rerun-if-changed=ptx");
     println!("cargo:rerun-if-changed=.toolkit/nvidia/cu13/bin/nvcc");
 
-    let families = families(&root.join("cuda"));
+    let families = families(&root.join("cuda"), &sass_targets());
     let nvcc = find_nvcc(&root);
     let regen_ptx = env::var_os("PRISM_REGEN_PTX").is_some_and(|v| v == "1");
     if regen_ptx && nvcc.is_none() {
@@ -92,8 +102,33 @@ fn main() {
     std::fs::write(out.join("kernel_images.rs"), table).expect("writing kernel_images.rs");
 }
 
-/// Every `cuda/*.cu`, sorted by name, with the targets its first line asks for.
-fn families(dir: &Path) -> Vec<Family> {
+/// The SASS architectures of a family without targets of its own, oldest first: `PRISM_CUDA_ARCHS`
+/// (`80;86;89;90`, commas, spaces and `sm_` allowed), else [`DEFAULT_SASS`].
+fn sass_targets() -> Vec<String> {
+    let mut archs: Vec<String> = match env::var("PRISM_CUDA_ARCHS") {
+        Ok(list) if !list.trim().is_empty() => list
+            .split([';', ',', ' '])
+            .map(|a| a.trim().trim_start_matches("sm_"))
+            .filter(|a| !a.is_empty())
+            .map(|a| {
+                assert!(
+                    a.len() >= 2 && a.bytes().all(|b| b.is_ascii_digit()),
+                    "PRISM_CUDA_ARCHS: `{a}` is not an architecture such as 80 or 90"
+                );
+                a.to_string()
+            })
+            .collect(),
+        _ => DEFAULT_SASS.iter().map(|a| a.to_string()).collect(),
+    };
+    assert!(!archs.is_empty(), "PRISM_CUDA_ARCHS names no architecture");
+    archs.sort_by_key(|a| a.parse::<u32>().expect("checked above: digits"));
+    archs.dedup();
+    archs
+}
+
+/// Every `cuda/*.cu`, sorted by name, with the targets its first line asks for (else `sass`, and PTX
+/// for the oldest of them).
+fn families(dir: &Path, sass: &[String]) -> Vec<Family> {
     let mut families: Vec<Family> = std::fs::read_dir(dir)
         .expect("reading cuda/")
         .map(|e| e.expect("reading cuda/").path())
@@ -107,12 +142,7 @@ fn families(dir: &Path) -> Vec<Family> {
                     let arch = arch.trim().trim_start_matches("sm_").to_string();
                     Family { name, source, sass: vec![arch.clone()], ptx: arch }
                 }
-                None => Family {
-                    name,
-                    source,
-                    sass: DEFAULT_SASS.iter().map(|s| s.to_string()).collect(),
-                    ptx: DEFAULT_PTX.to_string(),
-                },
+                None => Family { name, source, sass: sass.to_vec(), ptx: sass[0].clone() },
             }
         })
         .collect();
@@ -142,31 +172,61 @@ fn build_family(
         return (image, true);
     };
     let image = out.join(format!("{}.fatbin", family.name));
+    let ptx = out.join(format!("{}.ptx", family.name));
     let mut gencode: Vec<String> =
         family.sass.iter().map(|arch| format!("-gencode=arch=compute_{arch},code=sm_{arch}")).collect();
     gencode.push(format!("-gencode=arch=compute_{0},code=compute_{0}", family.ptx));
     let cached = cache.map(|c| c.entry(family, &gencode));
-    if cached.as_ref().is_none_or(|hit| std::fs::copy(hit, &image).is_err()) {
-        let mut cmd = Command::new(nvcc);
-        cmd.current_dir(root).args(NVCC_FLAGS).arg("-fatbin").args(&gencode);
-        run(cmd.arg("-o").arg(&image).arg(&family.source));
+    let hit = cached.as_ref().is_some_and(|entry| {
+        std::fs::copy(entry.with_extension("fatbin"), &image).is_ok()
+            && std::fs::copy(entry.with_extension("ptx"), &ptx).is_ok()
+    });
+    if !hit {
+        compile(nvcc, family, &gencode, root, out, &image, &ptx);
         if let Some(entry) = cached {
-            // Copy then rename, so a concurrent build never sees a partial file.
-            let partial = entry.with_extension(format!("partial{}", std::process::id()));
-            if std::fs::copy(&image, &partial).is_ok() {
-                let _ = std::fs::rename(&partial, &entry);
+            for (file, ext) in [(&image, "fatbin"), (&ptx, "ptx")] {
+                // Copy then rename, so a concurrent build never sees a partial file.
+                let partial = entry.with_extension(format!("partial{}", std::process::id()));
+                if std::fs::copy(file, &partial).is_ok() {
+                    let _ = std::fs::rename(&partial, entry.with_extension(ext));
+                }
             }
         }
     }
     if regen_ptx {
-        let generated = out.join(format!("{}.ptx", family.name));
-        let mut cmd = Command::new(nvcc);
-        cmd.current_dir(root).args(NVCC_FLAGS).arg("-ptx").arg(format!("-arch=compute_{}", family.ptx));
-        run(cmd.arg("-o").arg(&generated).arg(&family.source));
-        let ptx = std::fs::read_to_string(&generated).expect("reading generated PTX");
-        std::fs::write(&checked_in, gzip(path_independent(&ptx).as_bytes())).expect("writing ptx/*.ptx.gz");
+        let text = std::fs::read_to_string(&ptx).expect("reading generated PTX");
+        std::fs::write(&checked_in, gzip(path_independent(&text).as_bytes())).expect("writing ptx/*.ptx.gz");
     }
     (image, false)
+}
+
+/// One nvcc run for `family`: the fatbin into `image`, and into `ptx` the PTX of the family's PTX
+/// target, which nvcc generates for the fatbin anyway (`--keep`) and which is byte for byte what
+/// `nvcc -ptx` gives, so `scripts/regen` costs no second compilation.
+fn compile(
+    nvcc: &Path,
+    family: &Family,
+    gencode: &[String],
+    root: &Path,
+    out: &Path,
+    image: &Path,
+    ptx: &Path,
+) {
+    let keep = out.join(format!("{}.keep", family.name));
+    let _ = std::fs::remove_dir_all(&keep);
+    std::fs::create_dir_all(&keep).expect("creating nvcc's --keep-dir");
+    let mut cmd = Command::new(nvcc);
+    cmd.current_dir(root)
+        .args(NVCC_FLAGS)
+        .arg("-fatbin")
+        .args(gencode)
+        .arg("--keep")
+        .arg("--keep-dir")
+        .arg(&keep);
+    run(cmd.arg("-o").arg(image).arg(&family.source));
+    let kept = keep.join(format!("{}.compute_{}.ptx", family.name, family.ptx));
+    std::fs::rename(&kept, ptx).unwrap_or_else(|e| panic!("nvcc --keep left no {}: {e}", kept.display()));
+    let _ = std::fs::remove_dir_all(&keep);
 }
 
 /// The decompressed contents of a checked-in `ptx/<family>.ptx.gz`.
@@ -226,7 +286,7 @@ fn nvcc_release(nvcc: &Path) -> String {
         .map_or_else(|| format!("nvcc at {}", nvcc.display()), |build| format!("nvcc {}", build.trim()))
 }
 
-/// Compiled fatbins keyed by everything that goes into them.
+/// Compiled fatbins and their PTX, keyed by everything that goes into them.
 struct Cache {
     dir: PathBuf,
     /// Hash of nvcc (path, size, modification time), the flags and every header (`*.cuh`) in `cuda/`.
@@ -264,12 +324,13 @@ impl Cache {
         Cache { dir, shared_inputs: hasher.finish() }
     }
 
-    /// Where `family` built with `gencode` is (or will be) cached.
+    /// Where `family` built with `gencode` is (or will be) cached: the path without its extension
+    /// (`.fatbin`, `.ptx`).
     fn entry(&self, family: &Family, gencode: &[String]) -> PathBuf {
         let mut hasher = DefaultHasher::new();
         let source = std::fs::read(&family.source).unwrap_or_default();
         (self.shared_inputs, &family.name, source, gencode).hash(&mut hasher);
-        self.dir.join(format!("{}-{:016x}.fatbin", family.name, hasher.finish()))
+        self.dir.join(format!("{}-{:016x}", family.name, hasher.finish()))
     }
 }
 
