@@ -224,8 +224,15 @@ fn compile(
         .arg("--keep-dir")
         .arg(&keep);
     run(cmd.arg("-o").arg(image).arg(&family.source));
-    let kept = keep.join(format!("{}.compute_{}.ptx", family.name, family.ptx));
-    std::fs::rename(&kept, ptx).unwrap_or_else(|e| panic!("nvcc --keep left no {}: {e}", kept.display()));
+    // nvcc names the file after its virtual architecture only when it compiled for several.
+    let kept = [format!("{}.compute_{}.ptx", family.name, family.ptx), format!("{}.ptx", family.name)]
+        .map(|name| keep.join(name))
+        .into_iter()
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| {
+            panic!("nvcc --keep left no PTX for compute_{} in {}", family.ptx, keep.display())
+        });
+    std::fs::rename(&kept, ptx).unwrap_or_else(|e| panic!("moving {}: {e}", kept.display()));
     let _ = std::fs::remove_dir_all(&keep);
 }
 
