@@ -79,6 +79,7 @@ mod tests {
     use super::elementwise::{Binary, Fill};
     use super::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, SpikeEncode};
     use super::nn::{BiasAdd, Dropout};
+    use super::norms::{self, Norm};
     use super::reductions::{self, Argmax, Reduce};
     use super::softmax::{self, Softmax};
     use super::transpose::Transpose;
@@ -153,5 +154,42 @@ mod tests {
         );
         assert_eq!(message(Dropout(1.0).check([4, 4])), "dropout: expected a dropout rate in [0, 1), got 1");
         assert!(Dropout(f32::NAN).check([4, 4]).is_err());
+    }
+
+    #[test]
+    fn norm_checks_name_the_operand() {
+        let layer = norms::Rows::new(Norm::Layer, "layer_norm", 3, 4, 1e-5);
+        assert!(layer.check(12, Some(4), Some(4)).is_ok());
+        assert_eq!(
+            message(layer.check(11, None, None)),
+            "layer_norm: expected `x` of 3 x 4 = 12 elements, got 11 elements"
+        );
+        assert_eq!(
+            message(layer.check(12, Some(4), Some(3))),
+            "layer_norm: expected `beta` of 4 elements, got 3 elements"
+        );
+        assert_eq!(
+            message(norms::check_rows("prism_rms_norm_f32", 6, 6, &[], &[("rstd", Some(1))], 2, 3)),
+            "prism_rms_norm_f32: expected `rstd` of 2 elements, got 1 elements"
+        );
+        let channels = [("mean", Some(3)), ("var", Some(2)), ("gamma", None)];
+        assert_eq!(
+            message(norms::check_batch("batch_norm", 18, (2, 3, 3), &channels)),
+            "batch_norm: expected `var` of 3 elements, got 2 elements"
+        );
+        assert_eq!(
+            message(norms::check_batch("batch_norm", 12, (2, 3, 3), &[])),
+            "batch_norm: expected `x` of n x c x hw = 2 x 3 x 3 elements, got 12 elements"
+        );
+        let running = norms::train_lens(None, Some(3), Some([3, 4]));
+        assert_eq!(
+            message(norms::check_batch_train("batch_norm_train", 18, (2, 3, 3), &running)),
+            "batch_norm_train: expected `running var` of 3 elements, got 4 elements"
+        );
+        assert_eq!(
+            message(norms::check_batch_train("batch_norm_train", 0, (0, 3, 4), &[])),
+            "batch_norm_train: expected at least one value per channel (n * hw >= 1), got n = 0, hw = 4"
+        );
+        assert!(norms::check_batch_train("batch_norm_train", 0, (2, 0, 4), &[]).is_ok());
     }
 }

@@ -37,12 +37,13 @@ use crate::driver::{CudaContext, CudaSlice};
 use crate::error::{Error, Result};
 use crate::kernels::gemv::Gemv;
 use crate::kernels::neuromorphic::DeviceReservoir;
-use crate::kernels::norms::{self, Nchw};
-use crate::kernels::{args, shape};
+use crate::kernels::norms::Nchw;
+use crate::kernels::shape;
 use crate::ops::activations::{Activation, Backward};
 use crate::ops::convert;
 use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
 use crate::ops::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, Reservoir, SpikeEncode};
+use crate::ops::norms::{self, Norm};
 use crate::ops::random::{Gaussian, Philox, Uniform};
 use crate::ops::reductions::{self, Argmax, Reduce};
 use crate::ops::softmax::{self, Softmax};
@@ -444,6 +445,32 @@ impl ProductionGpuRuntime {
     // -----------------------------------------------------------------------------------------
     // norms
 
+    /// The host-slice path of the row norms: checks; then upload → launch → download on a GPU,
+    /// or the CPU body: `(out, mean, rstd)`, the statistics when `stats` (RMS norm: no mean). An
+    /// empty `x` gives empty results without a launch.
+    fn row_norm<T: norms::Element>(
+        &self,
+        op: norms::Rows,
+        x: &[T],
+        gamma: Option<&[f32]>,
+        beta: Option<&[f32]>,
+        stats: bool,
+    ) -> Result<(Vec<T>, Vec<f32>, Vec<f32>)> {
+        op.check(x.len(), gamma.map(<[f32]>::len), beta.map(<[f32]>::len))?;
+        if x.is_empty() {
+            return Ok(Default::default());
+        }
+        self.dispatch(
+            |g| {
+                let (gamma, beta) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
+                let (y, mean, rstd) = g.row_norm(op, &g.upload(x)?, gamma.as_ref(), beta.as_ref(), stats)?;
+                let stat = |s: &CudaSlice<f32>| if s.is_empty() { Ok(Vec::new()) } else { g.download(s) };
+                Ok((g.download(&y)?, stat(&mean)?, stat(&rstd)?))
+            },
+            || T::cpu(op, x, gamma, beta),
+        )
+    }
+
     /// Layer norm of each row with each row's mean and rstd: `(out, mean, rstd)`; see
     /// [`layer_norm`](Self::layer_norm).
     pub fn layer_norm_with_stats(
@@ -455,19 +482,7 @@ impl ProductionGpuRuntime {
         beta: Option<&[f32]>,
         eps: f32,
     ) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>)> {
-        check_norm("layer_norm", x.len(), rows, cols, &[("gamma", gamma), ("beta", beta)])?;
-        if x.is_empty() {
-            return Ok(Default::default());
-        }
-        self.dispatch(
-            |g| {
-                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
-                let (y, m, r) =
-                    g.layer_norm_with_stats(&g.upload(x)?, gm.as_ref(), bt.as_ref(), rows, cols, eps)?;
-                Ok((g.download(&y)?, g.download(&m)?, g.download(&r)?))
-            },
-            || cpu::layer_norm_with_stats(x, rows, cols, gamma, beta, eps),
-        )
+        self.row_norm(norms::Rows::new(Norm::Layer, "layer_norm", rows, cols, eps), x, gamma, beta, true)
     }
 
     /// Layer norm of each row of `x` (`[rows, cols]`): `(x - mean) * rsqrt(var + eps) * gamma +
@@ -483,9 +498,8 @@ impl ProductionGpuRuntime {
         beta: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<f32>> {
-        self.layer_norm_rows("layer_norm", x, rows, cols, gamma, beta, eps, || {
-            cpu::layer_norm(x, rows, cols, gamma, beta, eps)
-        })
+        let op = norms::Rows::new(Norm::Layer, "layer_norm", rows, cols, eps);
+        Ok(self.row_norm(op, x, gamma, beta, false)?.0)
     }
 
     /// RMS norm of each row with each row's rstd: `(out, rstd)`; see [`rms_norm`](Self::rms_norm).
@@ -497,18 +511,9 @@ impl ProductionGpuRuntime {
         gamma: Option<&[f32]>,
         eps: f32,
     ) -> Result<(Vec<f32>, Vec<f32>)> {
-        check_norm("rms_norm", x.len(), rows, cols, &[("gamma", gamma)])?;
-        if x.is_empty() {
-            return Ok(Default::default());
-        }
-        self.dispatch(
-            |g| {
-                let gm = upload_opt(g, gamma)?;
-                let (y, r) = g.rms_norm_with_stats(&g.upload(x)?, gm.as_ref(), rows, cols, eps)?;
-                Ok((g.download(&y)?, g.download(&r)?))
-            },
-            || cpu::rms_norm_with_stats(x, rows, cols, gamma, eps),
-        )
+        let op = norms::Rows::new(Norm::Rms, "rms_norm", rows, cols, eps);
+        let (y, _, rstd) = self.row_norm(op, x, gamma, None, true)?;
+        Ok((y, rstd))
     }
 
     /// RMS norm of each row of `x` (`[rows, cols]`): `x * rsqrt(mean(x^2) + eps) * gamma` (absent
@@ -521,7 +526,8 @@ impl ProductionGpuRuntime {
         gamma: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<f32>> {
-        self.rms_norm_rows("rms_norm", x, rows, cols, gamma, eps, || cpu::rms_norm(x, rows, cols, gamma, eps))
+        let op = norms::Rows::new(Norm::Rms, "rms_norm", rows, cols, eps);
+        Ok(self.row_norm(op, x, gamma, None, false)?.0)
     }
 
     /// Layer norm of bf16 rows, f32 accumulation and f32 gamma/beta, output rounded to bf16: within
@@ -535,9 +541,8 @@ impl ProductionGpuRuntime {
         beta: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<bf16>> {
-        self.layer_norm_rows("layer_norm_bf16", x, rows, cols, gamma, beta, eps, || {
-            cpu::layer_norm_bf16(x, rows, cols, gamma, beta, eps)
-        })
+        let op = norms::Rows::new(Norm::Layer, "layer_norm_bf16", rows, cols, eps);
+        Ok(self.row_norm(op, x, gamma, beta, false)?.0)
     }
 
     /// RMS norm of bf16 rows, f32 accumulation and f32 gamma, output rounded to bf16: within 8e-3.
@@ -549,61 +554,8 @@ impl ProductionGpuRuntime {
         gamma: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<bf16>> {
-        self.rms_norm_rows("rms_norm_bf16", x, rows, cols, gamma, eps, || {
-            cpu::rms_norm_bf16(x, rows, cols, gamma, eps)
-        })
-    }
-
-    /// Layer norm of `[rows, cols]` rows of `T` on the GPU, else `cpu`: the f32 and bf16 entry
-    /// points differ only in their name and CPU fallback.
-    #[allow(clippy::too_many_arguments)] // the operation's operands, its name and its fallback
-    fn layer_norm_rows<T: norms::NormElement>(
-        &self,
-        op: &'static str,
-        x: &[T],
-        rows: usize,
-        cols: usize,
-        gamma: Option<&[f32]>,
-        beta: Option<&[f32]>,
-        eps: f32,
-        cpu: impl FnOnce() -> Vec<T>,
-    ) -> Result<Vec<T>> {
-        check_norm(op, x.len(), rows, cols, &[("gamma", gamma), ("beta", beta)])?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| {
-                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
-                g.download(&g.layer_norm(&g.upload(x)?, gm.as_ref(), bt.as_ref(), rows, cols, eps)?)
-            },
-            cpu,
-        )
-    }
-
-    /// RMS norm of `[rows, cols]` rows of `T` on the GPU, else `cpu` (as `layer_norm_rows`).
-    #[allow(clippy::too_many_arguments)] // the operation's operands, its name and its fallback
-    fn rms_norm_rows<T: norms::NormElement>(
-        &self,
-        op: &'static str,
-        x: &[T],
-        rows: usize,
-        cols: usize,
-        gamma: Option<&[f32]>,
-        eps: f32,
-        cpu: impl FnOnce() -> Vec<T>,
-    ) -> Result<Vec<T>> {
-        check_norm(op, x.len(), rows, cols, &[("gamma", gamma)])?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| {
-                let gm = upload_opt(g, gamma)?;
-                g.download(&g.rms_norm(&g.upload(x)?, gm.as_ref(), rows, cols, eps)?)
-            },
-            cpu,
-        )
+        let op = norms::Rows::new(Norm::Rms, "rms_norm_bf16", rows, cols, eps);
+        Ok(self.row_norm(op, x, gamma, None, false)?.0)
     }
 
     /// Batch norm of NCHW `x` (`nchw = (n, c, H * W)`) with given statistics (inference):
@@ -619,11 +571,13 @@ impl ProductionGpuRuntime {
         beta: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<f32>> {
-        let (n, c, hw) = nchw;
-        norms::check_nchw("batch_norm", x.len(), n, c, hw)?;
-        for (name, v) in [("mean", Some(mean)), ("var", Some(var)), ("gamma", gamma), ("beta", beta)] {
-            args::optional_len("batch_norm", name, v.map(<[f32]>::len), c)?;
-        }
+        let channels = [("mean", Some(mean)), ("var", Some(var)), ("gamma", gamma), ("beta", beta)];
+        norms::check_batch(
+            "batch_norm",
+            x.len(),
+            nchw,
+            &channels.map(|(name, v)| (name, v.map(<[f32]>::len))),
+        )?;
         if x.is_empty() {
             return Ok(Vec::new());
         }
@@ -634,7 +588,10 @@ impl ProductionGpuRuntime {
                 let stats = ChannelStats { mean: &m, var: &v, gamma: gm.as_ref(), beta: bt.as_ref() };
                 g.download(&g.batch_norm(&g.upload(x)?, nchw, stats, eps)?)
             },
-            || cpu::batch_norm_apply(x, n, c, hw, mean, var, gamma, beta, eps),
+            || {
+                let (n, c, hw) = nchw;
+                cpu::batch_norm_apply(x, n, c, hw, mean, var, gamma, beta, eps)
+            },
         )
     }
 
@@ -650,49 +607,33 @@ impl ProductionGpuRuntime {
         eps: f32,
         running: Option<RunningStats<'_>>,
     ) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>)> {
+        let running_lens = running.as_ref().map(|r| [r.mean.len(), r.var.len()]);
+        let channels = norms::train_lens(gamma.map(<[f32]>::len), beta.map(<[f32]>::len), running_lens);
+        norms::check_batch_train("batch_norm_train", x.len(), nchw, &channels)?;
         let (n, c, hw) = nchw;
-        norms::check_nchw("batch_norm_train", x.len(), n, c, hw)?;
-        for (name, v) in [("gamma", gamma), ("beta", beta)] {
-            args::optional_len("batch_norm_train", name, v.map(<[f32]>::len), c)?;
-        }
-        if let Some(r) = &running {
-            args::optional_len("batch_norm_train", "running mean", Some(r.mean.len()), c)?;
-            args::optional_len("batch_norm_train", "running var", Some(r.var.len()), c)?;
-        }
         if c == 0 {
             return Ok(Default::default());
-        }
-        if x.is_empty() {
-            return Err(Error::Shape {
-                op: "batch_norm_train",
-                expected: "at least one value per channel (n * hw >= 1)".into(),
-                got: format!("n = {n}, hw = {hw}"),
-            });
         }
         match &self.backend {
             Backend::Gpu(ops) => ops.host(|g| {
                 let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
-                let xd = g.upload(x)?;
-                match running {
-                    Some(r) => {
-                        let (mut rm, mut rv) = (g.upload(r.mean)?, g.upload(r.var)?);
-                        let (y, m, v) = g.batch_norm_train(
-                            &xd,
-                            nchw,
-                            gm.as_ref(),
-                            bt.as_ref(),
-                            eps,
-                            Some((&mut rm, &mut rv, r.momentum)),
-                        )?;
-                        g.stream().memcpy_dtoh(&rm, r.mean)?;
-                        g.stream().memcpy_dtoh(&rv, r.var)?;
-                        Ok((g.download(&y)?, g.download(&m)?, g.download(&v)?))
-                    }
-                    None => {
-                        let (y, m, v) = g.batch_norm_train(&xd, nchw, gm.as_ref(), bt.as_ref(), eps, None)?;
-                        Ok((g.download(&y)?, g.download(&m)?, g.download(&v)?))
-                    }
+                let mut dev_running = match &running {
+                    Some(r) => Some((g.upload(r.mean)?, g.upload(r.var)?, r.momentum)),
+                    None => None,
+                };
+                let (y, m, v) = g.batch_norm_train(
+                    &g.upload(x)?,
+                    nchw,
+                    gm.as_ref(),
+                    bt.as_ref(),
+                    eps,
+                    dev_running.as_mut().map(|(rm, rv, momentum)| (rm, rv, *momentum)),
+                )?;
+                if let (Some(r), Some((rm, rv, _))) = (running, &dev_running) {
+                    g.stream().memcpy_dtoh(rm, r.mean)?;
+                    g.stream().memcpy_dtoh(rv, r.var)?;
                 }
+                Ok((g.download(&y)?, g.download(&m)?, g.download(&v)?))
             }),
             Backend::Cpu { .. } => {
                 let (y, m, v) = cpu::batch_norm_train(x, n, c, hw, gamma, beta, eps);
@@ -975,21 +916,6 @@ impl ProductionGpuRuntime {
 /// A device copy of an optional operand.
 fn upload_opt(g: &GpuOps, v: Option<&[f32]>) -> Result<Option<CudaSlice<f32>>> {
     v.map(|v| g.upload(v)).transpose()
-}
-
-/// Checks a row norm's `x` (`[rows, cols]`) and per-column operands.
-fn check_norm(
-    op: &'static str,
-    len: usize,
-    rows: usize,
-    cols: usize,
-    params: &[(&str, Option<&[f32]>)],
-) -> Result<()> {
-    shape::matrix(op, "x", len, rows, cols)?;
-    for (name, p) in params {
-        args::optional_len(op, name, p.map(<[f32]>::len), cols)?;
-    }
-    Ok(())
 }
 
 /// Runs `f` with a device copy of the (checked) reservoir `w` of `n` rows.
