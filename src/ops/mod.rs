@@ -77,6 +77,7 @@ mod tests {
     //! paths: the messages callers see are pinned here.
     use super::activations::{Activation, Backward};
     use super::elementwise::{Binary, Fill};
+    use super::gemv::{Gemv, Product};
     use super::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, SpikeEncode};
     use super::nn::{BiasAdd, Dropout};
     use super::norms::{self, Norm};
@@ -154,6 +155,19 @@ mod tests {
         );
         assert_eq!(message(Dropout(1.0).check([4, 4])), "dropout: expected a dropout rate in [0, 1), got 1");
         assert!(Dropout(f32::NAN).check([4, 4]).is_err());
+    }
+
+    #[test]
+    fn gemv_checks_name_the_product() {
+        let product = Product { dims: Gemv::dense(3, 4), transposed: false };
+        assert!(product.check(3, [12, 4]).is_ok());
+        assert_eq!(message(product.check(3, [12, 3])), "gemv: expected `x` of 4 elements, got 3 elements");
+        let transposed = Product { transposed: true, ..product };
+        assert_eq!(transposed.out_and_inner(), (4, 3));
+        assert_eq!(
+            message(transposed.check(3, [12, 3])),
+            "gemv_t: expected `y` of 4 elements, got 3 elements"
+        );
     }
 
     #[test]

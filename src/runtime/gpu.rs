@@ -8,13 +8,14 @@ use half::{bf16, f16};
 use crate::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError};
 use crate::error::{Error, Result};
 use crate::kernels::gemm::Workspace;
-use crate::kernels::gemv::{self, Gemv};
+use crate::kernels::gemv::Gemv;
 use crate::kernels::neuromorphic::{self, DeviceCsr, DeviceReservoir};
 use crate::kernels::norms::{self as launch, Channels, Nchw, NormElement, Running};
 use crate::kernels::{shape, Kernels};
 use crate::ops::activations::{Activation, Backward};
 use crate::ops::convert;
 use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::gemv::Product;
 use crate::ops::neuromorphic::{Csr, LeakyIntegration, MatvecInput, Patterns, SpikeEncode};
 use crate::ops::norms::{self, Norm};
 use crate::ops::random::{Gaussian, Philox, Uniform};
@@ -523,7 +524,7 @@ impl GpuOps {
         x: &CudaSlice<f32>,
         y: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        gemv::gemv(&self.kernels, &self.stream, dims, &a.as_view(), &x.as_view(), &mut y.as_view_mut())
+        self.update(Product { dims, transposed: false }, y, [a, x])
     }
 
     /// `y = alpha * Aᵀ x + beta * y` in place (`x` of `m`, `y` of `n`, not read when `beta == 0`).
@@ -534,7 +535,7 @@ impl GpuOps {
         x: &CudaSlice<f32>,
         y: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        gemv::gemv_t(&self.kernels, &self.stream, dims, &a.as_view(), &x.as_view(), &mut y.as_view_mut())
+        self.update(Product { dims, transposed: true }, y, [a, x])
     }
 
     /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`) in a new buffer.

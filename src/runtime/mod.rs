@@ -42,6 +42,7 @@ use crate::kernels::shape;
 use crate::ops::activations::{Activation, Backward};
 use crate::ops::convert;
 use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::gemv;
 use crate::ops::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, Reservoir, SpikeEncode};
 use crate::ops::norms::{self, Norm};
 use crate::ops::random::{Gaussian, Philox, Uniform};
@@ -720,50 +721,30 @@ impl ProductionGpuRuntime {
     // -----------------------------------------------------------------------------------------
     // GEMV and transpose
 
-    fn gemv_any(&self, dims: Gemv, a: &[f32], x: &[f32], y: &[f32], transposed: bool) -> Result<Vec<f32>> {
-        let op = if transposed { "gemv_t" } else { "gemv" };
-        let out_len = if transposed { dims.n } else { dims.m };
-        let y_len = if dims.beta == 0.0 && y.is_empty() { out_len } else { y.len() };
-        dims.check(op, a.len(), x.len(), y_len, transposed)?;
-        let inner = if transposed { dims.m } else { dims.n };
-        let cpu = || {
-            let y = if dims.beta == 0.0 { &[][..] } else { y };
-            let (m, n, lda, alpha, beta) = (dims.m, dims.n, dims.lda, dims.alpha, dims.beta);
-            if transposed {
-                cpu::gemv_t(a, x, y, m, n, lda, alpha, beta)
-            } else {
-                cpu::gemv(a, x, y, m, n, lda, alpha, beta)
-            }
-        };
-        if out_len == 0 || inner == 0 {
-            // Nothing to launch: an empty result, or beta * y.
-            return Ok(cpu());
+    fn gemv_any(&self, op: gemv::Product, a: &[f32], x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
+        let (out_len, inner) = op.out_and_inner();
+        let unread = op.dims.beta == 0.0;
+        op.check(if unread && y.is_empty() { out_len } else { y.len() }, [a.len(), x.len()])?;
+        let mut out = if unread { shape::zeroed(op.name(), "y", out_len)? } else { y.to_vec() };
+        if inner == 0 {
+            // Nothing to multiply: beta * y (or zeros), without a launch.
+            op.cpu(&mut out, [a, x]);
+        } else {
+            self.update(op, &mut out, [a, x])?;
         }
-        self.dispatch(
-            |g| {
-                let (ad, xd) = (g.upload(a)?, g.upload(x)?);
-                let mut yd = if dims.beta == 0.0 { g.stream().alloc_zeros(out_len)? } else { g.upload(y)? };
-                if transposed {
-                    g.gemv_t(dims, &ad, &xd, &mut yd)?;
-                } else {
-                    g.gemv(dims, &ad, &xd, &mut yd)?;
-                }
-                g.download(&yd)
-            },
-            cpu,
-        )
+        Ok(out)
     }
 
     /// `alpha * A x + beta * y`, `A` row-major `[m, n]` with leading dimension `lda`, `x` of `n`,
     /// `y` of `m` (may be empty when `beta == 0`; not read then). GPU: f32 dot products; within
     /// 1e-5 of the f64 reference relative to `sum |alpha a_ij x_j| + |beta y_i|`.
     pub fn gemv(&self, dims: Gemv, a: &[f32], x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
-        self.gemv_any(dims, a, x, y, false)
+        self.gemv_any(gemv::Product { dims, transposed: false }, a, x, y)
     }
 
     /// `alpha * Aᵀ x + beta * y`, `x` of `m`, `y` of `n`; deterministic; tolerance as [`gemv`](Self::gemv).
     pub fn gemv_t(&self, dims: Gemv, a: &[f32], x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
-        self.gemv_any(dims, a, x, y, true)
+        self.gemv_any(gemv::Product { dims, transposed: true }, a, x, y)
     }
 
     /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`). Exact.
