@@ -81,7 +81,7 @@ mod tests {
     use super::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, SpikeEncode};
     use super::nn::{BiasAdd, Dropout};
     use super::norms::{self, Norm};
-    use super::reductions::{self, Argmax, Reduce};
+    use super::reductions::{self, Argmax, Reduce, RowArgmax};
     use super::softmax::{self, Softmax};
     use super::transpose::Transpose;
     use super::{Map, Update};
@@ -128,6 +128,12 @@ mod tests {
             "reduce_rows: expected at least one column, got 0 columns"
         );
         assert_eq!(message(Argmax.check([0])), "argmax: expected at least one element, got 0 elements");
+        assert_eq!(RowArgmax { rows: 2, cols: 3 }.check([6]).unwrap(), 2);
+        assert_eq!(
+            message(RowArgmax { rows: 2, cols: 0 }.check([0])),
+            "row_argmax: expected at least one column, got 0 columns"
+        );
+        assert!(RowArgmax { rows: 1, cols: 1 << 31 }.cpu([&[]], 1).is_err());
         assert_eq!(
             message(Transpose { rows: usize::MAX, cols: 2 }.check([0])),
             format!(

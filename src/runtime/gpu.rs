@@ -11,7 +11,7 @@ use crate::kernels::gemm::Workspace;
 use crate::kernels::gemv::Gemv;
 use crate::kernels::neuromorphic::{self, DeviceCsr, DeviceReservoir};
 use crate::kernels::norms::{self as launch, Channels, Nchw, NormElement, Running};
-use crate::kernels::{shape, Kernels};
+use crate::kernels::Kernels;
 use crate::ops::activations::{Activation, Backward};
 use crate::ops::convert;
 use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
@@ -19,7 +19,7 @@ use crate::ops::gemv::Product;
 use crate::ops::neuromorphic::{Csr, LeakyIntegration, MatvecInput, Patterns, SpikeEncode};
 use crate::ops::norms::{self, Norm};
 use crate::ops::random::{Gaussian, Philox, Uniform};
-use crate::ops::reductions::{self, Argmax, Reduce};
+use crate::ops::reductions::{self, Argmax, Reduce, RowArgmax};
 use crate::ops::softmax::{self, Softmax};
 use crate::ops::transpose::Transpose;
 use crate::ops::{Gpu, Map, Update};
@@ -500,17 +500,7 @@ impl GpuOps {
 
     /// The first column index of the maximum of each row of `x` in a new buffer.
     pub fn argmax_rows(&self, x: &CudaSlice<f32>, rows: usize, cols: usize) -> Result<CudaSlice<i32>> {
-        shape::matrix("argmax_rows", "x", x.len(), rows, cols)?;
-        let mut out = self.output(rows)?;
-        crate::kernels::reductions::row_argmax(
-            &self.kernels,
-            &self.stream,
-            &x.as_view(),
-            &mut out.as_view_mut(),
-            rows,
-            cols,
-        )?;
-        Ok(out)
+        self.map(RowArgmax { rows, cols }, [x])
     }
 
     // -----------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ use crate::ops::gemv;
 use crate::ops::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, Reservoir, SpikeEncode};
 use crate::ops::norms::{self, Norm};
 use crate::ops::random::{Gaussian, Philox, Uniform};
-use crate::ops::reductions::{self, Argmax, Reduce};
+use crate::ops::reductions::{self, Argmax, Reduce, RowArgmax};
 use crate::ops::softmax::{self, Softmax};
 use crate::ops::transpose::Transpose;
 use crate::ops::{Map, Update};
@@ -703,19 +703,8 @@ impl ProductionGpuRuntime {
 
     /// Column index of the first maximum of each row, NaN skipped (0 for an all-NaN row). Exact.
     pub fn row_argmax(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<usize>> {
-        reductions::check_rows("row_argmax", x.len(), rows, rows, cols)?;
-        if rows == 0 {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| {
-                Ok(g.download(&g.argmax_rows(&g.upload(x)?, rows, cols)?)?
-                    .into_iter()
-                    .map(|i| i as usize)
-                    .collect())
-            },
-            || cpu::row_argmax(x, rows, cols),
-        )
+        // Indices in 0..cols, never negative.
+        Ok(self.map(RowArgmax { rows, cols }, [x])?.into_iter().map(|i| i as usize).collect())
     }
 
     // -----------------------------------------------------------------------------------------
