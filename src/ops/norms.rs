@@ -128,24 +128,22 @@ impl Rows {
         check_rows(self.op, x, x, &[("gamma", gamma), ("beta", beta)], &[], self.rows, self.cols)
     }
 
-    /// Launches the kernel (checked operands; RMS norm takes no `beta` and no `mean`).
-    #[allow(clippy::too_many_arguments)] // the kernels' operands
+    /// Launches the kernel on checked operands: `x` into `out`, with the optional gamma and beta
+    /// and the optional statistics (mean, rstd); RMS norm takes no beta and no mean.
     pub fn launch<T: NormElement>(
         self,
         gpu: Gpu,
         x: &CudaView<T>,
-        gamma: Option<&CudaView<f32>>,
-        beta: Option<&CudaView<f32>>,
+        [gamma, beta]: [Option<&CudaView<f32>>; 2],
         out: &mut CudaViewMut<T>,
-        mean: Option<&mut CudaViewMut<f32>>,
-        rstd: Option<&mut CudaViewMut<f32>>,
+        [mean, rstd]: [Option<&mut CudaViewMut<f32>>; 2],
     ) -> Result<()> {
-        let Rows { rows, cols, eps, .. } = self;
+        let (Gpu { kernels, stream }, Rows { rows, cols, eps, .. }) = (gpu, self);
         match self.norm {
             Norm::Layer => {
-                launch::layer_norm(gpu.kernels, gpu.stream, x, gamma, beta, out, mean, rstd, rows, cols, eps)
+                launch::layer_norm(kernels, stream, x, gamma, beta, out, mean, rstd, rows, cols, eps)
             }
-            Norm::Rms => launch::rms_norm(gpu.kernels, gpu.stream, x, gamma, out, rstd, rows, cols, eps),
+            Norm::Rms => launch::rms_norm(kernels, stream, x, gamma, out, rstd, rows, cols, eps),
         }
     }
 }

@@ -329,14 +329,13 @@ impl GpuOps {
             (self.output(x.len())?, self.output(mean_len)?, self.output(rstd_len)?);
         let (gamma, beta) = (gamma.map(CudaSlice::as_view), beta.map(CudaSlice::as_view));
         let (mut mean_view, mut rstd_view) = (mean.as_view_mut(), rstd.as_view_mut());
+        let stats = [(mean_len > 0).then_some(&mut mean_view), (rstd_len > 0).then_some(&mut rstd_view)];
         op.launch(
             self.launch_at(),
             &x.as_view(),
-            gamma.as_ref(),
-            beta.as_ref(),
+            [gamma.as_ref(), beta.as_ref()],
             &mut out.as_view_mut(),
-            (mean_len > 0).then_some(&mut mean_view),
-            (rstd_len > 0).then_some(&mut rstd_view),
+            stats,
         )?;
         Ok((out, mean, rstd))
     }
