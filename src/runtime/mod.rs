@@ -772,10 +772,7 @@ impl ProductionGpuRuntime {
             |g| {
                 with_device_reservoir(g, w, x.len(), |dw| g.download(&g.matvec_reservoir(dw, &g.upload(x)?)?))
             },
-            || match w {
-                Reservoir::Dense(d) => cpu::matvec_reservoir(d, x, x.len()),
-                Reservoir::Csr(c) => cpu::matvec_reservoir_csr(c.row_ptr, c.col_idx, c.values, x, x.len()),
-            },
+            || cpu::reservoir_matvec(w, x),
         )
     }
 
@@ -812,10 +809,7 @@ impl ProductionGpuRuntime {
         }
         self.dispatch(
             |g| with_device_reservoir(g, w, n, |dw| g.spectral_radius(dw, n, iters, seed)),
-            || match w {
-                Reservoir::Dense(d) => cpu::spectral_radius(d, n, iters, seed),
-                Reservoir::Csr(c) => cpu::spectral_radius_csr(c.row_ptr, c.col_idx, c.values, n, iters, seed),
-            },
+            || cpu::reservoir_spectral_radius(w, n, iters, seed),
         )
     }
 
