@@ -79,7 +79,7 @@ mod tests {
     use super::elementwise::{Binary, Fill};
     use super::gemv::{Gemv, Product};
     use super::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, SpikeEncode};
-    use super::nn::{BiasAdd, Dropout};
+    use super::nn::{BiasAdd, BiasGrad, Dropout};
     use super::norms::{self, Norm};
     use super::reductions::{self, Argmax, Reduce, RowArgmax};
     use super::softmax::{self, Softmax};
@@ -158,6 +158,11 @@ mod tests {
         assert_eq!(
             message(BiasAdd { rows: 2, cols: 3 }.check(6, [2])),
             "bias_add: expected `bias` of 1 x 3 = 3 elements, got 2 elements"
+        );
+        assert_eq!(BiasGrad { rows: 0, cols: 3 }.check([0]).unwrap(), 3);
+        assert_eq!(
+            message(BiasGrad { rows: 2, cols: 3 }.check([5])),
+            "bias_grad: expected `dy` of 2 x 3 = 6 elements, got 5 elements"
         );
         assert_eq!(message(Dropout(1.0).check([4, 4])), "dropout: expected a dropout rate in [0, 1), got 1");
         assert!(Dropout(f32::NAN).check([4, 4]).is_err());
