@@ -7,11 +7,12 @@ use half::bf16;
 
 use crate::driver::sys::CUdeviceptr;
 use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::rows::{self, RowContract};
 use crate::kernels::{args, grid, shape, Kernels};
 
+use crate::ops::norms::{check_batch, check_batch_train, check_rows};
 pub use crate::ops::norms::{check_nchw, Nchw};
 
 /// Values per unit of work of the batch-norm statistics (`BN_UNIT` in cuda/norms.cu).
@@ -43,28 +44,6 @@ impl NormElement for bf16 {
     const RMS_NORM: &'static str = "prism_rms_norm_bf16";
     const LAYER_NORM_ROWS: RowContract = RowContract { lanes: 8, register_chunks: 4 };
     const RMS_NORM_ROWS: RowContract = RowContract { lanes: 8, register_chunks: 4 };
-}
-
-/// Checks a row norm's operands: `x` and `out` of `rows * cols`, gamma/beta of `cols`, the
-/// statistics of `rows`.
-fn check_rows(
-    op: &'static str,
-    x: usize,
-    out: usize,
-    params: &[(&str, Option<usize>)],
-    stats: &[(&str, Option<usize>)],
-    rows: usize,
-    cols: usize,
-) -> Result<()> {
-    shape::matrix(op, "x", x, rows, cols)?;
-    shape::same_len(op, &[("x", x), ("out", out)])?;
-    for (name, len) in params {
-        args::optional_len(op, name, *len, cols)?;
-    }
-    for (name, len) in stats {
-        args::optional_len(op, name, *len, rows)?;
-    }
-    Ok(())
 }
 
 /// Layer norm of each row of `x` (`[rows, cols]`): `out = (x - mean) * rsqrt(var + eps) * gamma +
@@ -188,6 +167,18 @@ pub struct Channels<'a, 'b> {
     pub beta: Option<&'a CudaView<'b, f32>>,
 }
 
+impl Channels<'_, '_> {
+    /// The operands' names and lengths, for [`check_batch`].
+    pub(crate) fn lens(&self) -> [(&'static str, Option<usize>); 4] {
+        [
+            ("mean", Some(self.mean.len())),
+            ("var", Some(self.var.len())),
+            ("gamma", self.gamma.map(|g| g.len())),
+            ("beta", self.beta.map(|b| b.len())),
+        ]
+    }
+}
+
 #[allow(clippy::too_many_arguments)] // the kernel's argument list
 fn batch_norm_launch(
     kernels: &Kernels,
@@ -200,11 +191,7 @@ fn batch_norm_launch(
     eps: f32,
 ) -> Result<()> {
     const OP: &str = "prism_batch_norm_apply_f32";
-    check_nchw(OP, len, n, c, hw)?;
-    shape::same_len(OP, &[("mean", channels.mean.len()), ("var", channels.var.len())])?;
-    args::optional_len(OP, "mean", Some(channels.mean.len()), c)?;
-    args::optional_len(OP, "gamma", channels.gamma.map(|g| g.len()), c)?;
-    args::optional_len(OP, "beta", channels.beta.map(|b| b.len()), c)?;
+    check_batch(OP, len, (n, c, hw), &channels.lens())?;
     if len == 0 {
         return Ok(());
     }
@@ -290,22 +277,16 @@ pub fn batch_norm_stats(
     (n, c, hw): Nchw,
 ) -> Result<()> {
     const OP: &str = "prism_batch_norm_stats_f32";
-    check_nchw(OP, x.len(), n, c, hw)?;
-    args::optional_len(OP, "mean", Some(mean.len()), c)?;
-    args::optional_len(OP, "var", Some(var.len()), c)?;
-    if let Some(r) = &running {
-        args::optional_len(OP, "running mean", Some(r.mean.len()), c)?;
-        args::optional_len(OP, "running var", Some(r.var.len()), c)?;
-    }
+    let running_lens = running.as_ref().map(|r| (r.mean.len(), r.var.len()));
+    let channels = [
+        ("mean", Some(mean.len())),
+        ("var", Some(var.len())),
+        ("running mean", running_lens.map(|(m, _)| m)),
+        ("running var", running_lens.map(|(_, v)| v)),
+    ];
+    check_batch_train(OP, x.len(), (n, c, hw), &channels)?;
     if c == 0 {
         return Ok(());
-    }
-    if n * hw == 0 {
-        return Err(Error::Shape {
-            op: OP,
-            expected: "at least one value per channel (n * hw >= 1)".into(),
-            got: format!("n = {n}, hw = {hw}"),
-        });
     }
     let (ni, ci, hwi) = (args::int(OP, "n", n)?, args::int(OP, "c", c)?, args::int(OP, "hw", hw)?);
     let partials = kernels.function("prism_batch_norm_partials_f32")?;

@@ -1,8 +1,11 @@
-//! Matrix-vector products (`cuda/gemv.cu`): the dimensions of one GEMV and their check.
+//! Matrix-vector products (`cuda/gemv.cu`): the dimensions of one GEMV, their check, and the
+//! product `y = alpha * A x + beta * y` (or `Aᵀ x`) defined once.
 
+use crate::driver::CudaViewMut;
 use crate::error::{Error, Result};
-use crate::kernels::args;
-use crate::ops::shape;
+use crate::kernels::{args, gemv as launch};
+use crate::ops::{shape, Gpu, Update, Views};
+use crate::runtime::cpu;
 
 /// The dimensions of one GEMV: `A` is `[m, n]` row-major with leading dimension `lda`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,5 +53,56 @@ impl Gemv {
         let (xn, yn) = if transposed { (m, n) } else { (n, m) };
         args::optional_len(op, "x", Some(x), xn)?;
         args::optional_len(op, "y", Some(y), yn)
+    }
+}
+
+/// `y = alpha * A x + beta * y`, or `alpha * Aᵀ x + beta * y` when `transposed`, in place.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Product {
+    pub dims: Gemv,
+    pub transposed: bool,
+}
+
+impl Product {
+    /// The name its errors carry.
+    pub fn name(self) -> &'static str {
+        if self.transposed {
+            "gemv_t"
+        } else {
+            "gemv"
+        }
+    }
+
+    /// The lengths of `y` and of the dot products: `(m, n)`, or `(n, m)` transposed.
+    pub fn out_and_inner(self) -> (usize, usize) {
+        if self.transposed {
+            (self.dims.n, self.dims.m)
+        } else {
+            (self.dims.m, self.dims.n)
+        }
+    }
+}
+
+impl Update<2> for Product {
+    type Elem = f32;
+    type In = f32;
+
+    fn check(self, y: usize, [a, x]: [usize; 2]) -> Result<()> {
+        self.dims.check(self.name(), a, x, y, self.transposed)
+    }
+
+    fn launch(self, gpu: Gpu, y: &mut CudaViewMut<f32>, [a, x]: Views<f32, 2>) -> Result<()> {
+        let launch = if self.transposed { launch::gemv_t } else { launch::gemv };
+        launch(gpu.kernels, gpu.stream, self.dims, a, x, y)
+    }
+
+    fn cpu(self, y: &mut [f32], [a, x]: [&[f32]; 2]) {
+        let Gemv { m, n, lda, alpha, beta } = self.dims;
+        if self.transposed {
+            let product = cpu::gemv_t(a, x, y, m, n, lda, alpha, beta);
+            y.copy_from_slice(&product);
+        } else {
+            cpu::gemv_inplace(a, x, y, m, n, lda, alpha, beta);
+        }
     }
 }

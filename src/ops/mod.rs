@@ -77,9 +77,11 @@ mod tests {
     //! paths: the messages callers see are pinned here.
     use super::activations::{Activation, Backward};
     use super::elementwise::{Binary, Fill};
+    use super::gemv::{Gemv, Product};
     use super::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, SpikeEncode};
-    use super::nn::{BiasAdd, Dropout};
-    use super::reductions::{self, Argmax, Reduce};
+    use super::nn::{BiasAdd, BiasGrad, Dropout};
+    use super::norms::{self, Norm};
+    use super::reductions::{self, Argmax, Reduce, RowArgmax};
     use super::softmax::{self, Softmax};
     use super::transpose::Transpose;
     use super::{Map, Update};
@@ -126,6 +128,12 @@ mod tests {
             "reduce_rows: expected at least one column, got 0 columns"
         );
         assert_eq!(message(Argmax.check([0])), "argmax: expected at least one element, got 0 elements");
+        assert_eq!(RowArgmax { rows: 2, cols: 3 }.check([6]).unwrap(), 2);
+        assert_eq!(
+            message(RowArgmax { rows: 2, cols: 0 }.check([0])),
+            "row_argmax: expected at least one column, got 0 columns"
+        );
+        assert!(RowArgmax { rows: 1, cols: 1 << 31 }.cpu([&[]], 1).is_err());
         assert_eq!(
             message(Transpose { rows: usize::MAX, cols: 2 }.check([0])),
             format!(
@@ -151,7 +159,62 @@ mod tests {
             message(BiasAdd { rows: 2, cols: 3 }.check(6, [2])),
             "bias_add: expected `bias` of 1 x 3 = 3 elements, got 2 elements"
         );
+        assert_eq!(BiasGrad { rows: 0, cols: 3 }.check([0]).unwrap(), 3);
+        assert_eq!(
+            message(BiasGrad { rows: 2, cols: 3 }.check([5])),
+            "bias_grad: expected `dy` of 2 x 3 = 6 elements, got 5 elements"
+        );
         assert_eq!(message(Dropout(1.0).check([4, 4])), "dropout: expected a dropout rate in [0, 1), got 1");
         assert!(Dropout(f32::NAN).check([4, 4]).is_err());
+    }
+
+    #[test]
+    fn gemv_checks_name_the_product() {
+        let product = Product { dims: Gemv::dense(3, 4), transposed: false };
+        assert!(product.check(3, [12, 4]).is_ok());
+        assert_eq!(message(product.check(3, [12, 3])), "gemv: expected `x` of 4 elements, got 3 elements");
+        let transposed = Product { transposed: true, ..product };
+        assert_eq!(transposed.out_and_inner(), (4, 3));
+        assert_eq!(
+            message(transposed.check(3, [12, 3])),
+            "gemv_t: expected `y` of 4 elements, got 3 elements"
+        );
+    }
+
+    #[test]
+    fn norm_checks_name_the_operand() {
+        let layer = norms::Rows::new(Norm::Layer, "layer_norm", 3, 4, 1e-5);
+        assert!(layer.check(12, Some(4), Some(4)).is_ok());
+        assert_eq!(
+            message(layer.check(11, None, None)),
+            "layer_norm: expected `x` of 3 x 4 = 12 elements, got 11 elements"
+        );
+        assert_eq!(
+            message(layer.check(12, Some(4), Some(3))),
+            "layer_norm: expected `beta` of 4 elements, got 3 elements"
+        );
+        assert_eq!(
+            message(norms::check_rows("prism_rms_norm_f32", 6, 6, &[], &[("rstd", Some(1))], 2, 3)),
+            "prism_rms_norm_f32: expected `rstd` of 2 elements, got 1 elements"
+        );
+        let channels = [("mean", Some(3)), ("var", Some(2)), ("gamma", None)];
+        assert_eq!(
+            message(norms::check_batch("batch_norm", 18, (2, 3, 3), &channels)),
+            "batch_norm: expected `var` of 3 elements, got 2 elements"
+        );
+        assert_eq!(
+            message(norms::check_batch("batch_norm", 12, (2, 3, 3), &[])),
+            "batch_norm: expected `x` of n x c x hw = 2 x 3 x 3 elements, got 12 elements"
+        );
+        let running = norms::train_lens(None, Some(3), Some([3, 4]));
+        assert_eq!(
+            message(norms::check_batch_train("batch_norm_train", 18, (2, 3, 3), &running)),
+            "batch_norm_train: expected `running var` of 3 elements, got 4 elements"
+        );
+        assert_eq!(
+            message(norms::check_batch_train("batch_norm_train", 0, (0, 3, 4), &[])),
+            "batch_norm_train: expected at least one value per channel (n * hw >= 1), got n = 0, hw = 4"
+        );
+        assert!(norms::check_batch_train("batch_norm_train", 0, (2, 0, 4), &[]).is_ok());
     }
 }

@@ -1,5 +1,5 @@
 //! Neural-network operations (`cuda/nn.cu`): the optimisers' update rules, a dense layer's bias
-//! add and inverted dropout.
+//! add and bias gradient, and inverted dropout.
 
 use crate::driver::CudaViewMut;
 use crate::error::{Error, Result};
@@ -118,6 +118,30 @@ impl Update<1> for BiasAdd {
 
     fn cpu(self, y: &mut [f32], [bias]: [&[f32]; 1]) {
         cpu::nn::bias_add(y, bias);
+    }
+}
+
+/// The column sums of `dy` (`[rows, cols]`): a dense layer's bias gradient (zeros for no rows).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BiasGrad {
+    pub rows: usize,
+    pub cols: usize,
+}
+
+impl Map<1> for BiasGrad {
+    type In = f32;
+    type Out = f32;
+
+    fn check(self, [dy]: [usize; 1]) -> Result<usize> {
+        shape::matrix("bias_grad", "dy", dy, self.rows, self.cols).map(|()| self.cols)
+    }
+
+    fn launch(self, gpu: Gpu, [dy]: Views<f32, 1>, db: &mut CudaViewMut<f32>) -> Result<()> {
+        launch::bias_grad(gpu.kernels, gpu.stream, dy, db, self.rows, self.cols)
+    }
+
+    fn cpu(self, [dy]: [&[f32]; 1], _: usize) -> Result<Vec<f32>> {
+        Ok(cpu::nn::bias_grad(dy, self.cols))
     }
 }
 

@@ -118,3 +118,31 @@ impl Map<1> for Rows {
         })
     }
 }
+
+/// The first column index of the maximum of each row of `x` (`[rows, cols]`, `cols >= 1`, NaN
+/// skipped; 0 for an all-NaN row), as the kernel's `int`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowArgmax {
+    pub rows: usize,
+    pub cols: usize,
+}
+
+impl Map<1> for RowArgmax {
+    type In = f32;
+    type Out = i32;
+
+    fn check(self, [x]: [usize; 1]) -> Result<usize> {
+        check_rows("row_argmax", x, self.rows, self.rows, self.cols).map(|()| self.rows)
+    }
+
+    fn launch(self, gpu: Gpu, [x]: Views<f32, 1>, out: &mut CudaViewMut<i32>) -> Result<()> {
+        launch::row_argmax(gpu.kernels, gpu.stream, x, out, self.rows, self.cols)
+    }
+
+    fn cpu(self, [x]: [&[f32]; 1], _: usize) -> Result<Vec<i32>> {
+        // The indices are the kernel's `int`s on the CPU too (rows of 2^31 values and more are
+        // refused on both).
+        args::int("row_argmax", "cols", self.cols)?;
+        Ok(cpu::row_argmax(x, self.rows, self.cols).into_iter().map(|i| i as i32).collect())
+    }
+}

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 
 pub use crate::ops::activations::Activation;
 use crate::ops::elementwise::Binary;
-use crate::ops::neuromorphic::Reservoir;
+use crate::ops::neuromorphic::{Csr, Reservoir};
 
 /// Rows below this many elements in total are not worth splitting over threads.
 const PAR_MIN: usize = 1 << 14;
@@ -857,13 +857,7 @@ pub fn power_iteration_normalize(w: &[f32]) -> (Vec<f32>, f32) {
 /// `||w||` is the estimate). Converges to `|lambda_max|` when one eigenvalue dominates in modulus.
 pub fn spectral_radius(w: &[f32], n: usize, iters: usize, seed: u64) -> f32 {
     debug_assert_eq!(w.len(), n * n);
-    let (mut v, mut est) = power_iteration_normalize(&power_iteration_init(n, seed));
-    for _ in 0..iters {
-        let (nv, nrm) = power_iteration_normalize(&matvec_reservoir(w, &v, n));
-        v = nv;
-        est = nrm;
-    }
-    est
+    reservoir_spectral_radius(Reservoir::Dense(w), n, iters, seed)
 }
 
 /// [`spectral_radius`] for a CSR reservoir (see [`matvec_reservoir_csr`] for the layout).
@@ -875,13 +869,26 @@ pub fn spectral_radius_csr(
     iters: usize,
     seed: u64,
 ) -> f32 {
+    reservoir_spectral_radius(Reservoir::Csr(Csr { row_ptr, col_idx, values }), n, iters, seed)
+}
+
+/// [`spectral_radius`] of a dense or CSR reservoir `[n, n]` (checked).
+pub(crate) fn reservoir_spectral_radius(w: Reservoir<'_>, n: usize, iters: usize, seed: u64) -> f32 {
     let (mut v, mut est) = power_iteration_normalize(&power_iteration_init(n, seed));
     for _ in 0..iters {
-        let (nv, nrm) = power_iteration_normalize(&matvec_reservoir_csr(row_ptr, col_idx, values, &v, n));
+        let (nv, nrm) = power_iteration_normalize(&reservoir_matvec(w, &v));
         v = nv;
         est = nrm;
     }
     est
+}
+
+/// `W x` for a dense or CSR reservoir `[n, n]`, `n = x.len()` (checked).
+pub(crate) fn reservoir_matvec(w: Reservoir<'_>, x: &[f32]) -> Vec<f32> {
+    match w {
+        Reservoir::Dense(d) => matvec_reservoir(d, x, x.len()),
+        Reservoir::Csr(c) => matvec_reservoir_csr(c.row_ptr, c.col_idx, c.values, x, x.len()),
+    }
 }
 
 /// One echo-state step in place: `x = (1 - leak) * x + leak * tanh(W_in u + W x)`, `w_in`
@@ -893,12 +900,8 @@ pub fn reservoir_step(w_in: &[f32], w: Reservoir<'_>, u: &[f32], x: &mut [f32], 
 
 /// [`reservoir_step`] out of place: the next state of `x`.
 pub fn reservoir_update(w_in: &[f32], w: Reservoir<'_>, u: &[f32], x: &[f32], leak: f32) -> Vec<f32> {
-    let n = x.len();
-    let recurrent = match w {
-        Reservoir::Dense(d) => matvec_reservoir(d, x, n),
-        Reservoir::Csr(c) => matvec_reservoir_csr(c.row_ptr, c.col_idx, c.values, x, n),
-    };
-    let mut drive = matvec_input(w_in, u, n, u.len());
+    let recurrent = reservoir_matvec(w, x);
+    let mut drive = matvec_input(w_in, u, x.len(), u.len());
     binary_inplace(Binary::Add, &mut drive, &recurrent);
     let mut next = x.to_vec();
     leaky_integration(&mut next, &drive, leak);

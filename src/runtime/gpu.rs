@@ -8,16 +8,18 @@ use half::{bf16, f16};
 use crate::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError};
 use crate::error::{Error, Result};
 use crate::kernels::gemm::Workspace;
-use crate::kernels::gemv::{self, Gemv};
+use crate::kernels::gemv::Gemv;
 use crate::kernels::neuromorphic::{self, DeviceCsr, DeviceReservoir};
-use crate::kernels::norms::{self, Channels, Nchw, NormElement, Running};
-use crate::kernels::{shape, Kernels};
+use crate::kernels::norms::{self as launch, Channels, Nchw, NormElement, Running};
+use crate::kernels::Kernels;
 use crate::ops::activations::{Activation, Backward};
 use crate::ops::convert;
 use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::gemv::Product;
 use crate::ops::neuromorphic::{Csr, LeakyIntegration, MatvecInput, Patterns, SpikeEncode};
+use crate::ops::norms::{self, Norm};
 use crate::ops::random::{Gaussian, Philox, Uniform};
-use crate::ops::reductions::{self, Argmax, Reduce};
+use crate::ops::reductions::{self, Argmax, Reduce, RowArgmax};
 use crate::ops::softmax::{self, Softmax};
 use crate::ops::transpose::Transpose;
 use crate::ops::{Gpu, Map, Update};
@@ -310,6 +312,34 @@ impl GpuOps {
     // -----------------------------------------------------------------------------------------
     // norms
 
+    /// The device-buffer path of the row norms: checks, allocates the output (and the statistics
+    /// when `stats` and there are values: each row's rstd, and its mean for layer norm), launches.
+    pub(crate) fn row_norm<T: NormElement>(
+        &self,
+        op: norms::Rows,
+        x: &CudaSlice<T>,
+        gamma: Option<&CudaSlice<f32>>,
+        beta: Option<&CudaSlice<f32>>,
+        stats: bool,
+    ) -> Result<(CudaSlice<T>, CudaSlice<f32>, CudaSlice<f32>)> {
+        op.check(x.len(), gamma.map(CudaSlice::len), beta.map(CudaSlice::len))?;
+        let rstd_len = if stats && !x.is_empty() { op.rows } else { 0 };
+        let mean_len = if op.norm == Norm::Layer { rstd_len } else { 0 };
+        let (mut out, mut mean, mut rstd) =
+            (self.output(x.len())?, self.output(mean_len)?, self.output(rstd_len)?);
+        let (gamma, beta) = (gamma.map(CudaSlice::as_view), beta.map(CudaSlice::as_view));
+        let (mut mean_view, mut rstd_view) = (mean.as_view_mut(), rstd.as_view_mut());
+        let stats = [(mean_len > 0).then_some(&mut mean_view), (rstd_len > 0).then_some(&mut rstd_view)];
+        op.launch(
+            self.launch_at(),
+            &x.as_view(),
+            [gamma.as_ref(), beta.as_ref()],
+            &mut out.as_view_mut(),
+            stats,
+        )?;
+        Ok((out, mean, rstd))
+    }
+
     /// Layer norm of each row of `x` (`[rows, cols]`, f32 or bf16) with optional gamma/beta (`cols`
     /// each), and each row's mean and rstd: `(out, mean, rstd)`.
     pub fn layer_norm_with_stats<T: NormElement>(
@@ -321,24 +351,7 @@ impl GpuOps {
         cols: usize,
         eps: f32,
     ) -> Result<(CudaSlice<T>, CudaSlice<f32>, CudaSlice<f32>)> {
-        shape::matrix(T::LAYER_NORM, "x", x.len(), rows, cols)?;
-        let stats = if x.is_empty() { 0 } else { rows };
-        let (mut out, mut mean, mut rstd) = (self.output(x.len())?, self.output(stats)?, self.output(stats)?);
-        let (gamma, beta) = (gamma.map(CudaSlice::as_view), beta.map(CudaSlice::as_view));
-        norms::layer_norm(
-            &self.kernels,
-            &self.stream,
-            &x.as_view(),
-            gamma.as_ref(),
-            beta.as_ref(),
-            &mut out.as_view_mut(),
-            Some(&mut mean.as_view_mut()),
-            Some(&mut rstd.as_view_mut()),
-            rows,
-            cols,
-            eps,
-        )?;
-        Ok((out, mean, rstd))
+        self.row_norm(norms::Rows::new(Norm::Layer, T::LAYER_NORM, rows, cols, eps), x, gamma, beta, true)
     }
 
     /// Layer norm of each row of `x` (`[rows, cols]`, f32 or bf16) in a new buffer.
@@ -351,23 +364,8 @@ impl GpuOps {
         cols: usize,
         eps: f32,
     ) -> Result<CudaSlice<T>> {
-        shape::matrix(T::LAYER_NORM, "x", x.len(), rows, cols)?;
-        let mut out = self.output(x.len())?;
-        let (gamma, beta) = (gamma.map(CudaSlice::as_view), beta.map(CudaSlice::as_view));
-        norms::layer_norm(
-            &self.kernels,
-            &self.stream,
-            &x.as_view(),
-            gamma.as_ref(),
-            beta.as_ref(),
-            &mut out.as_view_mut(),
-            None,
-            None,
-            rows,
-            cols,
-            eps,
-        )?;
-        Ok(out)
+        let op = norms::Rows::new(Norm::Layer, T::LAYER_NORM, rows, cols, eps);
+        Ok(self.row_norm(op, x, gamma, beta, false)?.0)
     }
 
     /// RMS norm of each row of `x` (`[rows, cols]`, f32 or bf16) with optional gamma, and each
@@ -380,21 +378,8 @@ impl GpuOps {
         cols: usize,
         eps: f32,
     ) -> Result<(CudaSlice<T>, CudaSlice<f32>)> {
-        shape::matrix(T::RMS_NORM, "x", x.len(), rows, cols)?;
-        let stats = if x.is_empty() { 0 } else { rows };
-        let (mut out, mut rstd) = (self.output(x.len())?, self.output(stats)?);
-        let gamma = gamma.map(CudaSlice::as_view);
-        norms::rms_norm(
-            &self.kernels,
-            &self.stream,
-            &x.as_view(),
-            gamma.as_ref(),
-            &mut out.as_view_mut(),
-            Some(&mut rstd.as_view_mut()),
-            rows,
-            cols,
-            eps,
-        )?;
+        let op = norms::Rows::new(Norm::Rms, T::RMS_NORM, rows, cols, eps);
+        let (out, _, rstd) = self.row_norm(op, x, gamma, None, true)?;
         Ok((out, rstd))
     }
 
@@ -407,21 +392,8 @@ impl GpuOps {
         cols: usize,
         eps: f32,
     ) -> Result<CudaSlice<T>> {
-        shape::matrix(T::RMS_NORM, "x", x.len(), rows, cols)?;
-        let mut out = self.output(x.len())?;
-        let gamma = gamma.map(CudaSlice::as_view);
-        norms::rms_norm(
-            &self.kernels,
-            &self.stream,
-            &x.as_view(),
-            gamma.as_ref(),
-            &mut out.as_view_mut(),
-            None,
-            rows,
-            cols,
-            eps,
-        )?;
-        Ok(out)
+        let op = norms::Rows::new(Norm::Rms, T::RMS_NORM, rows, cols, eps);
+        Ok(self.row_norm(op, x, gamma, None, false)?.0)
     }
 
     /// Batch norm of NCHW `x` with given per-channel statistics (inference) in a new buffer.
@@ -432,10 +404,10 @@ impl GpuOps {
         stats: ChannelStats<'_>,
         eps: f32,
     ) -> Result<CudaSlice<f32>> {
-        norms::check_nchw("batch_norm", x.len(), nchw.0, nchw.1, nchw.2)?;
-        let mut out = self.output(x.len())?;
         let views = stats.views();
-        norms::batch_norm(
+        norms::check_batch("batch_norm", x.len(), nchw, &views.channels().lens())?;
+        let mut out = self.output(x.len())?;
+        launch::batch_norm(
             &self.kernels,
             &self.stream,
             &x.as_view(),
@@ -456,7 +428,7 @@ impl GpuOps {
         eps: f32,
     ) -> Result<()> {
         let views = stats.views();
-        norms::batch_norm_inplace(
+        launch::batch_norm_inplace(
             &self.kernels,
             &self.stream,
             &mut x.as_view_mut(),
@@ -478,14 +450,15 @@ impl GpuOps {
         eps: f32,
         running: Option<(&mut CudaSlice<f32>, &mut CudaSlice<f32>, f32)>,
     ) -> Result<(CudaSlice<f32>, CudaSlice<f32>, CudaSlice<f32>)> {
-        let (n, c, hw) = nchw;
-        norms::check_nchw("batch_norm_train", x.len(), n, c, hw)?;
-        let (mut mean, mut var) = (self.output(c)?, self.output(c)?);
+        let running_lens = running.as_ref().map(|(mean, var, _)| [mean.len(), var.len()]);
+        let channels = norms::train_lens(gamma.map(CudaSlice::len), beta.map(CudaSlice::len), running_lens);
+        norms::check_batch_train("batch_norm_train", x.len(), nchw, &channels)?;
+        let (mut mean, mut var) = (self.output(nchw.1)?, self.output(nchw.1)?);
         {
             let mut running = running.map(|(m, v, momentum)| (m.as_view_mut(), v.as_view_mut(), momentum));
             let running =
                 running.as_mut().map(|(mean, var, momentum)| Running { mean, var, momentum: *momentum });
-            norms::batch_norm_stats(
+            launch::batch_norm_stats(
                 &self.kernels,
                 &self.stream,
                 &x.as_view(),
@@ -526,17 +499,7 @@ impl GpuOps {
 
     /// The first column index of the maximum of each row of `x` in a new buffer.
     pub fn argmax_rows(&self, x: &CudaSlice<f32>, rows: usize, cols: usize) -> Result<CudaSlice<i32>> {
-        shape::matrix("argmax_rows", "x", x.len(), rows, cols)?;
-        let mut out = self.output(rows)?;
-        crate::kernels::reductions::row_argmax(
-            &self.kernels,
-            &self.stream,
-            &x.as_view(),
-            &mut out.as_view_mut(),
-            rows,
-            cols,
-        )?;
-        Ok(out)
+        self.map(RowArgmax { rows, cols }, [x])
     }
 
     // -----------------------------------------------------------------------------------------
@@ -550,7 +513,7 @@ impl GpuOps {
         x: &CudaSlice<f32>,
         y: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        gemv::gemv(&self.kernels, &self.stream, dims, &a.as_view(), &x.as_view(), &mut y.as_view_mut())
+        self.update(Product { dims, transposed: false }, y, [a, x])
     }
 
     /// `y = alpha * Aᵀ x + beta * y` in place (`x` of `m`, `y` of `n`, not read when `beta == 0`).
@@ -561,7 +524,7 @@ impl GpuOps {
         x: &CudaSlice<f32>,
         y: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        gemv::gemv_t(&self.kernels, &self.stream, dims, &a.as_view(), &x.as_view(), &mut y.as_view_mut())
+        self.update(Product { dims, transposed: true }, y, [a, x])
     }
 
     /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`) in a new buffer.

@@ -37,14 +37,16 @@ use crate::driver::{CudaContext, CudaSlice};
 use crate::error::{Error, Result};
 use crate::kernels::gemv::Gemv;
 use crate::kernels::neuromorphic::DeviceReservoir;
-use crate::kernels::norms::{self, Nchw};
-use crate::kernels::{args, shape};
+use crate::kernels::norms::Nchw;
+use crate::kernels::shape;
 use crate::ops::activations::{Activation, Backward};
 use crate::ops::convert;
 use crate::ops::elementwise::{Axpy, Binary, Fill, Scale};
+use crate::ops::gemv;
 use crate::ops::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, Reservoir, SpikeEncode};
+use crate::ops::norms::{self, Norm};
 use crate::ops::random::{Gaussian, Philox, Uniform};
-use crate::ops::reductions::{self, Argmax, Reduce};
+use crate::ops::reductions::{self, Argmax, Reduce, RowArgmax};
 use crate::ops::softmax::{self, Softmax};
 use crate::ops::transpose::Transpose;
 use crate::ops::{Map, Update};
@@ -444,6 +446,32 @@ impl ProductionGpuRuntime {
     // -----------------------------------------------------------------------------------------
     // norms
 
+    /// The host-slice path of the row norms: checks; then upload → launch → download on a GPU,
+    /// or the CPU body: `(out, mean, rstd)`, the statistics when `stats` (RMS norm: no mean). An
+    /// empty `x` gives empty results without a launch.
+    fn row_norm<T: norms::Element>(
+        &self,
+        op: norms::Rows,
+        x: &[T],
+        gamma: Option<&[f32]>,
+        beta: Option<&[f32]>,
+        stats: bool,
+    ) -> Result<(Vec<T>, Vec<f32>, Vec<f32>)> {
+        op.check(x.len(), gamma.map(<[f32]>::len), beta.map(<[f32]>::len))?;
+        if x.is_empty() {
+            return Ok(Default::default());
+        }
+        self.dispatch(
+            |g| {
+                let (gamma, beta) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
+                let (y, mean, rstd) = g.row_norm(op, &g.upload(x)?, gamma.as_ref(), beta.as_ref(), stats)?;
+                let stat = |s: &CudaSlice<f32>| if s.is_empty() { Ok(Vec::new()) } else { g.download(s) };
+                Ok((g.download(&y)?, stat(&mean)?, stat(&rstd)?))
+            },
+            || T::cpu(op, x, gamma, beta),
+        )
+    }
+
     /// Layer norm of each row with each row's mean and rstd: `(out, mean, rstd)`; see
     /// [`layer_norm`](Self::layer_norm).
     pub fn layer_norm_with_stats(
@@ -455,19 +483,7 @@ impl ProductionGpuRuntime {
         beta: Option<&[f32]>,
         eps: f32,
     ) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>)> {
-        check_norm("layer_norm", x.len(), rows, cols, &[("gamma", gamma), ("beta", beta)])?;
-        if x.is_empty() {
-            return Ok(Default::default());
-        }
-        self.dispatch(
-            |g| {
-                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
-                let (y, m, r) =
-                    g.layer_norm_with_stats(&g.upload(x)?, gm.as_ref(), bt.as_ref(), rows, cols, eps)?;
-                Ok((g.download(&y)?, g.download(&m)?, g.download(&r)?))
-            },
-            || cpu::layer_norm_with_stats(x, rows, cols, gamma, beta, eps),
-        )
+        self.row_norm(norms::Rows::new(Norm::Layer, "layer_norm", rows, cols, eps), x, gamma, beta, true)
     }
 
     /// Layer norm of each row of `x` (`[rows, cols]`): `(x - mean) * rsqrt(var + eps) * gamma +
@@ -483,9 +499,8 @@ impl ProductionGpuRuntime {
         beta: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<f32>> {
-        self.layer_norm_rows("layer_norm", x, rows, cols, gamma, beta, eps, || {
-            cpu::layer_norm(x, rows, cols, gamma, beta, eps)
-        })
+        let op = norms::Rows::new(Norm::Layer, "layer_norm", rows, cols, eps);
+        Ok(self.row_norm(op, x, gamma, beta, false)?.0)
     }
 
     /// RMS norm of each row with each row's rstd: `(out, rstd)`; see [`rms_norm`](Self::rms_norm).
@@ -497,18 +512,9 @@ impl ProductionGpuRuntime {
         gamma: Option<&[f32]>,
         eps: f32,
     ) -> Result<(Vec<f32>, Vec<f32>)> {
-        check_norm("rms_norm", x.len(), rows, cols, &[("gamma", gamma)])?;
-        if x.is_empty() {
-            return Ok(Default::default());
-        }
-        self.dispatch(
-            |g| {
-                let gm = upload_opt(g, gamma)?;
-                let (y, r) = g.rms_norm_with_stats(&g.upload(x)?, gm.as_ref(), rows, cols, eps)?;
-                Ok((g.download(&y)?, g.download(&r)?))
-            },
-            || cpu::rms_norm_with_stats(x, rows, cols, gamma, eps),
-        )
+        let op = norms::Rows::new(Norm::Rms, "rms_norm", rows, cols, eps);
+        let (y, _, rstd) = self.row_norm(op, x, gamma, None, true)?;
+        Ok((y, rstd))
     }
 
     /// RMS norm of each row of `x` (`[rows, cols]`): `x * rsqrt(mean(x^2) + eps) * gamma` (absent
@@ -521,7 +527,8 @@ impl ProductionGpuRuntime {
         gamma: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<f32>> {
-        self.rms_norm_rows("rms_norm", x, rows, cols, gamma, eps, || cpu::rms_norm(x, rows, cols, gamma, eps))
+        let op = norms::Rows::new(Norm::Rms, "rms_norm", rows, cols, eps);
+        Ok(self.row_norm(op, x, gamma, None, false)?.0)
     }
 
     /// Layer norm of bf16 rows, f32 accumulation and f32 gamma/beta, output rounded to bf16: within
@@ -535,9 +542,8 @@ impl ProductionGpuRuntime {
         beta: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<bf16>> {
-        self.layer_norm_rows("layer_norm_bf16", x, rows, cols, gamma, beta, eps, || {
-            cpu::layer_norm_bf16(x, rows, cols, gamma, beta, eps)
-        })
+        let op = norms::Rows::new(Norm::Layer, "layer_norm_bf16", rows, cols, eps);
+        Ok(self.row_norm(op, x, gamma, beta, false)?.0)
     }
 
     /// RMS norm of bf16 rows, f32 accumulation and f32 gamma, output rounded to bf16: within 8e-3.
@@ -549,61 +555,8 @@ impl ProductionGpuRuntime {
         gamma: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<bf16>> {
-        self.rms_norm_rows("rms_norm_bf16", x, rows, cols, gamma, eps, || {
-            cpu::rms_norm_bf16(x, rows, cols, gamma, eps)
-        })
-    }
-
-    /// Layer norm of `[rows, cols]` rows of `T` on the GPU, else `cpu`: the f32 and bf16 entry
-    /// points differ only in their name and CPU fallback.
-    #[allow(clippy::too_many_arguments)] // the operation's operands, its name and its fallback
-    fn layer_norm_rows<T: norms::NormElement>(
-        &self,
-        op: &'static str,
-        x: &[T],
-        rows: usize,
-        cols: usize,
-        gamma: Option<&[f32]>,
-        beta: Option<&[f32]>,
-        eps: f32,
-        cpu: impl FnOnce() -> Vec<T>,
-    ) -> Result<Vec<T>> {
-        check_norm(op, x.len(), rows, cols, &[("gamma", gamma), ("beta", beta)])?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| {
-                let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
-                g.download(&g.layer_norm(&g.upload(x)?, gm.as_ref(), bt.as_ref(), rows, cols, eps)?)
-            },
-            cpu,
-        )
-    }
-
-    /// RMS norm of `[rows, cols]` rows of `T` on the GPU, else `cpu` (as `layer_norm_rows`).
-    #[allow(clippy::too_many_arguments)] // the operation's operands, its name and its fallback
-    fn rms_norm_rows<T: norms::NormElement>(
-        &self,
-        op: &'static str,
-        x: &[T],
-        rows: usize,
-        cols: usize,
-        gamma: Option<&[f32]>,
-        eps: f32,
-        cpu: impl FnOnce() -> Vec<T>,
-    ) -> Result<Vec<T>> {
-        check_norm(op, x.len(), rows, cols, &[("gamma", gamma)])?;
-        if x.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| {
-                let gm = upload_opt(g, gamma)?;
-                g.download(&g.rms_norm(&g.upload(x)?, gm.as_ref(), rows, cols, eps)?)
-            },
-            cpu,
-        )
+        let op = norms::Rows::new(Norm::Rms, "rms_norm_bf16", rows, cols, eps);
+        Ok(self.row_norm(op, x, gamma, None, false)?.0)
     }
 
     /// Batch norm of NCHW `x` (`nchw = (n, c, H * W)`) with given statistics (inference):
@@ -619,11 +572,13 @@ impl ProductionGpuRuntime {
         beta: Option<&[f32]>,
         eps: f32,
     ) -> Result<Vec<f32>> {
-        let (n, c, hw) = nchw;
-        norms::check_nchw("batch_norm", x.len(), n, c, hw)?;
-        for (name, v) in [("mean", Some(mean)), ("var", Some(var)), ("gamma", gamma), ("beta", beta)] {
-            args::optional_len("batch_norm", name, v.map(<[f32]>::len), c)?;
-        }
+        let channels = [("mean", Some(mean)), ("var", Some(var)), ("gamma", gamma), ("beta", beta)];
+        norms::check_batch(
+            "batch_norm",
+            x.len(),
+            nchw,
+            &channels.map(|(name, v)| (name, v.map(<[f32]>::len))),
+        )?;
         if x.is_empty() {
             return Ok(Vec::new());
         }
@@ -634,7 +589,10 @@ impl ProductionGpuRuntime {
                 let stats = ChannelStats { mean: &m, var: &v, gamma: gm.as_ref(), beta: bt.as_ref() };
                 g.download(&g.batch_norm(&g.upload(x)?, nchw, stats, eps)?)
             },
-            || cpu::batch_norm_apply(x, n, c, hw, mean, var, gamma, beta, eps),
+            || {
+                let (n, c, hw) = nchw;
+                cpu::batch_norm_apply(x, n, c, hw, mean, var, gamma, beta, eps)
+            },
         )
     }
 
@@ -650,49 +608,33 @@ impl ProductionGpuRuntime {
         eps: f32,
         running: Option<RunningStats<'_>>,
     ) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>)> {
+        let running_lens = running.as_ref().map(|r| [r.mean.len(), r.var.len()]);
+        let channels = norms::train_lens(gamma.map(<[f32]>::len), beta.map(<[f32]>::len), running_lens);
+        norms::check_batch_train("batch_norm_train", x.len(), nchw, &channels)?;
         let (n, c, hw) = nchw;
-        norms::check_nchw("batch_norm_train", x.len(), n, c, hw)?;
-        for (name, v) in [("gamma", gamma), ("beta", beta)] {
-            args::optional_len("batch_norm_train", name, v.map(<[f32]>::len), c)?;
-        }
-        if let Some(r) = &running {
-            args::optional_len("batch_norm_train", "running mean", Some(r.mean.len()), c)?;
-            args::optional_len("batch_norm_train", "running var", Some(r.var.len()), c)?;
-        }
         if c == 0 {
             return Ok(Default::default());
-        }
-        if x.is_empty() {
-            return Err(Error::Shape {
-                op: "batch_norm_train",
-                expected: "at least one value per channel (n * hw >= 1)".into(),
-                got: format!("n = {n}, hw = {hw}"),
-            });
         }
         match &self.backend {
             Backend::Gpu(ops) => ops.host(|g| {
                 let (gm, bt) = (upload_opt(g, gamma)?, upload_opt(g, beta)?);
-                let xd = g.upload(x)?;
-                match running {
-                    Some(r) => {
-                        let (mut rm, mut rv) = (g.upload(r.mean)?, g.upload(r.var)?);
-                        let (y, m, v) = g.batch_norm_train(
-                            &xd,
-                            nchw,
-                            gm.as_ref(),
-                            bt.as_ref(),
-                            eps,
-                            Some((&mut rm, &mut rv, r.momentum)),
-                        )?;
-                        g.stream().memcpy_dtoh(&rm, r.mean)?;
-                        g.stream().memcpy_dtoh(&rv, r.var)?;
-                        Ok((g.download(&y)?, g.download(&m)?, g.download(&v)?))
-                    }
-                    None => {
-                        let (y, m, v) = g.batch_norm_train(&xd, nchw, gm.as_ref(), bt.as_ref(), eps, None)?;
-                        Ok((g.download(&y)?, g.download(&m)?, g.download(&v)?))
-                    }
+                let mut dev_running = match &running {
+                    Some(r) => Some((g.upload(r.mean)?, g.upload(r.var)?, r.momentum)),
+                    None => None,
+                };
+                let (y, m, v) = g.batch_norm_train(
+                    &g.upload(x)?,
+                    nchw,
+                    gm.as_ref(),
+                    bt.as_ref(),
+                    eps,
+                    dev_running.as_mut().map(|(rm, rv, momentum)| (rm, rv, *momentum)),
+                )?;
+                if let (Some(r), Some((rm, rv, _))) = (running, &dev_running) {
+                    g.stream().memcpy_dtoh(rm, r.mean)?;
+                    g.stream().memcpy_dtoh(rv, r.var)?;
                 }
+                Ok((g.download(&y)?, g.download(&m)?, g.download(&v)?))
             }),
             Backend::Cpu { .. } => {
                 let (y, m, v) = cpu::batch_norm_train(x, n, c, hw, gamma, beta, eps);
@@ -761,68 +703,37 @@ impl ProductionGpuRuntime {
 
     /// Column index of the first maximum of each row, NaN skipped (0 for an all-NaN row). Exact.
     pub fn row_argmax(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<usize>> {
-        reductions::check_rows("row_argmax", x.len(), rows, rows, cols)?;
-        if rows == 0 {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| {
-                Ok(g.download(&g.argmax_rows(&g.upload(x)?, rows, cols)?)?
-                    .into_iter()
-                    .map(|i| i as usize)
-                    .collect())
-            },
-            || cpu::row_argmax(x, rows, cols),
-        )
+        // Indices in 0..cols, never negative.
+        Ok(self.map(RowArgmax { rows, cols }, [x])?.into_iter().map(|i| i as usize).collect())
     }
 
     // -----------------------------------------------------------------------------------------
     // GEMV and transpose
 
-    fn gemv_any(&self, dims: Gemv, a: &[f32], x: &[f32], y: &[f32], transposed: bool) -> Result<Vec<f32>> {
-        let op = if transposed { "gemv_t" } else { "gemv" };
-        let out_len = if transposed { dims.n } else { dims.m };
-        let y_len = if dims.beta == 0.0 && y.is_empty() { out_len } else { y.len() };
-        dims.check(op, a.len(), x.len(), y_len, transposed)?;
-        let inner = if transposed { dims.m } else { dims.n };
-        let cpu = || {
-            let y = if dims.beta == 0.0 { &[][..] } else { y };
-            let (m, n, lda, alpha, beta) = (dims.m, dims.n, dims.lda, dims.alpha, dims.beta);
-            if transposed {
-                cpu::gemv_t(a, x, y, m, n, lda, alpha, beta)
-            } else {
-                cpu::gemv(a, x, y, m, n, lda, alpha, beta)
-            }
-        };
-        if out_len == 0 || inner == 0 {
-            // Nothing to launch: an empty result, or beta * y.
-            return Ok(cpu());
+    fn gemv_any(&self, op: gemv::Product, a: &[f32], x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
+        let (out_len, inner) = op.out_and_inner();
+        let unread = op.dims.beta == 0.0;
+        op.check(if unread && y.is_empty() { out_len } else { y.len() }, [a.len(), x.len()])?;
+        let mut out = if unread { shape::zeroed(op.name(), "y", out_len)? } else { y.to_vec() };
+        if inner == 0 {
+            // Nothing to multiply: beta * y (or zeros), without a launch.
+            op.cpu(&mut out, [a, x]);
+        } else {
+            self.update(op, &mut out, [a, x])?;
         }
-        self.dispatch(
-            |g| {
-                let (ad, xd) = (g.upload(a)?, g.upload(x)?);
-                let mut yd = if dims.beta == 0.0 { g.stream().alloc_zeros(out_len)? } else { g.upload(y)? };
-                if transposed {
-                    g.gemv_t(dims, &ad, &xd, &mut yd)?;
-                } else {
-                    g.gemv(dims, &ad, &xd, &mut yd)?;
-                }
-                g.download(&yd)
-            },
-            cpu,
-        )
+        Ok(out)
     }
 
     /// `alpha * A x + beta * y`, `A` row-major `[m, n]` with leading dimension `lda`, `x` of `n`,
     /// `y` of `m` (may be empty when `beta == 0`; not read then). GPU: f32 dot products; within
     /// 1e-5 of the f64 reference relative to `sum |alpha a_ij x_j| + |beta y_i|`.
     pub fn gemv(&self, dims: Gemv, a: &[f32], x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
-        self.gemv_any(dims, a, x, y, false)
+        self.gemv_any(gemv::Product { dims, transposed: false }, a, x, y)
     }
 
     /// `alpha * Aᵀ x + beta * y`, `x` of `m`, `y` of `n`; deterministic; tolerance as [`gemv`](Self::gemv).
     pub fn gemv_t(&self, dims: Gemv, a: &[f32], x: &[f32], y: &[f32]) -> Result<Vec<f32>> {
-        self.gemv_any(dims, a, x, y, true)
+        self.gemv_any(gemv::Product { dims, transposed: true }, a, x, y)
     }
 
     /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`). Exact.
@@ -861,10 +772,7 @@ impl ProductionGpuRuntime {
             |g| {
                 with_device_reservoir(g, w, x.len(), |dw| g.download(&g.matvec_reservoir(dw, &g.upload(x)?)?))
             },
-            || match w {
-                Reservoir::Dense(d) => cpu::matvec_reservoir(d, x, x.len()),
-                Reservoir::Csr(c) => cpu::matvec_reservoir_csr(c.row_ptr, c.col_idx, c.values, x, x.len()),
-            },
+            || cpu::reservoir_matvec(w, x),
         )
     }
 
@@ -901,10 +809,7 @@ impl ProductionGpuRuntime {
         }
         self.dispatch(
             |g| with_device_reservoir(g, w, n, |dw| g.spectral_radius(dw, n, iters, seed)),
-            || match w {
-                Reservoir::Dense(d) => cpu::spectral_radius(d, n, iters, seed),
-                Reservoir::Csr(c) => cpu::spectral_radius_csr(c.row_ptr, c.col_idx, c.values, n, iters, seed),
-            },
+            || cpu::reservoir_spectral_radius(w, n, iters, seed),
         )
     }
 
@@ -975,21 +880,6 @@ impl ProductionGpuRuntime {
 /// A device copy of an optional operand.
 fn upload_opt(g: &GpuOps, v: Option<&[f32]>) -> Result<Option<CudaSlice<f32>>> {
     v.map(|v| g.upload(v)).transpose()
-}
-
-/// Checks a row norm's `x` (`[rows, cols]`) and per-column operands.
-fn check_norm(
-    op: &'static str,
-    len: usize,
-    rows: usize,
-    cols: usize,
-    params: &[(&str, Option<&[f32]>)],
-) -> Result<()> {
-    shape::matrix(op, "x", len, rows, cols)?;
-    for (name, p) in params {
-        args::optional_len(op, name, p.map(<[f32]>::len), cols)?;
-    }
-    Ok(())
 }
 
 /// Runs `f` with a device copy of the (checked) reservoir `w` of `n` rows.

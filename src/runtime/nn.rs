@@ -7,7 +7,7 @@ use crate::driver::{CudaView, CudaViewMut};
 use crate::error::Result;
 use crate::kernels::nn::{self, GatherElement, LossRows, Optimizer};
 use crate::kernels::shape;
-use crate::ops::nn::{BiasAdd, Dropout};
+use crate::ops::nn::{BiasAdd, BiasGrad, Dropout};
 
 impl GpuOps {
     /// `y[r, c] += bias[c]` in place (`y` `[rows, cols]`).
@@ -131,18 +131,7 @@ impl ProductionGpuRuntime {
 
     /// The column sums of `dy` (`[rows, cols]`): a dense layer's bias gradient.
     pub fn bias_grad(&self, dy: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
-        shape::matrix("bias_grad", "dy", dy.len(), rows, cols)?;
-        if cols == 0 {
-            return Ok(Vec::new());
-        }
-        self.dispatch(
-            |g| {
-                let mut db = g.stream().alloc_zeros::<f32>(cols)?;
-                g.bias_grad(&g.upload(dy)?.as_view(), &mut db.as_view_mut(), rows, cols)?;
-                g.download(&db)
-            },
-            || cpu::nn::bias_grad(dy, cols),
-        )
+        self.map(BiasGrad { rows, cols }, [dy])
     }
 
     /// Fused softmax cross-entropy of `logits` (`[rows, cols]`) against `labels` (`rows`, each in
