@@ -224,3 +224,12 @@ fn optimizer_state_sizes() {
     assert_eq!(Optimizer::Sgd { momentum: 0.9, weight_decay: 0.0 }.state_len(10).unwrap(), 10);
     assert!(Optimizer::ADAMW.state_len(usize::MAX).is_err());
 }
+
+#[test]
+fn a_bias_gradient_too_large_to_allocate_is_an_error() {
+    // No rows: `dy` is empty whatever `cols` is, so only the allocation can refuse it.
+    let rt = ProductionGpuRuntime::cpu();
+    let err = rt.bias_grad(&[], 0, usize::MAX).expect_err("usize::MAX columns cannot be allocated");
+    assert!(err.to_string().contains("bias_grad"), "{err}");
+    assert_eq!(rt.bias_grad(&[1.0, 2.0, 3.0, 4.0], 2, 2).unwrap(), [4.0, 6.0]);
+}

@@ -141,7 +141,7 @@ impl Map<1> for BiasGrad {
     }
 
     fn cpu(self, [dy]: [&[f32]; 1], _: usize) -> Result<Vec<f32>> {
-        Ok(cpu::nn::bias_grad(dy, self.cols))
+        cpu::nn::bias_grad(dy, self.cols)
     }
 }
 

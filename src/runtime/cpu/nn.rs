@@ -3,7 +3,9 @@
 
 use rayon::prelude::*;
 
+use crate::error::Result;
 use crate::ops::nn::Optimizer;
+use crate::ops::shape;
 
 /// Rows of at least this many elements in all are worked on in parallel.
 const PAR_MIN: usize = 1 << 15;
@@ -22,14 +24,15 @@ pub fn bias_add(y: &mut [f32], bias: &[f32]) {
 }
 
 /// `db[c] = sum_r dy[r, c]` for `dy` `[rows, cols]`.
-pub fn bias_grad(dy: &[f32], cols: usize) -> Vec<f32> {
-    let mut acc = vec![0.0f64; cols];
+pub fn bias_grad(dy: &[f32], cols: usize) -> Result<Vec<f32>> {
+    // `cols` is the caller's: with no rows it is not bounded by `dy`, so allocate fallibly.
+    let mut acc: Vec<f64> = shape::zeroed("bias_grad", "db", cols)?;
     if cols > 0 {
         for row in dy.chunks_exact(cols) {
             acc.iter_mut().zip(row).for_each(|(a, &v)| *a += f64::from(v));
         }
     }
-    acc.into_iter().map(|v| v as f32).collect()
+    Ok(acc.into_iter().map(|v| v as f32).collect())
 }
 
 /// One row of softmax cross-entropy: `(loss, correct)`, and the gradient written to `grad` when
