@@ -128,7 +128,8 @@ pub fn one_process_per_rank(test: &str, body: impl FnOnce(Rank)) {
 
 /// The GPU count and the run's seed (both printed).
 fn start(test: &str) -> (usize, u64) {
-    let gpus = CudaContext::device_count().expect("a CUDA driver and GPU") as usize;
+    let gpus = CudaContext::device_count().expect("a CUDA driver") as usize;
+    assert!(gpus >= 1, "{test} needs a CUDA GPU; the driver sees none");
     let seed = env(SEED).unwrap_or_else(|| SplitMix64::from_time().next_u64());
     println!("{test}: {gpus} GPU(s) visible, seed {seed} (replay with {SEED}={seed})");
     (gpus, seed)
@@ -171,12 +172,13 @@ fn drain(mut from: impl Read + Send + 'static) -> JoinHandle<String> {
     })
 }
 
-/// Waits for every child (killing all that are left at the deadline); each one's exit status (None
-/// when killed) and its output.
+/// Waits for every child; each one's exit status and its output. Once one has failed, or at the
+/// deadline, the others are killed (status None): ranks whose peer is gone wait for it forever.
 fn wait_all(mut children: Vec<Running>) -> Vec<(Option<std::process::ExitStatus>, String)> {
     let deadline = Instant::now() + DEADLINE;
     let mut statuses = vec![None; children.len()];
-    while statuses.iter().any(Option::is_none) && Instant::now() < deadline {
+    let failed = |s: &[Option<std::process::ExitStatus>]| s.iter().flatten().any(|s| !s.success());
+    while statuses.iter().any(Option::is_none) && !failed(&statuses) && Instant::now() < deadline {
         for (status, running) in statuses.iter_mut().zip(&mut children) {
             if status.is_none() {
                 *status = running.child.try_wait().expect("polling a rank");
@@ -189,7 +191,7 @@ fn wait_all(mut children: Vec<Running>) -> Vec<(Option<std::process::ExitStatus>
         .zip(statuses)
         .map(|(mut running, status)| {
             if status.is_none() {
-                // Past the deadline: this child only, by its handle.
+                // A peer failed or the deadline passed: this child only, by its handle.
                 let _ = running.child.kill();
                 let _ = running.child.wait();
             }
@@ -204,12 +206,14 @@ fn report(test: &str, what: &str, outcome: Vec<(Option<std::process::ExitStatus>
     for (i, (status, out)) in outcome.iter().enumerate() {
         println!("---- {test}, {what}: process {i} ({status:?}) ----\n{out}");
     }
-    for (i, (status, _)) in outcome.iter().enumerate() {
-        match status {
-            Some(s) if s.success() => {}
-            Some(s) => panic!("{test}, {what}: process {i} failed ({s}); its output is above"),
-            None => panic!("{test}, {what}: process {i} was still running after {DEADLINE:?} and was killed"),
-        }
+    // A failure first: the processes killed because of it are not the news.
+    if let Some((i, s)) =
+        outcome.iter().enumerate().find_map(|(i, (s, _))| s.filter(|s| !s.success()).map(|s| (i, s)))
+    {
+        panic!("{test}, {what}: process {i} failed ({s}); its output is above");
+    }
+    if let Some(i) = outcome.iter().position(|(s, _)| s.is_none()) {
+        panic!("{test}, {what}: process {i} was still running after {DEADLINE:?} and was killed");
     }
     println!("{test}, {what}: every process passed");
 }
