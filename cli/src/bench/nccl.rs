@@ -1,6 +1,7 @@
 //! The `nccl` group: all-reduce bandwidth over every visible GPU through `prism_gpu::nccl`, beside
 //! NCCL driven by PyTorch's `torch.distributed` in the same run, and data-parallel training
-//! throughput (`prism_gpu::nn::DataParallel` on every GPU beside `Network::train` on one).
+//! throughput (`prism_gpu::nn::DataParallel` on every GPU beside `Network::train` on one; on one
+//! GPU, a replica of one beside it).
 //!
 //! All-reduce: in-place float32 sums from 1 KiB to 1 GiB, one rank per GPU. Ours runs one thread
 //! per rank (`Comm::from_rank`, a stream of its own per GPU); PyTorch one process per rank
@@ -97,11 +98,7 @@ pub fn run(settings: Settings, full: bool, note: &mut dyn FnMut(&str)) -> Result
             });
         }
     }
-    if world > 1 {
-        rows.push(training_throughput(world, note)?);
-    } else {
-        note("nccl: data-parallel training throughput skipped: one GPU (it compares all GPUs with one)");
-    }
+    rows.push(training_throughput(world, note)?);
     Ok(rows)
 }
 
@@ -298,41 +295,40 @@ fn parse_torch(
 
 /// Samples per second of data-parallel training on every GPU beside plain training on one, at a
 /// per-GPU batch that fills a GPU (the global batch grows with the GPUs): the second epoch of two,
-/// so that the first one's kernel loads and allocations are not timed.
+/// so that the first one's kernel loads and allocations are not timed. On one GPU this is
+/// `DataParallel` of one replica beside `Network::train`: what the all-reduce and the sharding cost.
 fn training_throughput(world: usize, note: &mut dyn FnMut(&str)) -> Result<Row> {
     const PER_GPU_BATCH: usize = 4096;
     const STEPS: usize = 16;
     const INPUTS: usize = 256;
     let mut rng = SplitMix64::new(7);
-    let samples_per_second = |gpus: usize, rng: &mut SplitMix64| -> Result<f64> {
+    let samples_per_second = |gpus: usize, parallel: bool, rng: &mut SplitMix64| -> Result<f64> {
         let n = PER_GPU_BATCH * gpus * STEPS;
         let data = rng.vec(n * INPUTS, -1.0, 1.0);
         let labels: Vec<u32> = (0..n).map(|_| (rng.next_u64() % 10) as u32).collect();
-        let build = |device: &Device| {
-            Sequential::builder(INPUTS).linear(2048).relu().linear(2048).relu().linear(10).build(device, 3)
-        };
+        let gpu = Device::gpu(0)?;
+        let model =
+            Sequential::builder(INPUTS).linear(2048).relu().linear(2048).relu().linear(10).build(&gpu, 3)?;
         let config = TrainingConfig {
             epochs: 2,
             batch_size: PER_GPU_BATCH * gpus,
             prefer_gpu: false,
             ..Default::default()
         };
-        let gpu = Device::gpu(0)?;
-        let history = if gpus == 1 {
-            Network::new(build(&gpu)?).train(&data, &labels, &config)?
+        let history = if parallel {
+            DataParallel::new(&model, &(0..gpus).collect::<Vec<_>>())?.train(&data, &labels, None, &config)?
         } else {
-            DataParallel::new(&build(&gpu)?, &(0..gpus).collect::<Vec<_>>())?
-                .train(&data, &labels, None, &config)?
+            Network::new(model).train(&data, &labels, &config)?
         };
         let seconds = history.epochs.last().map_or(f64::NAN, |e| e.seconds);
         Ok(n as f64 / seconds)
     };
-    note(&format!("nccl: training throughput, 1 GPU then {world}, {PER_GPU_BATCH} samples per GPU per step"));
-    let one = samples_per_second(1, &mut rng)?;
-    let all = samples_per_second(world, &mut rng)?;
+    note(&format!("nccl: training throughput, 1 GPU then {world} data-parallel, {PER_GPU_BATCH} samples per GPU per step"));
+    let one = samples_per_second(1, false, &mut rng)?;
+    let all = samples_per_second(world, true, &mut rng)?;
     Ok(Row {
         group: "nccl".into(),
-        name: format!("data-parallel training, {world} GPUs, batch {PER_GPU_BATCH}/GPU (ratio: scaling)"),
+        name: format!("data-parallel training, {world} GPU(s), batch {PER_GPU_BATCH}/GPU (ratio: scaling)"),
         series: None,
         ours: all,
         anchor: "Network::train on 1 GPU".into(),
