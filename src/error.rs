@@ -76,6 +76,10 @@ pub enum Error {
         /// The first fault's code (`CUDA_ERROR_ILLEGAL_ADDRESS`, ...).
         first: CUresult,
     },
+    /// An NCCL call failed (data-parallel training's gradient all-reduce, its communicators).
+    #[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
+    #[error("NCCL error: {0}")]
+    Nccl(#[from] crate::nccl::NcclError),
     /// A raw driver call failed.
     #[error("{call} failed: {}", result_name(*.result))]
     DriverCall {

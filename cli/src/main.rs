@@ -13,7 +13,9 @@ const USAGE: &str =
   selftest  every operation on the GPU and on the CPU fallback, against f64 references
   bench     side-by-side benchmarks (a short run by default), written as Markdown, JSON and SVG:
               --full               target sizes, every GEMM shape, more repeats
-              --groups a,b         driver, kernels, gemm, cublas, cpu (default: every GPU group; cpu without a GPU)
+              --groups a,b         driver, kernels, gemm, cublas, cublaslt, nccl, cpu (default: every GPU group
+                                   but nccl; cpu without a GPU). nccl: all-reduce over every GPU beside PyTorch
+                                   (python3 with torch), data-parallel training throughput
               --gemm MxNxK,...     GEMM shapes
               --elements N         elements of the elementwise kernels
               --out DIR            where to write bench.md, bench.json and the plots (default target/bench)
@@ -24,6 +26,10 @@ const USAGE: &str =
             entries and size, or remove every entry";
 
 fn main() -> ExitCode {
+    // NVLink multicast stays off wherever NCCL runs (`bench --groups nccl` and the PyTorch processes
+    // it starts inherit this). Set before any other thread exists, so no read of the environment
+    // can race with it.
+    std::env::set_var("NCCL_NVLS_ENABLE", "0");
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         [] | ["info"] => {

@@ -119,15 +119,16 @@ pub fn softmax_cross_entropy(device: &Device, logits: &Tensor, labels: &Labels) 
         0..rows,
         loss.range_mut(0..rows),
         correct.range_mut(0..rows),
-        true,
+        Some(rows),
     )?;
     let grad = grad.expect("asked for");
     Ok(LossOutput { loss, grad, correct: Some(correct) })
 }
 
 /// The cross-entropy of `logits` against `labels[range]` (as many rows as the range), with the
-/// per-row loss and correctness written to `loss` and `correct`, and the gradient of the mean loss
-/// when `with_grad`.
+/// per-row loss and correctness written to `loss` and `correct`; with `grad_rows`, the gradient of
+/// the loss summed over these rows and divided by `grad_rows` (the mean loss when it is the row
+/// count; a data-parallel replica's share of the mean over the global batch when that is larger).
 pub(crate) fn xent_into(
     device: &Device,
     logits: &Tensor,
@@ -135,7 +136,7 @@ pub(crate) fn xent_into(
     range: std::ops::Range<usize>,
     loss: BufMut<'_>,
     correct: BufMut<'_>,
-    with_grad: bool,
+    grad_rows: Option<usize>,
 ) -> Result<Option<Tensor>> {
     const OP: &str = "softmax_cross_entropy";
     let (rows, cols) = rows_of(OP, logits)?;
@@ -146,7 +147,8 @@ pub(crate) fn xent_into(
             got: format!("{} (of {})", range.len(), labels.len()),
         });
     }
-    let scale = 1.0 / rows.max(1) as f32;
+    let with_grad = grad_rows.is_some();
+    let scale = 1.0 / grad_rows.unwrap_or(rows).max(1) as f32;
     match (&logits.data, &labels.data, loss, correct) {
         (Storage::Gpu(x), LabelStorage::Gpu(l), BufMut::Gpu(mut lv), BufMut::Gpu(mut cv)) => {
             let ops = device.gpu_ops()?;

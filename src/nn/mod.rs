@@ -2,7 +2,8 @@
 //! layers with explicit forward and backward passes ([`Sequential`]: dense layers, activations,
 //! dropout), fused losses ([`softmax_cross_entropy`], [`mse`]), fused optimisers
 //! ([`Optimizer`]: SGD with momentum, Adam, AdamW, one launch over all parameters), training
-//! ([`Network::train`]); with the `nn-io` feature, weights in safetensors
+//! ([`Network::train`]), data-parallel over several GPUs with the `nccl` feature (`DataParallel`);
+//! with the `nn-io` feature, weights in safetensors
 //! (`Sequential::save_safetensors`) and MNIST-format data (`idx`, gzip too).
 //!
 //! Built on the public [`ProductionGpuRuntime`](crate::ProductionGpuRuntime) API only. The same
@@ -27,6 +28,8 @@
 pub mod idx;
 mod loss;
 mod model;
+#[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
+mod parallel;
 mod progress;
 mod tensor;
 mod train;
@@ -37,6 +40,8 @@ pub use crate::kernels::activations::Activation;
 pub use crate::kernels::nn::Optimizer;
 pub use loss::{mse, softmax_cross_entropy, Labels, LossOutput};
 pub use model::{Layer, Linear, Sequential, SequentialBuilder};
+#[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
+pub use parallel::DataParallel;
 pub use tensor::{Device, Tensor, TensorView};
 pub use train::{batch_order, CapturedStep, EpochStats, History, Network, TrainingConfig};
 #[cfg(feature = "nn-io")]

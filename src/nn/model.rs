@@ -259,13 +259,51 @@ impl Sequential {
 
     /// Moves the parameters to `device` (gradients start at zero there).
     pub fn to_device(&mut self, device: &Device) -> Result<()> {
-        let n = self.params.len();
-        self.params = Tensor::from_vec(device, self.params.to_vec()?, &[n])?;
-        self.grads = Tensor::zeros(device, &[n])?;
-        self.device = device.clone();
-        self.saved.clear();
-        self.generation += 1;
+        let generation = self.generation + 1;
+        *self = self.replica(device, 0)?;
+        self.generation = generation;
         Ok(())
+    }
+
+    /// A copy of this model on `device`: the same layers, parameters and precision, gradients at
+    /// zero. Replica 0 continues this model's dropout stream; replica `r > 0` draws its masks from a
+    /// stream of its own (another Philox key), so data-parallel replicas do not repeat each other's.
+    pub(crate) fn replica(&self, device: &Device, replica: usize) -> Result<Sequential> {
+        // Distinct keys per replica (the golden-ratio increment keeps them apart for any seed).
+        let key = (replica as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let n = self.params.len();
+        Ok(Sequential {
+            device: device.clone(),
+            inputs: self.inputs,
+            outputs: self.outputs,
+            layers: self.layers.clone(),
+            params: Tensor::from_vec(device, self.params.to_vec()?, &[n])?,
+            grads: Tensor::zeros(device, &[n])?,
+            saved: Vec::new(),
+            dropout_at: Philox { seed: self.dropout_at.seed ^ key, offset: self.dropout_at.offset },
+            precision: self.precision,
+            generation: 0,
+        })
+    }
+
+    /// Sets every gradient to zero (a data-parallel replica without rows in a step).
+    #[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
+    pub(crate) fn zero_grads(&mut self) -> Result<()> {
+        match &mut self.grads.data {
+            Storage::Gpu(g) => {
+                let stream = g.stream().clone();
+                Ok(stream.memset_zeros(g)?)
+            }
+            Storage::Host(h) => {
+                h.fill(0.0);
+                Ok(())
+            }
+        }
+    }
+
+    #[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
+    pub(crate) fn grads_mut(&mut self) -> &mut Tensor {
+        &mut self.grads
     }
 
     /// The output for a batch `x` (`[batch, inputs]`, on the model's device). With `train`,

@@ -11,6 +11,7 @@ use crate::kernels::gemm::Precision;
 use crate::kernels::nn::Optimizer;
 use crate::nn::loss::{check_labels, sum, xent_into, LabelStorage, Labels};
 use crate::nn::model::Sequential;
+use crate::nn::progress::Progress;
 use crate::nn::tensor::{Device, Storage, Tensor, TensorView};
 use crate::rng::SplitMix64;
 
@@ -125,10 +126,10 @@ impl std::fmt::Debug for CapturedStep {
 }
 
 /// A data set placed on a device for training or evaluation.
-struct Placed {
+pub(super) struct Placed {
     x: Tensor,
     y: Labels,
-    n: usize,
+    pub(super) n: usize,
 }
 
 impl Network {
@@ -169,15 +170,7 @@ impl Network {
         config: &TrainingConfig,
     ) -> Result<History> {
         const OP: &str = "Network::train";
-        if config.batch_size == 0 || !(config.learning_rate.is_finite() && config.learning_rate > 0.0) {
-            return Err(Error::Shape {
-                op: OP,
-                expected: "a batch size > 0 and a finite learning rate > 0".into(),
-                got: format!("batch size {}, learning rate {}", config.batch_size, config.learning_rate),
-            });
-        }
-        let train_host = self.check_data(OP, data, labels)?;
-        let test_host = test.map(|(d, l)| self.check_data(OP, d, l).map(|y| (d, y))).transpose()?;
+        let (train_host, test_host) = self.check_inputs(OP, data, labels, test, config)?;
         let device = pick_device(config, self.model.device())?;
         self.place(&device)?;
         self.model.set_precision(config.precision);
@@ -187,7 +180,7 @@ impl Network {
         let mut history = History { device: device.describe(), epochs: Vec::with_capacity(config.epochs) };
         let mut losses = Tensor::zeros(&device, &[train.n])?;
         let mut correct = Tensor::zeros(&device, &[train.n])?;
-        let progress = crate::nn::progress::Progress::new(config.progress, config.epochs, train.n);
+        let progress = Progress::new(config.progress, config.epochs, train.n);
         let graphed = config.cuda_graph && device.is_gpu();
         if graphed && self.model.has_dropout() {
             return Err(Error::Shape {
@@ -222,38 +215,37 @@ impl Network {
                     progress.step(rows);
                     continue;
                 }
-                let (xb, yb) = gather(&device, &train, &index, first, rows)?;
-                let logits = self.model.forward(&xb.view(), true)?;
-                let grad = xent_into(
-                    &device,
-                    &logits,
-                    &yb,
-                    0..rows,
-                    losses.range_mut(first..first + rows),
-                    correct.range_mut(first..first + rows),
-                    true,
-                )?
-                .expect("asked for");
-                self.model.backward(&xb.view(), grad)?;
+                self.forward_backward(&train, &index, first, rows, rows, &mut losses, &mut correct)?;
                 self.optimizer_step(config.optimizer, config.learning_rate)?;
                 progress.step(rows);
             }
             let loss = sum(&device, &losses)? / train.n as f32;
             let accuracy = sum(&device, &correct)? / train.n as f32;
             let seconds = start.elapsed().as_secs_f64();
-            let (test_loss, test_accuracy) = match &test {
-                Some(t) => {
-                    let (l, a) = self.evaluate_placed(t, config.batch_size.max(1))?;
-                    (Some(l), Some(a))
-                }
-                None => (None, None),
-            };
-            let stats = EpochStats { epoch, loss, accuracy, test_loss, test_accuracy, seconds };
-            progress.epoch_done(&stats);
-            history.epochs.push(stats);
+            let stats = EpochStats { epoch, loss, accuracy, test_loss: None, test_accuracy: None, seconds };
+            self.end_epoch(stats, test.as_ref(), config.batch_size, &progress, &mut history)?;
         }
         progress.finish();
         Ok(history)
+    }
+
+    /// Ends an epoch of training: the model's figures on `test` when given (in batches of
+    /// `batch_size`) join the epoch's `stats`, which are shown and kept in `history`.
+    pub(super) fn end_epoch(
+        &mut self,
+        mut stats: EpochStats,
+        test: Option<&Placed>,
+        batch_size: usize,
+        progress: &Progress,
+        history: &mut History,
+    ) -> Result<()> {
+        if let Some(t) = test {
+            let (loss, accuracy) = self.evaluate_placed(t, batch_size.max(1))?;
+            (stats.test_loss, stats.test_accuracy) = (Some(loss), Some(accuracy));
+        }
+        progress.epoch_done(&stats);
+        history.epochs.push(stats);
+        Ok(())
     }
 
     /// Mean loss and accuracy of the model on `data` and `labels` (checked as for
@@ -287,6 +279,37 @@ impl Network {
                     .0 as u32
             })
             .collect())
+    }
+
+    /// Forward and backward on the samples `order[first..first + rows]` of `set` (the epoch's order
+    /// in `index`): their losses and correctness go to `losses` and `correct` at `first`, and the
+    /// gradient of their summed loss divided by `grad_rows` to the model's gradient buffer (the
+    /// batch's mean loss when `grad_rows` is `rows`). Queued on the device, no waiting.
+    #[allow(clippy::too_many_arguments)] // one batch of one epoch, all of it needed
+    pub(super) fn forward_backward(
+        &mut self,
+        set: &Placed,
+        index: &IndexBuffer,
+        first: usize,
+        rows: usize,
+        grad_rows: usize,
+        losses: &mut Tensor,
+        correct: &mut Tensor,
+    ) -> Result<()> {
+        let device = self.model.device().clone();
+        let (xb, yb) = gather(&device, set, index, first, rows)?;
+        let logits = self.model.forward(&xb.view(), true)?;
+        let grad = xent_into(
+            &device,
+            &logits,
+            &yb,
+            0..rows,
+            losses.range_mut(first..first + rows),
+            correct.range_mut(first..first + rows),
+            Some(grad_rows),
+        )?
+        .expect("asked for");
+        self.model.backward(&xb.view(), grad)
     }
 
     /// One training step on a batch already on the model's device: forward, cross-entropy,
@@ -332,7 +355,7 @@ impl Network {
             0..rows,
             loss.range_mut(0..rows),
             correct.range_mut(0..rows),
-            true,
+            Some(rows),
         )?
         .expect("asked for");
         self.model.backward(x, grad)?;
@@ -443,7 +466,7 @@ impl Network {
         Ok(())
     }
 
-    fn optimizer_step(&mut self, opt: Optimizer, lr: f32) -> Result<()> {
+    pub(super) fn optimizer_step(&mut self, opt: Optimizer, lr: f32) -> Result<()> {
         let device = self.model.device().clone();
         let n = self.model.params().len();
         if !matches!(&self.state, Some((o, s)) if std::mem::discriminant(o) == std::mem::discriminant(&opt) && s.len() == opt.state_len(n).unwrap_or(0))
@@ -501,6 +524,23 @@ impl Network {
         }
     }
 
+    /// [`check_config`], then [`check_data`](Self::check_data) of the training set and of `test`:
+    /// the labels of each as `i32`.
+    #[allow(clippy::type_complexity)] // the two sets' labels, the test set's with its data
+    pub(super) fn check_inputs<'t>(
+        &self,
+        op: &'static str,
+        data: &[f32],
+        labels: &[u32],
+        test: Option<(&'t [f32], &[u32])>,
+        config: &TrainingConfig,
+    ) -> Result<(Vec<i32>, Option<(&'t [f32], Vec<i32>)>)> {
+        check_config(op, config)?;
+        let train = self.check_data(op, data, labels)?;
+        let test = test.map(|(d, l)| self.check_data(op, d, l).map(|y| (d, y))).transpose()?;
+        Ok((train, test))
+    }
+
     fn check_data(&self, op: &'static str, data: &[f32], labels: &[u32]) -> Result<Vec<i32>> {
         let inputs = self.model.inputs();
         if data.is_empty() || data.len() % inputs != 0 || data.len() / inputs != labels.len() {
@@ -520,7 +560,7 @@ impl Network {
         check_labels(op, labels, self.model.outputs())
     }
 
-    fn placed(&self, data: &[f32], labels: Vec<i32>) -> Result<Placed> {
+    pub(super) fn placed(&self, data: &[f32], labels: Vec<i32>) -> Result<Placed> {
         let device = self.model.device();
         let n = labels.len();
         Ok(Placed {
@@ -530,7 +570,7 @@ impl Network {
         })
     }
 
-    fn evaluate_placed(&mut self, set: &Placed, batch_size: usize) -> Result<(f32, f32)> {
+    pub(super) fn evaluate_placed(&mut self, set: &Placed, batch_size: usize) -> Result<(f32, f32)> {
         let device = self.model.device().clone();
         let mut losses = Tensor::zeros(&device, &[set.n])?;
         let mut correct = Tensor::zeros(&device, &[set.n])?;
@@ -544,11 +584,23 @@ impl Network {
                 first..first + rows,
                 losses.range_mut(first..first + rows),
                 correct.range_mut(first..first + rows),
-                false,
+                None,
             )?;
         }
         Ok((sum(&device, &losses)? / set.n as f32, sum(&device, &correct)? / set.n as f32))
     }
+}
+
+/// A batch size above 0 and a finite learning rate above 0, else an error naming `op`.
+fn check_config(op: &'static str, config: &TrainingConfig) -> Result<()> {
+    if config.batch_size == 0 || !(config.learning_rate.is_finite() && config.learning_rate > 0.0) {
+        return Err(Error::Shape {
+            op,
+            expected: "a batch size > 0 and a finite learning rate > 0".into(),
+            got: format!("batch size {}, learning rate {}", config.batch_size, config.learning_rate),
+        });
+    }
+    Ok(())
 }
 
 /// The device `config` asks for (reusing `current` when it is that kind).
@@ -583,13 +635,13 @@ pub fn batch_order(n: usize, shuffle: bool, rng: &mut SplitMix64) -> Vec<u32> {
 }
 
 /// An epoch's sample order where the gathers read it.
-enum IndexBuffer {
+pub(super) enum IndexBuffer {
     Host(Vec<u32>),
     Gpu(CudaSlice<u32>),
 }
 
 impl IndexBuffer {
-    fn new(device: &Device, order: Vec<u32>) -> Result<Self> {
+    pub(super) fn new(device: &Device, order: Vec<u32>) -> Result<Self> {
         Ok(if device.is_gpu() { Self::Gpu(device.gpu_ops()?.upload(&order)?) } else { Self::Host(order) })
     }
 }

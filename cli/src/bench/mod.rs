@@ -12,6 +12,8 @@ pub mod cublaslt_api;
 pub mod driver;
 pub mod gemm;
 pub mod kernels;
+#[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
+pub mod nccl;
 #[cfg(not(feature = "legacy-gpu"))]
 pub mod nvrtc;
 pub mod plot;

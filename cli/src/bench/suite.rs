@@ -26,6 +26,9 @@ pub enum Group {
     /// The cudarc `cublaslt` API (fused bias + GELU) on our kernels beside the real cuBLASLt and
     /// our own unfused GEMM + bias/activation pass.
     Cublaslt,
+    /// All-reduce bandwidth over every visible GPU beside PyTorch's `torch.distributed` on the same
+    /// NCCL, and data-parallel training throughput (not in the default set: it starts PyTorch).
+    Nccl,
     /// The CPU fallback (what runs without a GPU).
     Cpu,
 }
@@ -42,13 +45,14 @@ impl Group {
             Group::Gemm => "gemm",
             Group::Cublas => "cublas",
             Group::Cublaslt => "cublaslt",
+            Group::Nccl => "nccl",
             Group::Cpu => "cpu",
         }
     }
 
     /// The group called `name`.
     pub fn parse(name: &str) -> Option<Group> {
-        [Group::Driver, Group::Kernels, Group::Gemm, Group::Cublas, Group::Cublaslt, Group::Cpu]
+        [Group::Driver, Group::Kernels, Group::Gemm, Group::Cublas, Group::Cublaslt, Group::Nccl, Group::Cpu]
             .into_iter()
             .find(|g| g.name() == name)
     }
@@ -142,6 +146,10 @@ pub fn run(
             Group::Cublaslt => {
                 progress("cublaslt: this build has no prism_gpu::cublaslt (feature cublaslt, our engine)")
             }
+            #[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
+            Group::Nccl => rows.extend(super::nccl::run(settings, options.full, &mut progress)?),
+            #[cfg(not(all(feature = "nccl", not(feature = "legacy-gpu"))))]
+            Group::Nccl => progress("nccl: this build has no prism_gpu::nccl (feature nccl, our engine)"),
             Group::Cpu => rows.extend(cpu::run(settings, options.full)?),
         }
         progress(&format!(
@@ -329,6 +337,8 @@ mod tests {
     fn groups_parse_by_name() {
         assert_eq!(Group::parse("gemm"), Some(Group::Gemm));
         assert_eq!(Group::parse("cpu"), Some(Group::Cpu));
+        assert_eq!(Group::parse("nccl"), Some(Group::Nccl));
+        assert!(!Group::GPU.contains(&Group::Nccl), "the default run starts no PyTorch");
         assert_eq!(Group::parse("nope"), None);
     }
 

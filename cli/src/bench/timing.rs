@@ -36,7 +36,8 @@ pub struct Measured {
 }
 
 impl Measured {
-    fn from_samples(mut samples: Vec<f64>) -> Self {
+    /// The distribution of `samples` (at least one).
+    pub(super) fn from_samples(mut samples: Vec<f64>) -> Self {
         assert!(!samples.is_empty(), "at least one repeat is timed");
         samples.sort_by(f64::total_cmp);
         let n = samples.len();
