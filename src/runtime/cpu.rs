@@ -338,18 +338,6 @@ pub fn layer_norm_with_stats(
     (out, mean, rstd)
 }
 
-/// Layer norm of each row (see [`layer_norm_with_stats`]).
-pub fn layer_norm(
-    x: &[f32],
-    rows: usize,
-    cols: usize,
-    gamma: Option<&[f32]>,
-    beta: Option<&[f32]>,
-    eps: f32,
-) -> Vec<f32> {
-    layer_norm_with_stats(x, rows, cols, gamma, beta, eps).0
-}
-
 /// RMS norm of each row: `x * rsqrt(mean(x^2) + eps) * gamma` (`None` gamma means ones), with each
 /// row's rstd. Assumes `x.len() == rows * cols`, `cols >= 1`, gamma of length `cols`.
 pub fn rms_norm_with_stats(
@@ -373,11 +361,6 @@ pub fn rms_norm_with_stats(
         unsafe { rstd_ptr.write(r, rs) };
     });
     (out, rstd)
-}
-
-/// RMS norm of each row (see [`rms_norm_with_stats`]).
-pub fn rms_norm(x: &[f32], rows: usize, cols: usize, gamma: Option<&[f32]>, eps: f32) -> Vec<f32> {
-    rms_norm_with_stats(x, rows, cols, gamma, eps).0
 }
 
 /// Layer norm of bf16 rows with f32 accumulation and f32 gamma/beta; the output is rounded to bf16
@@ -1139,12 +1122,12 @@ mod tests {
                 close(&y, &r, 1e-6, "layer_norm");
                 close(&m, &rm, 1e-6, "layer_norm mean");
                 close(&s, &rr, 1e-6, "layer_norm rstd");
-                close(&layer_norm(&x, rows, cols, gm, bt, 1e-5), &r, 1e-6, "layer_norm");
+                close(&layer_norm_with_stats(&x, rows, cols, gm, bt, 1e-5).0, &r, 1e-6, "layer_norm");
                 let (r, _, rr) = norm_ref(&x, rows, cols, gm, None, 1e-5, true);
                 let (y, s) = rms_norm_with_stats(&x, rows, cols, gm, 1e-5);
                 close(&y, &r, 1e-6, "rms_norm");
                 close(&s, &rr, 1e-6, "rms_norm rstd");
-                close(&rms_norm(&x, rows, cols, gm, 1e-5), &r, 1e-6, "rms_norm");
+                close(&rms_norm_with_stats(&x, rows, cols, gm, 1e-5).0, &r, 1e-6, "rms_norm");
                 // bf16 in/out, f32 accumulate: reference on the rounded inputs, output rounding
                 let xb = f32_to_bf16(&x);
                 let xr = bf16_to_f32(&xb);
