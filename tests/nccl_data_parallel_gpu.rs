@@ -29,8 +29,11 @@ fn data_parallel_training_matches_one_gpu() {
     nccl_worlds::in_one_process("data_parallel_training_matches_one_gpu", |world, seed| {
         let mut rng = SplitMix64::new(seed);
         // Overlapping classes, so that accuracy is well below 1 and can differ.
-        let (data, labels) = nn_checks::blobs(&mut rng, 6000, 8, 6);
-        let (test_data, test_labels) = nn_checks::blobs(&mut rng, 1000, 8, 6);
+        // One draw split in two: each call of `blobs` picks new class centres, so a second draw
+        // would be a test set of other classes.
+        let (all_data, all_labels) = nn_checks::blobs(&mut rng, 7000, 8, 6);
+        let (data, test_data) = all_data.split_at(6000 * 8);
+        let (labels, test_labels) = all_labels.split_at(6000);
         let model_seed = rng.next_u64();
         let build = |device: &Device| {
             Sequential::builder(8)
@@ -52,14 +55,14 @@ fn data_parallel_training_matches_one_gpu() {
             seed: rng.next_u64(),
             ..Default::default()
         };
-        let test = Some((&test_data[..], &test_labels[..]));
+        let test = Some((test_data, test_labels));
 
         let gpu = Device::gpu(0).expect("a CUDA GPU");
         let mut single = Network::new(build(&gpu));
-        let one = single.train_with_test(&data, &labels, test, &config).unwrap();
+        let one = single.train_with_test(data, labels, test, &config).unwrap();
         let mut parallel = DataParallel::new(&build(&gpu), &(0..world).collect::<Vec<_>>()).unwrap();
         assert_eq!(parallel.world_size(), world);
-        let many = parallel.train(&data, &labels, test, &config).unwrap();
+        let many = parallel.train(data, labels, test, &config).unwrap();
         println!("world {world}\n  one GPU:  {}\n  parallel: {}", summary(&one), summary(&many));
         println!("  {}", many.device);
 
