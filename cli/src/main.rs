@@ -13,9 +13,12 @@ const USAGE: &str =
   selftest  every operation on the GPU and on the CPU fallback, against f64 references
   bench     side-by-side benchmarks (a short run by default), written as Markdown, JSON and SVG:
               --full               target sizes, every GEMM shape, more repeats
-              --groups a,b         driver, kernels, gemm, cublas, cublaslt, nccl, cpu (default: every GPU group
-                                   but nccl; cpu without a GPU). nccl: all-reduce over every GPU beside PyTorch
+              --groups a,b         driver, kernels, gemm, cublas, cublaslt, nccl, cpu, sweep (default: every
+                                   GPU group but nccl and sweep; cpu without a GPU). nccl: all-reduce over every
+                                   GPU beside PyTorch
                                    (python3 with torch), data-parallel training throughput
+              --sweep              GEMM on 100+ shapes per precision beside cuBLAS, with the minimum and
+                                   geometric mean of the ratios per precision (also --groups sweep)
               --gemm MxNxK,...     GEMM shapes
               --elements N         elements of the elementwise kernels
               --out DIR            where to write bench.md, bench.json and the plots (default target/bench)

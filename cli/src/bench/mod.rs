@@ -19,6 +19,7 @@ pub mod nvrtc;
 pub mod plot;
 pub mod report;
 pub mod suite;
+pub mod sweep;
 mod timing;
 
 pub use timing::{time_gpu, time_host, Measured, Settings};

@@ -51,6 +51,7 @@ pub fn markdown(env: &Environment, rows: &[Row]) -> String {
             );
         }
     }
+    out.push_str(&super::sweep::markdown(rows));
     out
 }
 

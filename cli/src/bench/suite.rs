@@ -31,6 +31,9 @@ pub enum Group {
     Nccl,
     /// The CPU fallback (what runs without a GPU).
     Cpu,
+    /// GEMM on 100+ shapes per precision beside cuBLAS, with a summary (`--sweep`; not in the
+    /// default set).
+    Sweep,
 }
 
 impl Group {
@@ -47,14 +50,24 @@ impl Group {
             Group::Cublaslt => "cublaslt",
             Group::Nccl => "nccl",
             Group::Cpu => "cpu",
+            Group::Sweep => super::sweep::GROUP,
         }
     }
 
     /// The group called `name`.
     pub fn parse(name: &str) -> Option<Group> {
-        [Group::Driver, Group::Kernels, Group::Gemm, Group::Cublas, Group::Cublaslt, Group::Nccl, Group::Cpu]
-            .into_iter()
-            .find(|g| g.name() == name)
+        [
+            Group::Driver,
+            Group::Kernels,
+            Group::Gemm,
+            Group::Cublas,
+            Group::Cublaslt,
+            Group::Nccl,
+            Group::Cpu,
+            Group::Sweep,
+        ]
+        .into_iter()
+        .find(|g| g.name() == name)
     }
 }
 
@@ -151,6 +164,7 @@ pub fn run(
             #[cfg(not(all(feature = "nccl", not(feature = "legacy-gpu"))))]
             Group::Nccl => progress("nccl: this build has no prism_gpu::nccl (feature nccl, our engine)"),
             Group::Cpu => rows.extend(cpu::run(settings, options.full)?),
+            Group::Sweep => rows.extend(super::sweep::run(settings)?),
         }
         progress(&format!(
             "[{}/{}] {}: {} figures in {:.1} s (total {:.1} s)",
@@ -165,7 +179,8 @@ pub fn run(
     Ok((env, rows))
 }
 
-/// Parses `prism-gpu bench`'s options: `--full`, `--groups a,b`, `--gemm MxNxK,...`,
+/// Parses `prism-gpu bench`'s options: `--full`, `--groups a,b`, `--sweep` (adds the sweep group),
+/// `--gemm MxNxK,...`,
 /// `--elements N`, `--out DIR`; returns the options and the output folder.
 pub fn parse_args(args: &[&str]) -> std::result::Result<(Options, PathBuf), String> {
     let mut options = Options { groups: Vec::new(), full: false, gemm_shapes: None, elements: None };
@@ -175,6 +190,7 @@ pub fn parse_args(args: &[&str]) -> std::result::Result<(Options, PathBuf), Stri
         let mut value = || args.next().copied().ok_or_else(|| format!("{arg} needs a value"));
         match arg {
             "--full" => options.full = true,
+            "--sweep" => options.groups.push(Group::Sweep),
             "--groups" => {
                 options.groups = value()?
                     .split(',')
@@ -340,6 +356,10 @@ mod tests {
         assert_eq!(Group::parse("nccl"), Some(Group::Nccl));
         assert!(!Group::GPU.contains(&Group::Nccl), "the default run starts no PyTorch");
         assert_eq!(Group::parse("nope"), None);
+        assert_eq!(Group::parse("sweep"), Some(Group::Sweep));
+        assert!(!Group::GPU.contains(&Group::Sweep), "the sweep runs only when asked for");
+        let (options, _) = parse_args(&["--sweep", "--out", "x"]).unwrap();
+        assert_eq!(options.groups, vec![Group::Sweep]);
     }
 
     #[test]
