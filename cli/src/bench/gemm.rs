@@ -90,51 +90,53 @@ pub fn run(
     Ok(rows)
 }
 
-/// Square sizes of the DGEMM rows (f64 throughout; cuBLAS `cublasDgemm` as the anchor).
-pub const DGEMM_SIZES: &[usize] = &[1024, 4096, 8192];
+/// The DGEMM rows' shapes (f64 throughout; cuBLAS `cublasDgemm` as the anchor).
+pub const DGEMM_SHAPES: &[(usize, usize, usize)] =
+    &[(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192)];
 
-/// Times our f64 GEMM (through [`GpuOps::gemm_f64`]) beside cuBLAS DGEMM at each square size;
-/// up to 4096 our result is checked against cuBLAS's (relative Frobenius difference 1e-12).
-pub fn run_dgemm(settings: Settings, sizes: &[usize]) -> Result<Vec<Row>> {
+/// Times our f64 GEMM (through [`GpuOps::gemm_f64`]) beside cuBLAS DGEMM at each shape (m, n, k);
+/// up to 4096 x 4096 outputs our result is checked against cuBLAS's (relative Frobenius difference
+/// 1e-12).
+pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)]) -> Result<Vec<Row>> {
     let runtime = ProductionGpuRuntime::with_device(0)?;
     let ops = runtime.gpu()?;
     let mut anchor = cublas::Anchor::new();
     let mut rng = SplitMix64::from_time();
     let mut rows = Vec::new();
-    for &size in sizes {
-        let g = Gemm::new(size, size, size).with_f64_scales(1.0, 0.0);
+    for &(m, n, k) in shapes {
+        let g = Gemm::new(m, n, k).with_f64_scales(1.0, 0.0);
         let flops = g.layout.flops();
         let inner = ((5e9 / flops) as usize).clamp(1, 100);
-        let values = |rng: &mut SplitMix64| -> Vec<f64> {
-            rng.vec(size * size, -1.0, 1.0).into_iter().map(f64::from).collect()
+        let values = |rng: &mut SplitMix64, len: usize| -> Vec<f64> {
+            rng.vec(len, -1.0, 1.0).into_iter().map(f64::from).collect()
         };
-        let (a, b) = (values(&mut rng), values(&mut rng));
+        let (a, b) = (values(&mut rng, m * k), values(&mut rng, k * n));
         let (da, db) = (ops.upload(&a)?, ops.upload(&b)?);
         // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
-        let mut dc: CudaSlice<f64> = unsafe { ops.stream().alloc(size * size) }?;
+        let mut dc: CudaSlice<f64> = unsafe { ops.stream().alloc(m * n) }?;
         let ours = time_gpu(ops.stream(), settings, |_| {
             for _ in 0..inner {
                 ops.gemm_f64(&g, &da.as_view(), &db.as_view(), &mut dc.as_view_mut())?;
             }
             Ok(())
         })?;
-        let check = size * size <= CHECK_MAX_OUTPUTS;
-        let anchor_value = match anchor.time_dgemm(size, &a, &b, settings, inner, check) {
+        let check = m * n <= CHECK_MAX_OUTPUTS;
+        let anchor_value = match anchor.time_dgemm((m, n, k), &a, &b, settings, inner, check) {
             Ok((ms, theirs)) => {
                 if let Some(theirs) = theirs {
-                    agree_f64(size, &ops.download(&dc)?, &theirs)?;
+                    agree_f64((m, n, k), &ops.download(&dc)?, &theirs)?;
                 }
                 Some(teraflops(flops * inner as f64, ms))
             }
             Err(why) => {
-                eprintln!("gemm bench: cuBLAS DGEMM {size}^3: {why}");
+                eprintln!("gemm bench: cuBLAS DGEMM {m}x{n}x{k}: {why}");
                 None
             }
         };
         rows.push(Row {
             group: "gemm".into(),
-            name: format!("dgemm {size}x{size}x{size}"),
-            series: Some(("dgemm".to_string(), size as f64)),
+            name: format!("dgemm {m}x{n}x{k}"),
+            series: (m == n && n == k).then(|| ("dgemm".to_string(), m as f64)),
             ours: teraflops(flops * inner as f64, ours.median_ms),
             anchor: "cuBLAS".into(),
             anchor_value,
@@ -146,14 +148,14 @@ pub fn run_dgemm(settings: Settings, sizes: &[usize]) -> Result<Vec<Row>> {
 }
 
 /// Fails unless our f64 result and cuBLAS's agree to 1e-12 (relative Frobenius).
-fn agree_f64(size: usize, ours: &[f64], theirs: &[f64]) -> Result<()> {
+fn agree_f64((m, n, k): (usize, usize, usize), ours: &[f64], theirs: &[f64]) -> Result<()> {
     let diff: f64 = ours.iter().zip(theirs).map(|(x, y)| (x - y).powi(2)).sum();
     let norm: f64 = theirs.iter().map(|y| y * y).sum();
     let rel = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
     if rel.is_nan() || rel > 1e-12 || ours.len() != theirs.len() {
         return Err(Error::Shape {
             op: "gemm bench",
-            expected: format!("our DGEMM {size}^3 result within 1e-12 of cuBLAS's"),
+            expected: format!("our DGEMM {m}x{n}x{k} result within 1e-12 of cuBLAS's"),
             got: format!("relative difference {rel:.3e}"),
         });
     }
@@ -245,7 +247,7 @@ mod cublas {
     impl Anchor {
         pub fn time_dgemm(
             &mut self,
-            size: usize,
+            (m, n, k): (usize, usize, usize),
             a: &[f64],
             b: &[f64],
             settings: Settings,
@@ -257,32 +259,33 @@ mod cublas {
             let da = stream.clone_htod(a).map_err(|e| err(&e))?;
             let db = stream.clone_htod(b).map_err(|e| err(&e))?;
             // SAFETY: with beta == 0 every GEMM writes all elements before anything reads them.
-            let mut dc: CudaSlice<f64> = unsafe { stream.alloc(size * size) }.map_err(|e| err(&e))?;
-            let s = size as i32;
+            let mut dc: CudaSlice<f64> = unsafe { stream.alloc(m * n) }.map_err(|e| err(&e))?;
+            let dim = |d: usize| i32::try_from(d).map_err(|_| format!("{d} does not fit cuBLAS's int"));
+            let (m, n, k) = (dim(m)?, dim(n)?, dim(k)?);
             let (alpha, beta) = (1.0f64, 0.0f64);
             let once = |dc: &mut CudaSlice<f64>| -> std::result::Result<(), String> {
                 let (pa, _ra) = da.device_ptr(stream);
                 let (pb, _rb) = db.device_ptr(stream);
                 let (pc, _wc) = dc.device_ptr_mut(stream);
                 let op = cublasOperation_t::CUBLAS_OP_N;
-                // SAFETY: square size x size f64 operands, packed; host scalars. Row-major
-                // C = A B is column-major C^T = B^T A^T: B first.
+                // SAFETY: packed row-major A (m x k), B (k x n), C (m x n) of those lengths; host
+                // scalars. Row-major C = A B is column-major C^T (n x m) = B^T (n x k) A^T (k x m).
                 unsafe {
                     blas::dgemm(
                         *blas.handle(),
                         op,
                         op,
-                        s,
-                        s,
-                        s,
+                        n,
+                        m,
+                        k,
                         &alpha,
                         pb as *const f64,
-                        s,
+                        n,
                         pa as *const f64,
-                        s,
+                        k,
                         &beta,
                         pc as *mut f64,
-                        s,
+                        n,
                     )
                 }
                 .map_err(|e| err(&e))
@@ -504,7 +507,7 @@ mod cublas {
 
         pub fn time_dgemm(
             &mut self,
-            _: usize,
+            _: (usize, usize, usize),
             _: &[f64],
             _: &[f64],
             _: Settings,

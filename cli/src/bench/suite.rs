@@ -141,7 +141,7 @@ pub fn run(
                     (None, false) => QUICK_GEMM,
                 };
                 rows.extend(gemm::run(settings, shapes, gemm::PRECISIONS)?);
-                rows.extend(gemm::run_dgemm(settings, gemm::DGEMM_SIZES)?);
+                rows.extend(gemm::run_dgemm(settings, gemm::DGEMM_SHAPES)?);
             }
             #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
             Group::Cublas => {

@@ -1,7 +1,8 @@
-//! The `sweep` group (`prism-gpu bench --sweep`): GEMM on the shapes users issue, every precision,
-//! each against cuBLAS in the same run (through [`gemm::run`], so every product up to 4096 x 4096
-//! outputs is also checked against cuBLAS's), and a summary per precision: the lowest ratio with
-//! its shape, and the geometric mean of the ratios.
+//! The `sweep` group (`prism-gpu bench --sweep`): GEMM on the shapes users issue, every precision
+//! (f64 included), each against cuBLAS in the same run through [`gemm::run`] and
+//! [`gemm::run_dgemm`] (so every product up to 4096 x 4096 outputs is also checked against
+//! cuBLAS's), and a summary per precision: the lowest ratio with its shape, and the geometric mean
+//! of the ratios.
 //!
 //! The shapes, fixed so that runs compare: decode-sized m (1-64) against transformer weights;
 //! transformer projections (hidden 768-8192, ratios 1-4x, 512 and 4096 tokens); skinny, deep-k and
@@ -77,7 +78,9 @@ pub fn shapes() -> Vec<(usize, usize, usize)> {
 /// Times every precision at every shape of the sweep, ours beside cuBLAS. Rows are drawn as one
 /// series per precision against the product's GFLOP.
 pub fn run(settings: Settings) -> Result<Vec<Row>> {
-    let mut rows = gemm::run(settings, &shapes(), gemm::PRECISIONS)?;
+    let shapes = shapes();
+    let mut rows = gemm::run(settings, &shapes, gemm::PRECISIONS)?;
+    rows.extend(gemm::run_dgemm(settings, &shapes)?);
     for row in &mut rows {
         row.group = GROUP.into();
         let (precision, dims) = row.name.split_once(' ').unwrap_or((&row.name, ""));
@@ -90,7 +93,7 @@ pub fn run(settings: Settings) -> Result<Vec<Row>> {
 /// One precision's summary over the sweep's rows that have a cuBLAS figure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
-    /// The precision's label (`sgemm`, `tf32`, `bf16`, `f16`).
+    /// The precision's label (`sgemm`, `tf32`, `bf16`, `f16`, `dgemm`).
     pub precision: String,
     /// Shapes with a ratio.
     pub shapes: usize,
