@@ -15,8 +15,7 @@ const USAGE: &str =
               --full               target sizes, every GEMM shape, more repeats
               --groups a,b         driver, kernels, gemm, cublas, cublaslt, nccl, cpu, sweep (default: every
                                    GPU group but nccl and sweep; cpu without a GPU). nccl: all-reduce over every
-                                   GPU beside PyTorch
-                                   (python3 with torch), data-parallel training throughput
+                                   GPU beside PyTorch (python3 with torch), data-parallel training throughput
               --sweep              GEMM on 100+ shapes per precision beside cuBLAS, with the minimum and
                                    geometric mean of the ratios per precision (also --groups sweep)
               --gemm MxNxK,...     GEMM shapes

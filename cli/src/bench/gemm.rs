@@ -37,14 +37,41 @@ pub const SHAPES: &[(usize, usize, usize)] = &[
 /// Every precision, in table order.
 pub const PRECISIONS: &[Precision] = &[Precision::F32, Precision::Tf32, Precision::Bf16, Precision::F16];
 
+/// Which table GEMM rows go to, which decides their group and how they are plotted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    /// The `gemm` group: squares drawn against their side, other shapes in the table only.
+    Gemm,
+    /// The `sweep` group: every shape drawn against its GFLOP, one line per precision.
+    Sweep,
+}
+
+impl Table {
+    fn group(self) -> &'static str {
+        match self {
+            Table::Gemm => "gemm",
+            Table::Sweep => super::sweep::GROUP,
+        }
+    }
+
+    /// The plot series of a row of precision `label` at (m, n, k), a product of `flops`.
+    fn series(self, label: &str, (m, n, k): (usize, usize, usize), flops: f64) -> Option<(String, f64)> {
+        match self {
+            Table::Gemm => (m == n && n == k).then(|| (label.to_string(), m as f64)),
+            Table::Sweep => Some((label.to_string(), flops * 1e-9)),
+        }
+    }
+}
+
 /// Largest m x n whose result is compared with cuBLAS (downloads of bigger ones take seconds).
 const CHECK_MAX_OUTPUTS: usize = 4096 * 4096;
 
-/// Times every precision at every shape on device 0, ours beside cuBLAS.
+/// Times every precision at every shape on device 0, ours beside cuBLAS, as rows of `table`.
 pub fn run(
     settings: Settings,
     shapes: &[(usize, usize, usize)],
     precisions: &[Precision],
+    table: Table,
 ) -> Result<Vec<Row>> {
     let runtime = ProductionGpuRuntime::with_device(0)?;
     let ops = runtime.gpu()?;
@@ -76,9 +103,9 @@ pub fn run(
                 }
             };
             rows.push(Row {
-                group: "gemm".into(),
+                group: table.group().into(),
                 name: format!("{} {m}x{n}x{k}", label(precision)),
-                series: (m == n && n == k).then(|| (label(precision).to_string(), m as f64)),
+                series: table.series(label(precision), (m, n, k), g.flops()),
                 ours: teraflops(g.flops() * inner as f64, ours),
                 anchor: "cuBLAS".into(),
                 anchor_value,
@@ -96,8 +123,8 @@ pub const DGEMM_SHAPES: &[(usize, usize, usize)] =
 
 /// Times our f64 GEMM (through [`GpuOps::gemm_f64`]) beside cuBLAS DGEMM at each shape (m, n, k);
 /// up to 4096 x 4096 outputs our result is checked against cuBLAS's (relative Frobenius difference
-/// 1e-12).
-pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)]) -> Result<Vec<Row>> {
+/// 1e-12). Rows of `table`.
+pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)], table: Table) -> Result<Vec<Row>> {
     let runtime = ProductionGpuRuntime::with_device(0)?;
     let ops = runtime.gpu()?;
     let mut anchor = cublas::Anchor::new();
@@ -134,9 +161,9 @@ pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)]) -> Result
             }
         };
         rows.push(Row {
-            group: "gemm".into(),
+            group: table.group().into(),
             name: format!("dgemm {m}x{n}x{k}"),
-            series: (m == n && n == k).then(|| ("dgemm".to_string(), m as f64)),
+            series: table.series("dgemm", (m, n, k), flops),
             ours: teraflops(flops * inner as f64, ours.median_ms),
             anchor: "cuBLAS".into(),
             anchor_value,

@@ -140,8 +140,8 @@ pub fn run(
                     (None, true) => gemm::SHAPES,
                     (None, false) => QUICK_GEMM,
                 };
-                rows.extend(gemm::run(settings, shapes, gemm::PRECISIONS)?);
-                rows.extend(gemm::run_dgemm(settings, gemm::DGEMM_SHAPES)?);
+                rows.extend(gemm::run(settings, shapes, gemm::PRECISIONS, gemm::Table::Gemm)?);
+                rows.extend(gemm::run_dgemm(settings, gemm::DGEMM_SHAPES, gemm::Table::Gemm)?);
             }
             #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
             Group::Cublas => {
@@ -179,9 +179,8 @@ pub fn run(
     Ok((env, rows))
 }
 
-/// Parses `prism-gpu bench`'s options: `--full`, `--groups a,b`, `--sweep` (adds the sweep group),
-/// `--gemm MxNxK,...`,
-/// `--elements N`, `--out DIR`; returns the options and the output folder.
+/// Parses `prism-gpu bench`'s options: `--full`, `--groups a,b`, `--sweep` (the sweep group),
+/// `--gemm MxNxK,...`, `--elements N`, `--out DIR`; returns the options and the output folder.
 pub fn parse_args(args: &[&str]) -> std::result::Result<(Options, PathBuf), String> {
     let mut options = Options { groups: Vec::new(), full: false, gemm_shapes: None, elements: None };
     let mut out = PathBuf::from("target/bench");
@@ -192,10 +191,9 @@ pub fn parse_args(args: &[&str]) -> std::result::Result<(Options, PathBuf), Stri
             "--full" => options.full = true,
             "--sweep" => options.groups.push(Group::Sweep),
             "--groups" => {
-                options.groups = value()?
-                    .split(',')
-                    .map(|g| Group::parse(g).ok_or_else(|| format!("unknown group `{g}`")))
-                    .collect::<Result<_, _>>()?
+                for g in value()?.split(',') {
+                    options.groups.push(Group::parse(g).ok_or_else(|| format!("unknown group `{g}`"))?);
+                }
             }
             "--gemm" => {
                 let shapes = value()?
@@ -213,6 +211,13 @@ pub fn parse_args(args: &[&str]) -> std::result::Result<(Options, PathBuf), Stri
             }
             "--out" => out = PathBuf::from(value()?),
             other => return Err(format!("unknown bench option `{other}`")),
+        }
+    }
+    // `--sweep` and `--groups` add to one list, in the order given; each group runs once.
+    let given = std::mem::take(&mut options.groups);
+    for g in given {
+        if !options.groups.contains(&g) {
+            options.groups.push(g);
         }
     }
     Ok((options, out))
@@ -360,6 +365,8 @@ mod tests {
         assert!(!Group::GPU.contains(&Group::Sweep), "the sweep runs only when asked for");
         let (options, _) = parse_args(&["--sweep", "--out", "x"]).unwrap();
         assert_eq!(options.groups, vec![Group::Sweep]);
+        let (options, _) = parse_args(&["--sweep", "--groups", "gemm,sweep"]).unwrap();
+        assert_eq!(options.groups, vec![Group::Sweep, Group::Gemm]);
     }
 
     #[test]

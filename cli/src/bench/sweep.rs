@@ -75,18 +75,11 @@ pub fn shapes() -> Vec<(usize, usize, usize)> {
     shapes
 }
 
-/// Times every precision at every shape of the sweep, ours beside cuBLAS. Rows are drawn as one
-/// series per precision against the product's GFLOP.
+/// Times every precision at every shape of the sweep, ours beside cuBLAS.
 pub fn run(settings: Settings) -> Result<Vec<Row>> {
     let shapes = shapes();
-    let mut rows = gemm::run(settings, &shapes, gemm::PRECISIONS)?;
-    rows.extend(gemm::run_dgemm(settings, &shapes)?);
-    for row in &mut rows {
-        row.group = GROUP.into();
-        let (precision, dims) = row.name.split_once(' ').unwrap_or((&row.name, ""));
-        let gflop = dims.split('x').filter_map(|d| d.parse::<f64>().ok()).product::<f64>() * 2e-9;
-        row.series = Some((precision.to_string(), gflop));
-    }
+    let mut rows = gemm::run(settings, &shapes, gemm::PRECISIONS, gemm::Table::Sweep)?;
+    rows.extend(gemm::run_dgemm(settings, &shapes, gemm::Table::Sweep)?);
     Ok(rows)
 }
 
