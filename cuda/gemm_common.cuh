@@ -36,11 +36,15 @@ template <int N> __device__ __forceinline__ void cp_wait() {
 }
 
 // The fused epilogue (cuBLASLt's BIAS / RELU / GELU): D = act(alpha * acc + bias[col]) with bias (C's element
-// type, one value per column of the row-major C, batch entry z at z * bias_stride) optional. The kernels take
-// `const TO *bias, long long biasStride, int act` as their last arguments; act codes match `FusedActivation` in
-// src/kernels/gemm/epilogue.rs. The host sends an epilogue with beta == 0 only (beta != 0 runs the plain
-// GEMM, then `gemm_epilogue_<type>`), so it is applied to the accumulators in registers before the
-// unchanged store, which then scales by 1.
+// type, one value per column of the row-major C, batch entry z at z * bias_stride) optional; act codes match
+// `FusedActivation` in src/kernels/gemm/epilogue.rs. The host sends an epilogue with beta == 0 only (beta != 0
+// runs the plain GEMM, then `gemm_epilogue_<type>`), so it is applied to the accumulators in registers before
+// the unchanged store, which then scales by 1. Fused in: gemm_small_*, gemm_splitk_reduce_*, gemm_epilogue_*
+// and the `_fused` twins of the gemm_sm90_* kernels. The big CUDA-core and mma.sync kernels store plainly and
+// the host follows them with `gemm_epilogue_<type>`: compiled into their stores, the epilogue kept every
+// accumulator and its bias value live at once and cost the plain GEMM registers (ptxas sm_90: gemm_mma
+// 120-128 -> 148-162, one block per multiprocessor instead of two; gemm_simt 1.1 KB of spills) and 3-25% of
+// its speed.
 constexpr int EPI_NONE = 0, EPI_RELU = 1, EPI_GELU = 2;
 template <typename TO> struct Epilogue {
     const TO *bias;
@@ -87,6 +91,12 @@ template <typename TO> struct Epilogue {
         else run(std::false_type{});
         alpha = 1.f;
     }
+};
+
+// The plain store's stand-in for Epilogue: a kernel instantiated with it compiles no epilogue code at all.
+struct NoEpilogue {
+    template <int COUNT, bool APPROX = false, class Acc, class Col>
+    __device__ __forceinline__ void fuse(float &, Acc, Col) const {}
 };
 
 }  // namespace

@@ -103,7 +103,7 @@ template <int KIND, typename TO, bool TA, bool TB, bool AL>
 __device__ __forceinline__ void mma_gemm(int m, int n, int k, float alpha,
                                          const typename MmTraits<KIND>::T *__restrict__ A, int lda,
                                          const typename MmTraits<KIND>::T *__restrict__ B, int ldb, float beta,
-                                         TO *__restrict__ C, int ldc, const Epilogue<TO> &epi) {
+                                         TO *__restrict__ C, int ldc) {
     using Tr = MmTraits<KIND>;
     using T = typename Tr::T;
     constexpr int BK = Tr::BK, V = Tr::V;
@@ -231,8 +231,6 @@ __device__ __forceinline__ void mma_gemm(int m, int n, int k, float alpha,
     cp_wait<0>();
 
     // Epilogue. acc[i][j][2h + e]: column j * 8 + 2t + e of the warp's 32.
-    epi.template fuse<64, true>(alpha, [&](int f) -> float & { return acc[f / 16][(f / 4) % 4][f % 4]; },
-                          [&](int f) { return n0 + wn * 32 + ((f / 4) % 4) * 8 + 2 * t + f % 2; });
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
 #pragma unroll
@@ -260,8 +258,7 @@ template <int KIND, typename TO>
 __device__ __forceinline__ void mma_entry(int m, int n, int k, float alpha, const typename MmTraits<KIND>::T *A,
                                           int lda, long long strideA, int transA,
                                           const typename MmTraits<KIND>::T *B, int ldb, long long strideB,
-                                          int transB, float beta, TO *C, int ldc, long long strideC,
-                                          const Epilogue<TO> &epi) {
+                                          int transB, float beta, TO *C, int ldc, long long strideC) {
     using T = typename MmTraits<KIND>::T;
     const long long z = blockIdx.z;
     A += z * strideA;
@@ -274,19 +271,19 @@ __device__ __forceinline__ void mma_entry(int m, int n, int k, float alpha, cons
     const bool al = (mis & 15ull) == 0;
     if (al) {
         if (transA) {
-            if (transB) mma_gemm<KIND, TO, true, true, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, epi);
-            else mma_gemm<KIND, TO, true, false, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, epi);
+            if (transB) mma_gemm<KIND, TO, true, true, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+            else mma_gemm<KIND, TO, true, false, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
         } else {
-            if (transB) mma_gemm<KIND, TO, false, true, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, epi);
-            else mma_gemm<KIND, TO, false, false, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, epi);
+            if (transB) mma_gemm<KIND, TO, false, true, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+            else mma_gemm<KIND, TO, false, false, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
         }
     } else {
         if (transA) {
-            if (transB) mma_gemm<KIND, TO, true, true, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, epi);
-            else mma_gemm<KIND, TO, true, false, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, epi);
+            if (transB) mma_gemm<KIND, TO, true, true, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+            else mma_gemm<KIND, TO, true, false, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
         } else {
-            if (transB) mma_gemm<KIND, TO, false, true, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, epi);
-            else mma_gemm<KIND, TO, false, false, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, epi);
+            if (transB) mma_gemm<KIND, TO, false, true, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+            else mma_gemm<KIND, TO, false, false, false>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
         }
     }
 }
@@ -296,10 +293,9 @@ __device__ __forceinline__ void mma_entry(int m, int n, int k, float alpha, cons
 #define MMA_ENTRY(NAME, KIND, TIN, TO)                                                                           \
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         NAME(int m, int n, int k, float alpha, const TIN *A, int lda, long long strideA, int transA,            \
-             const TIN *B, int ldb, long long strideB, int transB, float beta, TO *C, int ldc, long long strideC, \
-             const TO *bias, long long biasStride, int act) {                                                   \
+             const TIN *B, int ldb, long long strideB, int transB, float beta, TO *C, int ldc, long long strideC) { \
         mma_entry<KIND, TO>(m, n, k, alpha, A, lda, strideA, transA, B, ldb, strideB, transB, beta, C, ldc,     \
-                            strideC, {bias, biasStride, act, n});                                               \
+                            strideC);                                                                           \
     }
 
 MMA_ENTRY(gemm_mma_bf16_bf16, 0, __nv_bfloat16, __nv_bfloat16)

@@ -111,7 +111,7 @@ template <int BM, int BN, int BK> struct TileBuffers {
 template <int BM, int BN, int BK, int WARPS_M, int LANES_M, typename TI, typename TO, bool TA, bool TB, bool VEC>
 __device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, const TI *__restrict__ A, int lda,
                                            const TI *__restrict__ B, int ldb, float beta, TO *__restrict__ C, int ldc,
-                                           const Epilogue<TO> &epi, TileBuffers<BM, BN, BK> &s) {
+                                           TileBuffers<BM, BN, BK> &s) {
     constexpr int WARPS_N = 8 / WARPS_M, LANES_N = 32 / LANES_M;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
     constexpr int TM = WM / LANES_M, TN = WN / LANES_N;  // thread tile
@@ -182,9 +182,6 @@ __device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, con
         }
     }
 
-    // acc[i][j]: column (j / 4) * LANES_N * 4 + j % 4 from col0.
-    epi.template fuse<TM * TN>(alpha, [&](int f) -> float & { return acc[f / TN][f % TN]; },
-                               [&](int f) { return n0 + col0 + ((f % TN) / 4) * LANES_N * 4 + f % 4; });
     const bool vec_out = sizeof(TO) == 4 && (ldc % 4) == 0 && (((unsigned long long)C & 15ull) == 0);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
@@ -223,8 +220,7 @@ __device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, con
 template <int BM, int BN, int BK, int WARPS_M, int LANES_M, typename TI, typename TO>
 __device__ __forceinline__ void tiled_entry(int m, int n, int k, float alpha, const TI *A, int lda, long long strideA,
                                             int transA, const TI *B, int ldb, long long strideB, int transB,
-                                            float beta, TO *C, int ldc, long long strideC,
-                                            const Epilogue<TO> &epi) {
+                                            float beta, TO *C, int ldc, long long strideC) {
     __shared__ __align__(16) TileBuffers<BM, BN, BK> tiles;
     const long long z = blockIdx.z;
     A += z * strideA;
@@ -238,8 +234,7 @@ __device__ __forceinline__ void tiled_entry(int m, int n, int k, float alpha, co
               (a_row % 4 == 0) && (b_row % 4 == 0);
     }
 #define TILED_CALL(TA, TB, V)                                                                                   \
-    tiled_gemm<BM, BN, BK, WARPS_M, LANES_M, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, epi, \
-                                                           tiles)
+    tiled_gemm<BM, BN, BK, WARPS_M, LANES_M, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, tiles)
     if (vec) {
         if (transA) { if (transB) TILED_CALL(true, true, true); else TILED_CALL(true, false, true); }
         else { if (transB) TILED_CALL(false, true, true); else TILED_CALL(false, false, true); }
@@ -298,11 +293,11 @@ __device__ __forceinline__ void small_gemm(int m, int n, int k, float alpha, con
 
 }  // namespace
 
+// The plain kernels' arguments; gemm_small_* (which fuses the epilogue) also takes `bias, biasStride, act`.
 #define GEMM_ARGS(TIN, TO)                                                                                      \
     int m, int n, int k, float alpha, const TIN *A, int lda, long long strideA, int transA, const TIN *B,       \
-        int ldb, long long strideB, int transB, float beta, TO *C, int ldc, long long strideC, const TO *bias,     \
-        long long biasStride, int act
-#define GEMM_PASS A, lda, strideA, transA, B, ldb, strideB, transB, beta, C, ldc, strideC, {bias, biasStride, act, n}
+        int ldb, long long strideB, int transB, float beta, TO *C, int ldc, long long strideC
+#define GEMM_PASS A, lda, strideA, transA, B, ldb, strideB, transB, beta, C, ldc, strideC
 
 // gemm_simt_*: 128 x 256 tiles, grid (ceil(n/256), ceil(m/128), batch); gemm_small_*: 16 x 16 tiles, grid
 // (ceil(n/16), ceil(m/16), batch). Block 256, no dynamic smem.
@@ -310,8 +305,9 @@ __device__ __forceinline__ void small_gemm(int m, int n, int k, float alpha, con
     PRISM_KERNEL void __launch_bounds__(256, 1) gemm_simt_##SFX(GEMM_ARGS(TIN, TO)) {                          \
         tiled_entry<128, 256, 8, 2, 4, TIN, TO>(m, n, k, alpha, GEMM_PASS);                                     \
     }                                                                                                           \
-    PRISM_KERNEL void __launch_bounds__(256) gemm_small_##SFX(GEMM_ARGS(TIN, TO)) {                            \
-        small_gemm<TIN, TO>(m, n, k, alpha, GEMM_PASS);                                                         \
+    PRISM_KERNEL void __launch_bounds__(256)                                                                    \
+        gemm_small_##SFX(GEMM_ARGS(TIN, TO), const TO *bias, long long biasStride, int act) {                   \
+        small_gemm<TIN, TO>(m, n, k, alpha, GEMM_PASS, {bias, biasStride, act, n});                             \
     }
 
 SIMT_ENTRIES(f32_f32, float, float)

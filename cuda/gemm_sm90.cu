@@ -230,10 +230,11 @@ template <int BN> struct Sm90Cfg {
 };
 
 // KIND: 0 bf16, 1 f16, 2 tf32.  TA/TB: 1 = operand stored transposed (A: k x m, B: n x k).
-template <int KIND, typename TO, int BN, int TA, int TB>
+// Epi: Epilogue<TO> (the `_fused` entries) or NoEpilogue (the plain ones, which compile none of it).
+template <int KIND, typename TO, int BN, int TA, int TB, class Epi>
 __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensorMap *tmB, int m, int n, int k,
                                           float alpha, float beta, TO *C, int ldc, long long strideC,
-                                          const Epilogue<TO> &epi) {
+                                          const Epi &epi) {
     using Cfg = Sm90Cfg<BN>;
     constexpr int STAGES = Cfg::STAGES;
     constexpr int ES = KIND == 2 ? 4 : 2;
@@ -357,10 +358,10 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
 // (g, t) holds rows g and g + 8 of the warp's 16 as two adjacent elements p, p + 1 of one chunk. For a
 // fixed k line the swizzle (chunk ^ k % 8) then spreads the 4 values of t over all 8 chunks, two lanes
 // per bank.
-template <int BQ, bool R_IS_B>
+template <int BQ, bool R_IS_B, class Epi>
 __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUtensorMap *tmB, int m, int n, int k,
                                              float alpha, float beta, float *C, int ldc, long long strideC,
-                                             const Epilogue<float> &epi) {
+                                             const Epi &epi) {
     using Cfg = Sm90Cfg<BQ>;  // the A_BYTES region holds R's four boxes, the B_BYTES region D's BQ rows
     constexpr int STAGES = Cfg::STAGES;
     constexpr int BK = 32, BP = SM90_BM, BOX = 32 * 128;
@@ -475,31 +476,26 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
 }
 }  // namespace
 
-#define SM90_ENTRY(NAME, KIND, TIN, TO, BN, TA, TB)                                                              \
-    PRISM_KERNEL void __launch_bounds__(384, 1)                                                                 \
-        NAME(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int m, int n,    \
-             int k, float alpha, float beta, TO *C, int ldc, long long strideC, const TO *bias,                 \
-             long long biasStride, int act) {                                                                   \
-        sm90_gemm<KIND, TO, BN, TA, TB>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC,                     \
-                                        {bias, biasStride, act, n}); \
+// Each kernel twice: NAME, the plain GEMM, and NAME_fused, which also takes `bias, biasStride, act` and applies
+// the epilogue in its store.
+#define SM90_ARGS(TO)                                                                                          \
+    const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int m, int n, int k,      \
+        float alpha, float beta, TO *C, int ldc, long long strideC
+#define SM90_EPI_ARGS(TO) const TO *bias, long long biasStride, int act
+#define SM90_PASS &tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC
+#define SM90_PLAIN_AND_FUSED(NAME, TO, BODY)                                                                   \
+    PRISM_KERNEL void __launch_bounds__(384, 1) NAME(SM90_ARGS(TO)) { BODY(SM90_PASS, NoEpilogue{}); }         \
+    PRISM_KERNEL void __launch_bounds__(384, 1) NAME##_fused(SM90_ARGS(TO), SM90_EPI_ARGS(TO)) {              \
+        BODY(SM90_PASS, (Epilogue<TO>{bias, biasStride, act, n}));                                             \
     }
+
+#define SM90_ENTRY(NAME, KIND, TIN, TO, BN, TA, TB)                                                            \
+    SM90_PLAIN_AND_FUSED(NAME, TO, (sm90_gemm<KIND, TO, BN, TA, TB>))
 
 // TF32 with one MN-major operand: nn (B through registers), tt (A through registers).
 #define SM90_TF32_RS(BQ)                                                                                       \
-    PRISM_KERNEL void __launch_bounds__(384, 1)                                                                 \
-        gemm_sm90_tf32_f32_nn_n##BQ(const __grid_constant__ CUtensorMap tmA,                                    \
-                                    const __grid_constant__ CUtensorMap tmB, int m, int n, int k, float alpha,  \
-                                    float beta, float *C, int ldc, long long strideC, const float *bias,        \
-                                    long long biasStride, int act) {                                            \
-        sm90_tf32_rs<BQ, true>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC, {bias, biasStride, act, n}); \
-    }                                                                                                           \
-    PRISM_KERNEL void __launch_bounds__(384, 1)                                                                 \
-        gemm_sm90_tf32_f32_tt_n##BQ(const __grid_constant__ CUtensorMap tmA,                                    \
-                                    const __grid_constant__ CUtensorMap tmB, int m, int n, int k, float alpha,  \
-                                    float beta, float *C, int ldc, long long strideC, const float *bias,        \
-                                    long long biasStride, int act) {                                            \
-        sm90_tf32_rs<BQ, false>(&tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC, {bias, biasStride, act, n}); \
-    }
+    SM90_PLAIN_AND_FUSED(gemm_sm90_tf32_f32_nn_n##BQ, float, (sm90_tf32_rs<BQ, true>))                         \
+    SM90_PLAIN_AND_FUSED(gemm_sm90_tf32_f32_tt_n##BQ, float, (sm90_tf32_rs<BQ, false>))
 
 #define SM90_TRANS(PFX, KIND, TIN, TO, BN)                      \
     SM90_ENTRY(PFX##_nn_n##BN, KIND, TIN, TO, BN, 0, 0)        \

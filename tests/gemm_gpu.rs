@@ -160,9 +160,6 @@ fn simt_kernel_case<TIn: Element, TOut: Element>(
     launch.arg(&da).arg(&dims[3]).arg(&strides[0]).arg(&trans_a);
     launch.arg(&db).arg(&dims[4]).arg(&strides[1]).arg(&trans_b);
     launch.arg(&g.beta).arg(&mut dc).arg(&dims[5]).arg(&strides[2]);
-    // No fused epilogue: a null bias, bias stride 0, act 0.
-    let (no_bias, no_stride, no_act) = (0u64, 0i64, 0i32);
-    launch.arg(&no_bias).arg(&no_stride).arg(&no_act);
     // SAFETY: the arguments follow the kernel's signature (cuda/gemm_simt.cu, GEMM_ARGS), and the
     // buffers hold g.min_lens() elements, which covers every element the kernel touches.
     unsafe { launch.launch(cfg) }.unwrap();

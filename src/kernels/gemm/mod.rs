@@ -264,7 +264,8 @@ unsafe fn epilogue_pass<TOut: Element>(
     Ok(())
 }
 
-/// The GEMM's launches with `epilogue` fused into their stores (inactive, or with beta == 0).
+/// The GEMM's launches with `epilogue` (inactive, or with beta == 0) fused into their stores
+/// where the kernels fuse it, else as one more pass over C.
 ///
 /// # Safety
 /// As [`run`].
@@ -350,7 +351,12 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
             }
         };
         let name = family.entry::<TIn, TOut>(precision);
-        return launch_common::<TIn, TOut>(kernels, stream, &name, family, g, [pa, pb, pc], epilogue);
+        if family.fuses_epilogue() || !epilogue.is_active() {
+            return launch_common::<TIn, TOut>(kernels, stream, &name, family, g, [pa, pb, pc], epilogue);
+        }
+        launch_common::<TIn, TOut>(kernels, stream, &name, family, g, [pa, pb, pc], &RawEpilogue::default())?;
+        // SAFETY: C holds the validated m x n blocks of every entry; the bias was checked.
+        return unsafe { epilogue_pass::<TOut>(kernels, stream, g, pc, epilogue) };
     }
 }
 
@@ -373,6 +379,13 @@ impl Family {
             Family::Simt64 => format!("gemm_simt64_{}_{}", TIn::NAME, TOut::NAME),
             Family::Mma => format!("gemm_mma_{}_{}", input_name::<TIn>(precision), TOut::NAME),
         }
+    }
+
+    /// Whether the kernels apply the epilogue in their stores (and take its arguments). The
+    /// others store plainly and the epilogue follows as a pass over C: compiled into their stores
+    /// it cost the plain GEMM registers and speed (cuda/gemm_common.cuh).
+    fn fuses_epilogue(self) -> bool {
+        self == Family::Small
     }
 
     /// (rows per block, columns per block, dynamic shared memory).
@@ -407,8 +420,8 @@ fn function_with_smem(kernels: &Kernels, name: &str, smem: u32) -> Result<CudaFu
 }
 
 /// Launches a SIMT / small / mma.sync kernel over `g`, whose operands are at device addresses
-/// `[A, B, C]`, with `epilogue` in its stores: batches of at most 65 535 (grid.z) and row blocks
-/// within grid.y's limit.
+/// `[A, B, C]`, with `epilogue` in its stores (inactive unless the family fuses it): batches of at
+/// most 65 535 (grid.z) and row blocks within grid.y's limit.
 fn launch_common<TIn: Element, TOut: Element>(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
@@ -418,6 +431,7 @@ fn launch_common<TIn: Element, TOut: Element>(
     [pa, pb, pc]: [u64; 3],
     epilogue: &RawEpilogue,
 ) -> Result<()> {
+    debug_assert!(family.fuses_epilogue() || !epilogue.is_active(), "{name} stores plainly");
     let (tile_rows, tile_cols, smem) = family.tile_and_smem();
     let function = function_with_smem(kernels, name, smem)?;
     let (es_in, es_out) = (size_of::<TIn>(), size_of::<TOut>());
@@ -440,35 +454,34 @@ fn launch_common<TIn: Element, TOut: Element>(
                 block_dim: (BLOCK, 1, 1),
                 shared_mem_bytes: smem,
             };
-            // SAFETY: the argument list matches the family's signature (notes/gemm.md). `validate`
-            // checked that A, B and C hold every element the `batch x m x n x k` problem touches
-            // with these leading dimensions and strides (and the bias its entries); this launch
-            // covers batch entries z0..z0+entries and rows r0..r0+rows of that problem, with A, C
-            // and the bias advanced to them.
-            unsafe {
-                stream
-                    .launch_builder(&function)
-                    .arg(&m)
-                    .arg(&n)
-                    .arg(&k)
-                    .arg(&g.alpha)
-                    .arg(&a)
-                    .arg(&lda)
-                    .arg(&stride_a)
-                    .arg(&trans_a)
-                    .arg(&b)
-                    .arg(&ldb)
-                    .arg(&stride_b)
-                    .arg(&trans_b)
-                    .arg(&g.beta)
-                    .arg(&c)
-                    .arg(&ldc)
-                    .arg(&stride_c)
-                    .arg(&bias)
-                    .arg(&bias_stride)
-                    .arg(&act)
-                    .launch(cfg)?;
+            let mut launch = stream.launch_builder(&function);
+            launch
+                .arg(&m)
+                .arg(&n)
+                .arg(&k)
+                .arg(&g.alpha)
+                .arg(&a)
+                .arg(&lda)
+                .arg(&stride_a)
+                .arg(&trans_a)
+                .arg(&b)
+                .arg(&ldb)
+                .arg(&stride_b)
+                .arg(&trans_b)
+                .arg(&g.beta)
+                .arg(&c)
+                .arg(&ldc)
+                .arg(&stride_c);
+            if family.fuses_epilogue() {
+                launch.arg(&bias).arg(&bias_stride).arg(&act);
             }
+            // SAFETY: the argument list matches the family's signature (notes/gemm.md), the
+            // epilogue's three only for the family that fuses it. `validate` checked that A, B and
+            // C hold every element the `batch x m x n x k` problem touches with these leading
+            // dimensions and strides (and the bias its entries); this launch covers batch entries
+            // z0..z0+entries and rows r0..r0+rows of that problem, with A, C and the bias advanced
+            // to them.
+            unsafe { launch.launch(cfg) }?;
         }
     }
     Ok(())
@@ -662,7 +675,9 @@ fn sm90<TIn: Element, TOut: Element>(
     let layout = |ta: bool, tb: bool| format!("{}{}", if ta { 't' } else { 'n' }, if tb { 't' } else { 'n' });
     // Transposing turns A (stored k x m) into m x k and B (stored k x n) into n x k.
     let (stage_a, stage_b) = (feed_a == Feed::Transpose, feed_b == Feed::Transpose);
-    let name = format!("gemm_sm90_{io}_{}_n{bn}", layout(g.trans_a && !stage_a, g.trans_b || stage_b));
+    let fused = if epilogue.is_active() { "_fused" } else { "" };
+    let layout = layout(g.trans_a && !stage_a, g.trans_b || stage_b);
+    let name = format!("gemm_sm90_{io}_{layout}_n{bn}{fused}");
     let function = function_with_smem(kernels, &name, SM90_SMEM)?;
     let transpose = if stage_a || stage_b { Some(kernels.function("gemm_transpose_f32")?) } else { None };
     let (tile_rows, tile_cols) = dispatch::sm90_tile(precision, !(g.trans_b || stage_b), bn);
@@ -792,29 +807,27 @@ fn sm90<TIn: Element, TOut: Element>(
             block_dim: (SM90_BLOCK, 1, 1),
             shared_mem_bytes: SM90_SMEM,
         };
-        // SAFETY: `(tmA, tmB, m, n, k, alpha, beta, C, ldc, strideC, bias, biasStride, act)` as
-        // the sm_90a entries take them. The maps cover exactly the validated operands (or the
-        // workspace regions, kept while the lock is held) of entries z0..z0+entries; C and the
-        // bias are advanced to entry z0 and hold every m x n block and bias vector of them
-        // (validated, checked).
-        unsafe {
-            stream
-                .launch_builder(&function)
-                .arg(&map_a)
-                .arg(&map_b)
-                .arg(&m)
-                .arg(&n)
-                .arg(&k)
-                .arg(&g.alpha)
-                .arg(&g.beta)
-                .arg(&c)
-                .arg(&ldc)
-                .arg(&stride_c)
-                .arg(&bias)
-                .arg(&bias_stride)
-                .arg(&act)
-                .launch(cfg)?;
+        let mut launch = stream.launch_builder(&function);
+        launch
+            .arg(&map_a)
+            .arg(&map_b)
+            .arg(&m)
+            .arg(&n)
+            .arg(&k)
+            .arg(&g.alpha)
+            .arg(&g.beta)
+            .arg(&c)
+            .arg(&ldc)
+            .arg(&stride_c);
+        if epilogue.is_active() {
+            launch.arg(&bias).arg(&bias_stride).arg(&act);
         }
+        // SAFETY: `(tmA, tmB, m, n, k, alpha, beta, C, ldc, strideC)`, then `(bias, biasStride,
+        // act)` for the `_fused` entry, as the sm_90a entries take them. The maps cover exactly the
+        // validated operands (or the workspace regions, kept while the lock is held) of entries
+        // z0..z0+entries; C and the bias are advanced to entry z0 and hold every m x n block and
+        // bias vector of them (validated, checked).
+        unsafe { launch.launch(cfg) }?;
     }
     Ok(())
 }
