@@ -118,6 +118,28 @@ fn small_skinny_deep_split_k() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn small_skinny_short_sides_every_layout() {
+    // C's short side 1-16 as m and as n, so both operands take both roles (X staged, W streamed
+    // along its long side or along k); k past one staged slice (2048 up to 4 rows, 1024 at 8, 512
+    // at 16); long sides and k that are not multiples of a 16-byte group; padded pitches for the
+    // element-wise loads. At most 4096 outputs, so every precision takes the skinny kernels.
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for (short, long, k) in [(1, 777, 300), (3, 1000, 2500), (8, 500, 1030), (13, 300, 700)] {
+        for (m, n) in [(short, long), (long, short)] {
+            for (ta, tb) in TRANSPOSES {
+                for precision in PRECISIONS {
+                    let spec = Spec::new(m, n, k).trans(ta, tb).precision(precision);
+                    run_f32(&rt, &spec, &mut rng);
+                    run_f32(&rt, &spec.scaled(0.75, -0.5).padded([3, 5, 2]), &mut rng);
+                }
+                run_sixteen_bit(&rt, &Spec::new(m, n, k).trans(ta, tb).scaled(-1.5, 0.25), &mut rng);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn small_sixteen_bit_inputs_and_outputs() {
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     for (m, n, k) in [(127, 129, 131), ALIGNED_ODD] {

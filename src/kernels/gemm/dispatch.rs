@@ -57,6 +57,15 @@ pub enum Plan {
         /// TF32, BF16 or FP16 on mma.sync (otherwise exact fp32 on the CUDA cores).
         mma: bool,
     },
+    /// `gemm_skinny_*`: C's short side at most 16 long; the long operand streamed once through
+    /// the CUDA cores, k in `splits` slices (f32 partial products), summed into C by
+    /// `gemm_splitk_reduce_<out>`.
+    Skinny {
+        /// The kernel's row count: the short side rounded up to a power of two.
+        rows: u32,
+        /// Slices of k, each at most [`skinny_depth`]`(rows)` deep.
+        splits: u32,
+    },
     /// `gemm_sm90_*`: TMA + wgmma (sm_90a), tile width `bn`, each operand read as `a` / `b` say.
     Sm90 {
         /// Output tile width: 256, 128 or 64.
@@ -127,9 +136,94 @@ const SPLIT_TF32_MAX_SIDE: usize = 256;
 /// The transpose kernel's tile edge (its grid.y covers rows / 32).
 const TRANSPOSE_TILE: usize = 32;
 
+/// The skinny kernels take C's short side up to this long with f32 data multiplied exactly (a
+/// 16-row product of 4-byte weights still waits on memory, not on the CUDA cores; H200, same run
+/// as cuBLAS: 1x4096x4096 0.09x -> 0.85x, 8x4096x4096 0.77x -> 1.21x, 16x12288x4096 0.56x ->
+/// 1.13x) ...
+const SKINNY_MAX_F32: usize = 16;
+/// ... up to this long for TF32, whose tensor-core kernels pull ahead beyond (4x4096x4096 0.67x ->
+/// 0.97x, but 8x12288x4096 0.88x -> 0.75x, 16x4096x4096 0.72x -> 0.53x) ...
+const SKINNY_MAX_TF32: usize = 4;
+/// ... and a single row for 16-bit data (1x4096x12288 bf16 0.04x -> 0.74x; 2x4096x4096 0.81x ->
+/// 0.68x, 8x4096x4096 0.82x -> 0.26x: at 2 bytes a weight the kernel no longer keeps up with
+/// memory) ...
+const SKINNY_MAX_16BIT: usize = 1;
+/// ... or, for any precision, up to this long when C has few enough outputs for the small kernel
+/// (which walks all of k per output: 2x768x768 bf16 0.23x -> 1.14x, 4x768x768 0.23x -> 0.77x).
+const SKINNY_MAX_ROWS: usize = 16;
+/// ... when the long operand holds at least this many elements (else the small kernel's one
+/// launch is cheaper than a slice launch and a reduction).
+const SKINNY_MIN_WEIGHTS: u128 = 1 << 16;
+/// Blocks of the skinny kernels the k split aims at per multiprocessor (the kernels hold 1-4).
+const SKINNY_BLOCKS_PER_SM: usize = 4;
+/// At most this many slices of k ...
+const SKINNY_SPLIT_MAX: usize = 64;
+/// ... each at least this deep (and every slice but the last a multiple of it).
+pub const SKINNY_SLICE_ALIGN: usize = 64;
+
+/// The deepest k slice the skinny kernel of `rows` rows stages (`skinny_kc` in
+/// cuda/gemm_skinny.cu: 32 KB of X at most).
+pub fn skinny_depth(rows: u32) -> usize {
+    if rows <= 4 {
+        2048
+    } else {
+        8192 / rows as usize
+    }
+}
+
+/// Whether the skinny kernels read C's long side contiguously from the long operand (`wl`),
+/// rather than along k (`wk`): B not transposed when m is the short side, A transposed when n is.
+pub fn skinny_long_contiguous(g: &Gemm) -> bool {
+    if g.m <= g.n {
+        !g.trans_b
+    } else {
+        g.trans_a
+    }
+}
+
+/// Columns of C's long side per block of the skinny kernels: 32 lanes of 16 bytes (`wl`), or 8
+/// warps of 4 (`wk`).
+pub fn skinny_tile(g: &Gemm, element_bytes: usize) -> usize {
+    if skinny_long_contiguous(g) {
+        32 * 16 / element_bytes
+    } else {
+        32
+    }
+}
+
+/// The skinny plan for a batch-1 `g` whose short side suits the skinny kernels: enough slices of k
+/// for `SKINNY_BLOCKS_PER_SM` blocks per multiprocessor, as long as the partial products (8 bytes
+/// per output and slice, written and read back) stay within a quarter of the long operand's bytes,
+/// and never fewer than the staged depth needs.
+fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
+    let (short, long) = (g.m.min(g.n), g.m.max(g.n));
+    let (max, element_bytes) = match precision {
+        Precision::Bf16 | Precision::F16 => (SKINNY_MAX_16BIT, 2),
+        Precision::Tf32 => (SKINNY_MAX_TF32, 4),
+        Precision::F32 => (SKINNY_MAX_F32, 4),
+    };
+    let few_outputs = (g.m * g.n) as u128 <= SMALL_OUTPUTS && short <= SKINNY_MAX_ROWS;
+    if g.batch != 1 || (short > max && !few_outputs) || (long as u128 * g.k as u128) < SKINNY_MIN_WEIGHTS {
+        return None;
+    }
+    let rows = short.next_power_of_two();
+    let blocks = long.div_ceil(skinny_tile(g, element_bytes));
+    let wanted = (SKINNY_BLOCKS_PER_SM * device.multiprocessors as usize).div_ceil(blocks);
+    let traffic = g.k * element_bytes / (32 * rows);
+    let needed = g.k.div_ceil(skinny_depth(rows as u32));
+    if needed > GRID_YZ_MAX {
+        return None; // the slices are grid.y
+    }
+    let splits = wanted.min(traffic).min(SKINNY_SPLIT_MAX).min(g.k / SKINNY_SLICE_ALIGN).max(needed).max(1);
+    Some(Plan::Skinny { rows: rows as u32, splits: splits as u32 })
+}
+
 /// Picks the kernel for `g` at `precision` (already resolved for the element types).
 pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Plan {
     let (m, n, k) = (g.m as u128, g.n as u128, g.k as u128);
+    if let Some(plan) = skinny(g, precision, device) {
+        return plan;
+    }
     if m * n <= SMALL_OUTPUTS || m * n * k <= SMALL_VOLUME {
         return Plan::Small;
     }
@@ -347,7 +441,6 @@ mod tests {
         assert_eq!(plan(&g, Precision::F32, &H100, ALIGNED), split(4, false));
         assert_eq!(plan(&g, Precision::Tf32, &H100, ALIGNED), sm90(64, false, false)); // see below
         assert_eq!(plan(&Gemm::new(40, 300, 1500), Precision::F32, &H100, ALIGNED), split(11, false));
-        assert_eq!(plan(&Gemm::new(16, 300, 100_000), Precision::F32, &H100, ALIGNED), split(16, false));
         assert_eq!(plan(&Gemm::new(70, 200, 1100), Precision::Tf32, &A100, ALIGNED), split(4, true));
         assert_eq!(plan(&Gemm::new(256, 256, 256), Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
         // Too shallow, too many tiles, batched, 16-bit on a wave of sm_90 tiles, or TF32 without
@@ -367,6 +460,38 @@ mod tests {
         assert_eq!(tf32(g.transposed(false, true), &H100), sm90(64, false, false));
         assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, false), &H100), split(4, true));
         assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, true), &H100), sm90(64, false, false));
+    }
+
+    #[test]
+    fn short_sides_stream_the_long_operand() {
+        let skinny = |rows, splits| Plan::Skinny { rows, splits };
+        let on = |g: Gemm, p| plan(&g, p, &H100, ALIGNED);
+        // Decode, x * W (W k x n, long side contiguous: 256-column bf16 tiles, 16 blocks): 33
+        // slices for 4 blocks per multiprocessor.
+        assert_eq!(on(Gemm::new(1, 4096, 4096), Precision::Bf16), skinny(1, 33));
+        // x * W^T (W n x k, along k: 32-column tiles, 128 blocks): 5 slices.
+        assert_eq!(on(Gemm::new(3, 4096, 4096).transposed(false, true), Precision::F32), skinny(4, 5));
+        // The short side is n: W = op(A)^T, read along k unless A is stored transposed (128-column
+        // f32 tiles, 32 blocks: 17 slices).
+        assert_eq!(on(Gemm::new(4096, 1, 4096), Precision::F32), skinny(1, 5));
+        assert_eq!(on(Gemm::new(4096, 3, 4096).transposed(true, false), Precision::Tf32), skinny(4, 17));
+        // Few columns: the partial products' traffic caps the slices (768 x 2 bytes / (32 x 4)).
+        assert_eq!(on(Gemm::new(4, 768, 768), Precision::Bf16), skinny(4, 12));
+        // Deep: at least the staged depth (512 for 16 rows), whatever the traffic.
+        assert_eq!(on(Gemm::new(16, 300, 100_000), Precision::F32), skinny(16, 196));
+        // Beyond each precision's rows, unless C's outputs are few: other kernels.
+        let skinny_plan = |g: Gemm, p| matches!(on(g, p), Plan::Skinny { .. });
+        assert!(skinny_plan(Gemm::new(16, 4096, 4096), Precision::F32));
+        assert!(!skinny_plan(Gemm::new(17, 4096, 4096), Precision::F32));
+        assert!(skinny_plan(Gemm::new(4, 4096, 4096), Precision::Tf32));
+        assert!(!skinny_plan(Gemm::new(5, 4096, 4096), Precision::Tf32));
+        assert!(!skinny_plan(Gemm::new(2, 4096, 4096), Precision::F16));
+        assert!(!skinny_plan(Gemm::new(8, 768, 768), Precision::Bf16));
+        // Tiny, batched, or too deep for grid.y.
+        assert_eq!(on(Gemm::new(4, 4, 4), Precision::F32), Plan::Small);
+        let batched = Gemm::new(1, 4096, 4096).batched(2, 0, 4096 * 4096, 4096);
+        assert!(!skinny_plan(batched, Precision::Bf16));
+        assert!(!skinny_plan(Gemm::new(16, 64, 1 << 26), Precision::F32));
     }
 
     #[test]

@@ -321,6 +321,12 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
             Plan::Simt => Family::Simt,
             Plan::Simt64 => Family::Simt64,
             Plan::Mma => Family::Mma,
+            Plan::Skinny { rows, splits } => {
+                // SAFETY: the caller's obligations.
+                return unsafe {
+                    skinny::<TIn, TOut>(kernels, stream, workspace, g, [pa, pb, pc], rows, splits, epilogue)
+                };
+            }
             Plan::SplitK { splits, mma } => {
                 let family = if mma { Family::Mma } else { Family::Simt64 };
                 let parts = SplitK { g, precision, family, splits: splits as usize };
@@ -611,31 +617,126 @@ impl SplitK<'_> {
             launch_common::<TIn, f32>(kernels, stream, &name, self.family, &last, at, &none)?;
         }
 
-        let reduce = kernels.function(&format!("gemm_splitk_reduce_{}", TOut::NAME))?;
-        let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
-        let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
-        // One output per thread per step, blocks of 256 (the kernel's own block size).
-        let cfg = grid::elementwise(outputs, grid::Step::Scalar);
-        // SAFETY: `(m, n, splits, part, alpha, beta, C, ldc, bias, act)`: reads the `parts` packed
-        // m x n partial products written above (and n bias values, checked), writes C's validated
-        // m x n block (batch 1).
-        unsafe {
-            stream
-                .launch_builder(&reduce)
-                .arg(&m)
-                .arg(&n)
-                .arg(&parts)
-                .arg(&partials)
-                .arg(&g.alpha)
-                .arg(&g.beta)
-                .arg(&pc)
-                .arg(&ldc)
-                .arg(&bias)
-                .arg(&act)
-                .launch(cfg)?;
-        }
-        Ok(())
+        // SAFETY: the launches above write all `parts` partial products; C and the bias are the
+        // caller's (validated, checked).
+        unsafe { reduce_partials::<TOut>(kernels, stream, g, parts, partials, pc, epilogue) }
     }
+}
+
+/// `gemm_splitk_reduce_<out>`: `C = epilogue(alpha * sum + beta * C)` of a batch-1 `g` from `parts`
+/// packed m x n f32 partial products at device address `partials`, summed in order.
+///
+/// # Safety
+/// `partials` must hold the `parts` products (written, in stream order, before this launch) and
+/// `c` the validated m x n block of C; the epilogue's bias its n values.
+unsafe fn reduce_partials<TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &Gemm,
+    parts: usize,
+    partials: u64,
+    c: u64,
+    epilogue: &RawEpilogue,
+) -> Result<()> {
+    let reduce = kernels.function(&format!("gemm_splitk_reduce_{}", TOut::NAME))?;
+    let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
+    let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
+    // One output per thread per step, blocks of 256 (the kernel's own block size).
+    let cfg = grid::elementwise(g.m * g.n, grid::Step::Scalar);
+    // SAFETY: `(m, n, splits, part, alpha, beta, C, ldc, bias, act)`: reads the `parts` packed
+    // m x n partial products, writes C's m x n block (batch 1), reads n bias values: the caller's
+    // obligations.
+    unsafe {
+        stream
+            .launch_builder(&reduce)
+            .arg(&m)
+            .arg(&n)
+            .arg(&parts)
+            .arg(&partials)
+            .arg(&g.alpha)
+            .arg(&g.beta)
+            .arg(&c)
+            .arg(&ldc)
+            .arg(&bias)
+            .arg(&act)
+            .launch(cfg)?;
+    }
+    Ok(())
+}
+
+/// Runs a batch-1 `g` whose short side has at most `rows` (a power of two up to 16) on
+/// `gemm_skinny_<wl|wk>_<in>_s<rows>`: C = op(A) op(B) as X (the short side's operand, staged) times
+/// W (the long one, streamed): X = op(A), W = op(B) when m is the short side, else X = op(B)^T,
+/// W = op(A)^T. Each of the `splits` slices of k writes an m x n f32 partial product to the
+/// workspace; [`reduce_partials`] sums them into C with the epilogue.
+///
+/// # Safety
+/// As [`run`]; `g` has passed `validate`.
+#[allow(clippy::too_many_arguments)] // one call site; the plan's fields
+unsafe fn skinny<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    workspace: &Workspace,
+    g: &Gemm,
+    [pa, pb, pc]: [u64; 3],
+    rows: u32,
+    splits: u32,
+    epilogue: &RawEpilogue,
+) -> Result<()> {
+    let es = size_of::<TIn>();
+    let depth = g.k.div_ceil(splits as usize).next_multiple_of(dispatch::SKINNY_SLICE_ALIGN);
+    debug_assert!(depth <= dispatch::skinny_depth(rows), "the plan sizes the slices");
+    let parts = g.k.div_ceil(depth);
+    let outputs = g.m * g.n;
+    // (X, its element strides along the short side and k), (W, its pitch), the partial's strides
+    // for (short, long), and the two sides' lengths.
+    let (x, x_strides, w, w_pitch, p_strides, short, long) = if g.m <= g.n {
+        let x_strides = if g.trans_a { (1, g.lda) } else { (g.lda, 1) };
+        (pa, x_strides, pb, g.ldb, (g.n, 1), g.m, g.n)
+    } else {
+        let x_strides = if g.trans_b { (g.ldb, 1) } else { (1, g.ldb) };
+        (pb, x_strides, pa, g.lda, (1, g.n), g.n, g.m)
+    };
+    let layout = if dispatch::skinny_long_contiguous(g) { "wl" } else { "wk" };
+    let function = kernels.function(&format!("gemm_skinny_{layout}_{}_s{rows}", TIn::NAME))?;
+    let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: the slice launch writes every element of the `parts` m x n partial products
+    // before the reduction reads them.
+    unsafe { grow(&mut scratch, stream, parts * outputs * size_of::<f32>()) }?;
+    let (partials, _write_partials) = scratch.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+    let cfg = LaunchConfig {
+        grid_dim: (long.div_ceil(dispatch::skinny_tile(g, es)) as u32, parts as u32, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (short, long, k, depth) = (short as i32, long as i32, g.k as i32, depth as i32);
+    let (xs, xk, w_pitch) = (x_strides.0 as i64, x_strides.1 as i64, w_pitch as i64);
+    let (ps, pl) = (p_strides.0 as i64, p_strides.1 as i64);
+    // SAFETY: `(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl)` as the skinny entries take them.
+    // X and W are A and B (or B and A), which `validate` checked hold every element of op(A) and
+    // op(B) with these leading dimensions; the kernel reads X's `short` x k and W's k x `long`
+    // elements through exactly those strides, and writes `parts` packed m x n f32 blocks into the
+    // workspace grown to hold them above.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&short)
+            .arg(&long)
+            .arg(&k)
+            .arg(&depth)
+            .arg(&x)
+            .arg(&xs)
+            .arg(&xk)
+            .arg(&w)
+            .arg(&w_pitch)
+            .arg(&partials)
+            .arg(&ps)
+            .arg(&pl)
+            .launch(cfg)?;
+    }
+    // SAFETY: the slices above wrote all `parts` partial products; C and the bias are the
+    // caller's (validated, checked).
+    unsafe { reduce_partials::<TOut>(kernels, stream, g, parts, partials, pc, epilogue) }
 }
 
 /// One operand as an sm_90a kernel reads it: device address, leading dimension, batch stride,
