@@ -114,6 +114,14 @@ fn small_skinny_deep_split_k() {
         run_sixteen_bit(&rt, &spec, &mut rng);
         run_sixteen_bit(&rt, &spec.scaled(0.75, -0.5).padded([3, 5, 2]), &mut rng);
     }
+    // At most 4096 outputs but 4096 deep or more: split (39 slices of 128 on the CUDA cores, 19 of
+    // 256 on mma.sync) instead of the small kernel.
+    for (ta, tb) in TRANSPOSES {
+        for precision in PRECISIONS {
+            let spec = Spec::new(50, 70, 5000).trans(ta, tb).precision(precision);
+            run_f32(&rt, &spec.scaled(0.75, -0.5), &mut rng);
+        }
+    }
 }
 
 #[test]

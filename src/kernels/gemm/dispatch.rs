@@ -127,8 +127,13 @@ const SPLIT_BLOCKS_PER_SM: usize = 2;
 const SPLIT_MIN_DEPTH: usize = 128;
 /// ... and on mma.sync (256^3 bf16: 6.7 TFLOP/s unsplit on sm_90, 2.9 in two slices of 128).
 const SPLIT_MIN_DEPTH_MMA: usize = 256;
-/// ... and at most this many slices.
+/// ... and at most this many slices ...
 const SPLIT_MAX: usize = 16;
+/// ... or this many for C of at most `SMALL_OUTPUTS` outputs (one tile: its slices fill the
+/// multiprocessors and their partial products stay small) ...
+const SPLIT_MAX_FEW_OUTPUTS: usize = 64;
+/// ... which split (rather than take the small kernel) from this depth on.
+const SPLIT_FEW_OUTPUTS_MIN_DEPTH: usize = 4096;
 /// TF32 on sm_90 splits (on mma.sync) only when the side opposite a transposed operand is at
 /// most this long (the copy moves 8/side bytes per flop; it costs as much as the sm_90 product at
 /// about 450, by the measured rates).
@@ -224,12 +229,19 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
     if let Some(plan) = skinny(g, precision, device) {
         return plan;
     }
-    if m * n <= SMALL_OUTPUTS || m * n * k <= SMALL_VOLUME {
+    let small = m * n <= SMALL_OUTPUTS || m * n * k <= SMALL_VOLUME;
+    // The small kernel walks all of k for each output: a deep one is split instead where it can be
+    // (64x64x131072, H200: 0.17 TFLOP/s against cuBLAS's 21).
+    let deep_few_outputs = m * n <= SMALL_OUTPUTS && g.k >= SPLIT_FEW_OUTPUTS_MIN_DEPTH;
+    if small && !deep_few_outputs {
         return Plan::Small;
     }
     let tensor_cores = device.tensor_cores();
     if let Some(plan) = split_k(g, precision, device) {
         return plan;
+    }
+    if small {
+        return Plan::Small;
     }
     match precision {
         Precision::F32 => {
@@ -324,9 +336,11 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
         // kernels beat the split even on few tiles (NN, B through registers: 64x8192x8192 1.18x
         // vs 0.67x split, 256x4096x1024 1.41-1.48x vs 0.54-0.56x, 200x3000x2000 0.92-1.03x vs
         // 0.40-0.42x).
+        // Like 16-bit (below), TF32 also splits outputs of at most an eighth of a wave of the sm_90
+        // kernel's narrowest tiles (41x185x2913: 1-2 tiles, 0.07x cuBLAS on mma.sync unsplit).
         Precision::Tf32 if device.sm90 => {
             let copy_dominates = g.trans_a && !g.trans_b && g.n <= SPLIT_TF32_MAX_SIDE;
-            if !copy_dominates {
+            if !copy_dominates && g.m * g.n > eighth_wave(device) {
                 return None;
             }
             true
@@ -337,8 +351,7 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
         // multiprocessor (TFLOP/s unsplit -> split, bf16: 32x4096x16384 44 -> 66, 128x1024x8192
         // 72 -> 80, 256x256x8192 38 -> 48, 64x2048x8192 65 -> 70; but 512x512x2048 99 -> 49).
         Precision::Bf16 | Precision::F16 if device.sm90 => {
-            let eighth_wave = device.multiprocessors as usize * TILE_M * SM90_MIN_BN / 8;
-            if g.m * g.n > eighth_wave {
+            if g.m * g.n > eighth_wave(device) {
                 return None;
             }
             true
@@ -356,12 +369,18 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
         return None;
     }
     let min_depth = if mma { SPLIT_MIN_DEPTH_MMA } else { SPLIT_MIN_DEPTH };
-    let splits = (SPLIT_BLOCKS_PER_SM * sms / tiles).min(g.k / min_depth).min(SPLIT_MAX);
+    let most = if (g.m * g.n) as u128 <= SMALL_OUTPUTS { SPLIT_MAX_FEW_OUTPUTS } else { SPLIT_MAX };
+    let splits = (SPLIT_BLOCKS_PER_SM * sms / tiles).min(g.k / min_depth).min(most);
     (splits >= 2).then_some(Plan::SplitK { splits: splits as u32, mma })
 }
 
 /// The narrowest sm_90 output tile.
 const SM90_MIN_BN: usize = 64;
+
+/// Outputs of an eighth of a wave of the narrowest sm_90 tiles.
+fn eighth_wave(device: &Device) -> usize {
+    device.multiprocessors as usize * TILE_M * SM90_MIN_BN / 8
+}
 
 /// The output tile (rows, columns) of the sm_90 kernel of width `bn`: `TILE_M` x `bn`, except for
 /// TF32 with B MN-major as read (`nn`), where B is wgmma's register operand and its 128 columns
@@ -408,10 +427,30 @@ mod tests {
     fn tiny_problems_use_the_small_kernel() {
         for p in [Precision::F32, Precision::Tf32, Precision::Bf16] {
             assert_eq!(plan(&Gemm::new(1, 1, 1), p, &H100, ALIGNED), Plan::Small);
-            assert_eq!(plan(&Gemm::new(64, 64, 8192), p, &H100, ALIGNED), Plan::Small);
+            assert_eq!(plan(&Gemm::new(64, 64, 4000), p, &H100, ALIGNED), Plan::Small);
             assert_eq!(plan(&Gemm::new(64, 64, 64), p, &H100, ALIGNED), Plan::Small);
         }
         assert_ne!(plan(&Gemm::new(65, 65, 65), Precision::F32, &H100, ALIGNED), Plan::Small);
+    }
+
+    #[test]
+    fn deep_products_of_few_outputs_split_k() {
+        // One tile, 4096 deep or more: slices of 128 (CUDA cores) or 256 (mma.sync), up to 64.
+        let g = Gemm::new(64, 64, 8192);
+        assert_eq!(plan(&g, Precision::F32, &H100, ALIGNED), Plan::SplitK { splits: 64, mma: false });
+        for p in [Precision::Tf32, Precision::Bf16] {
+            assert_eq!(plan(&g, p, &H100, ALIGNED), Plan::SplitK { splits: 32, mma: true });
+        }
+        let deepest = Gemm::new(64, 64, 131_072);
+        assert_eq!(plan(&deepest, Precision::F16, &H100, ALIGNED), Plan::SplitK { splits: 64, mma: true });
+        // TF32 on sm_90 splits outputs of up to an eighth of a wave of 128 x 64 tiles (135168).
+        let tf32 = |g: Gemm| plan(&g, Precision::Tf32, &H100, ALIGNED);
+        assert_eq!(tf32(Gemm::new(41, 185, 2913)), Plan::SplitK { splits: 11, mma: true });
+        assert_eq!(tf32(Gemm::new(128, 1024, 8192)), Plan::SplitK { splits: 16, mma: true });
+        assert!(matches!(tf32(Gemm::new(128, 1280, 8192)), Plan::Sm90 { .. }));
+        // Batched: the small kernel (the split takes one product).
+        let batched = Gemm::new(64, 64, 8192).batched(2, 0, 0, 64 * 64);
+        assert_eq!(plan(&batched, Precision::F32, &H100, ALIGNED), Plan::Small);
     }
 
     #[test]
