@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::{device, function_with_smem, Gemm, GemmF64};
+use crate::driver::sys::CUdevice_attribute;
 use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use crate::error::Result;
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
@@ -13,7 +14,8 @@ use crate::kernels::Kernels;
 
 /// Output tile (rows and columns) of the DMMA kernels.
 const DMMA_TILE: usize = 128;
-/// Their dynamic shared memory: 3 stages of two 2560-double operand tiles.
+/// Their dynamic shared memory: 3 stages of two 2560-double operand tiles (more than sm_86 and
+/// sm_89 let a block hold: those take the SIMT kernel).
 const DMMA_SMEM: u32 = 122_880;
 /// Output tile of the SIMT kernel (one output per thread).
 const SIMT_TILE: usize = 16;
@@ -35,11 +37,13 @@ pub enum PlanF64 {
     Dmma,
 }
 
-/// Picks the kernel for `g` on a device of compute capability `capability`.
-pub fn plan(g: &Gemm, capability: (i32, i32)) -> PlanF64 {
+/// Picks the kernel for `g` on a device of compute capability `capability` whose blocks may opt
+/// into `shared_optin` bytes of shared memory.
+pub fn plan(g: &Gemm, capability: (i32, i32), shared_optin: u32) -> PlanF64 {
     let (m, n, k) = (g.m as u128, g.n as u128, g.k as u128);
     let small = m * n < DMMA_MIN_OUTPUTS || m * n * k < DMMA_MIN_VOLUME;
-    if capability.0 < 8 || g.k == 0 || small || g.m.min(g.n) < DMMA_MIN_SIDE {
+    let narrow = g.m.min(g.n) < DMMA_MIN_SIDE;
+    if capability.0 < 8 || g.k == 0 || small || narrow || shared_optin < DMMA_SMEM {
         PlanF64::Simt
     } else {
         PlanF64::Dmma
@@ -106,16 +110,19 @@ unsafe fn run(
     [pa, pb, pc]: [u64; 3],
 ) -> Result<()> {
     let l = &g.layout;
-    let plan = plan(l, device(kernels)?.capability);
-    let (tile, function) = match plan {
-        PlanF64::Simt => (SIMT_TILE, kernels.function("gemm_f64_simt")?),
+    let optin = kernels
+        .context()
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+    let plan = plan(l, device(kernels)?.capability, u32::try_from(optin).unwrap_or(0));
+    let (tile, smem, function) = match plan {
+        PlanF64::Simt => (SIMT_TILE, 0, kernels.function("gemm_f64_simt")?),
         PlanF64::Dmma => {
             let layout =
                 format!("{}{}", if l.trans_a { 't' } else { 'n' }, if l.trans_b { 't' } else { 'n' });
-            (DMMA_TILE, function_with_smem(kernels, &format!("gemm_f64_dmma_{layout}"), DMMA_SMEM)?)
+            let name = format!("gemm_f64_dmma_{layout}");
+            (DMMA_TILE, DMMA_SMEM, function_with_smem(kernels, &name, DMMA_SMEM)?)
         }
     };
-    let smem = if plan == PlanF64::Dmma { DMMA_SMEM } else { 0 };
     let es = size_of::<f64>();
     let (n, k, lda, ldb, ldc) = (l.n as i32, l.k as i32, l.lda as i32, l.ldb as i32, l.ldc as i32);
     let (stride_a, stride_b, stride_c) = (l.stride_a as i64, l.stride_b as i64, l.stride_c as i64);
@@ -162,16 +169,22 @@ mod tests {
 
     #[test]
     fn large_products_on_tensor_core_devices_use_dmma() {
-        let (h100, volta) = ((9, 0), (7, 0));
-        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), h100), PlanF64::Dmma);
-        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), (8, 0)), PlanF64::Dmma);
-        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), volta), PlanF64::Simt);
-        assert_eq!(plan(&Gemm::new(1001, 777, 333).transposed(true, false), h100), PlanF64::Dmma);
+        // (capability, opt-in shared memory per block) of an H100, an A100, an RTX 4090, a V100.
+        let (h100, a100, ada, volta) =
+            (((9, 0), 232_448), ((8, 0), 166_912), ((8, 9), 101_376), ((7, 0), 98_304));
+        let on = |g: Gemm, (capability, optin): ((i32, i32), u32)| plan(&g, capability, optin);
+        let g = Gemm::new(4096, 4096, 4096);
+        assert_eq!(on(g, h100), PlanF64::Dmma);
+        assert_eq!(on(g, a100), PlanF64::Dmma);
+        // sm_86 / sm_89 blocks cannot hold the DMMA kernels' 122880 bytes.
+        assert_eq!(on(g, ada), PlanF64::Simt);
+        assert_eq!(on(g, volta), PlanF64::Simt);
+        assert_eq!(on(Gemm::new(1001, 777, 333).transposed(true, false), h100), PlanF64::Dmma);
         // Tiny, k = 0 or gemv-shaped: SIMT.
-        assert_eq!(plan(&Gemm::new(16, 16, 16), h100), PlanF64::Simt);
-        assert_eq!(plan(&Gemm::new(64, 64, 63), h100), PlanF64::Simt);
-        assert_eq!(plan(&Gemm::new(4096, 4096, 0), h100), PlanF64::Simt);
-        assert_eq!(plan(&Gemm::new(8192, 1, 8192), h100), PlanF64::Simt);
-        assert_eq!(plan(&Gemm::new(31, 8192, 8192), h100), PlanF64::Simt);
+        assert_eq!(on(Gemm::new(16, 16, 16), h100), PlanF64::Simt);
+        assert_eq!(on(Gemm::new(64, 64, 63), h100), PlanF64::Simt);
+        assert_eq!(on(Gemm::new(4096, 4096, 0), h100), PlanF64::Simt);
+        assert_eq!(on(Gemm::new(8192, 1, 8192), h100), PlanF64::Simt);
+        assert_eq!(on(Gemm::new(31, 8192, 8192), h100), PlanF64::Simt);
     }
 }
