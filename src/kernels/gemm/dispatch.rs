@@ -98,13 +98,17 @@ const REPITCH_MIN_VOLUME: u128 = 1 << 30;
 /// even from m = 1100 on; 2048 keeps a margin (likewise A and n).
 const REPITCH_MIN_OTHER_SIDE: usize = 2048;
 /// Single GEMMs at least this large (m·n·k) copy an operand TMA cannot read to a 128-byte pitch
-/// (rather than run on mma.sync) ...
-const UNREADABLE_COPY_MIN_VOLUME: u128 = 1 << 28;
+/// (rather than run on mma.sync, whose element-wise path ran the sweep's odd shapes at 0.2-0.4x
+/// cuBLAS: 209x1113x2443 bf16 0.21x, 179x595x869 0.29x) ...
+const UNREADABLE_COPY_MIN_VOLUME: u128 = 1 << 22;
 /// ... when the product's other side is at least this long. mma.sync runs them at a fraction of
 /// the sm_90 rate (H100, TFLOP/s: 2001^3 unaligned TF32 69, bf16 99; 2048^3 aligned on sm_90:
 /// 319, 568), so copying A (m x k, 2·m·k elements moved at ~2.8 TB/s) pays from n of about
-/// 130 (TF32) or 90 (16-bit) on; 256 keeps a margin (likewise B and m).
-const UNREADABLE_COPY_MIN_OTHER_SIDE: usize = 256;
+/// 130 (TF32) or 90 (16-bit) on (likewise B and m).
+const UNREADABLE_COPY_MIN_OTHER_SIDE: usize = 96;
+/// ... and k at least this deep: with a short k the product is bound by C's store, which the copy
+/// does not shorten (2881x1717x51 bf16: 0.44x cuBLAS on mma.sync, 0.30x with A copied).
+const UNREADABLE_COPY_MIN_DEPTH: usize = 128;
 /// Leading dimensions whose byte pitch is a multiple of this are TMA's fast case.
 pub const TMA_FAST_PITCH: usize = 128;
 
@@ -307,7 +311,10 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
 /// `other_side` being the product's side it does not span.
 fn copy_unreadable(g: &Gemm, other_side: usize) -> bool {
     let volume = g.m as u128 * g.n as u128 * g.k as u128;
-    g.batch == 1 && volume >= UNREADABLE_COPY_MIN_VOLUME && other_side >= UNREADABLE_COPY_MIN_OTHER_SIDE
+    g.batch == 1
+        && volume >= UNREADABLE_COPY_MIN_VOLUME
+        && other_side >= UNREADABLE_COPY_MIN_OTHER_SIDE
+        && g.k >= UNREADABLE_COPY_MIN_DEPTH
 }
 
 /// Exact fp32: whether the 128 x 256 tiles (one block per multiprocessor) finish before the 64 x
@@ -559,8 +566,10 @@ mod tests {
         let b_unreadable = TmaReady { a: true, b: false };
         let repitch_b_64 = Plan::Sm90 { bn: 64, a: Feed::InPlace, b: Feed::Repitch };
         assert_eq!(plan(&Gemm::new(1000, 1000, 1000), Precision::F16, &H100, b_unreadable), repitch_b_64);
-        assert_eq!(plan(&Gemm::new(500, 500, 500), Precision::F16, &H100, b_unreadable), Plan::Mma);
-        assert_eq!(plan(&Gemm::new(200, 8192, 8192), Precision::F16, &H100, b_unreadable), Plan::Mma);
+        assert_eq!(plan(&Gemm::new(150, 150, 150), Precision::F16, &H100, b_unreadable), Plan::Mma);
+        assert_eq!(plan(&Gemm::new(64, 8192, 8192), Precision::F16, &H100, b_unreadable), Plan::Mma);
+        let repitch_b_128 = Plan::Sm90 { bn: 128, a: Feed::InPlace, b: Feed::Repitch };
+        assert_eq!(plan(&Gemm::new(200, 8192, 8192), Precision::F16, &H100, b_unreadable), repitch_b_128);
         assert_eq!(plan(&g, Precision::F16, &A100, ALIGNED), Plan::Mma);
         let failed = Device { sm90: false, ..H100 };
         assert_eq!(plan(&g, Precision::Bf16, &failed, ALIGNED), Plan::Mma);
@@ -583,7 +592,10 @@ mod tests {
         // Misaligned for TMA: copied when large, whatever the layout; mma.sync otherwise.
         let unaligned = TmaReady { a: false, b: true };
         assert_eq!(bf(&padded, unaligned), repitch(256, Feed::Repitch, Feed::InPlace));
-        assert_eq!(bf(&Gemm::new(300, 500, 200), unaligned), Plan::Mma);
+        assert_eq!(bf(&Gemm::new(150, 150, 150), unaligned), Plan::Mma);
+        assert_eq!(bf(&Gemm::new(300, 80, 200), unaligned), Plan::Mma);
+        assert_eq!(bf(&Gemm::new(2881, 1717, 51), unaligned), Plan::Mma);
+        assert_eq!(bf(&Gemm::new(209, 1113, 2443), unaligned), repitch(64, Feed::Repitch, Feed::InPlace));
         // A short other side: the copy would cost more than it saves.
         let short_m = Gemm::new(1000, 5000, 3000);
         assert_eq!(bf(&short_m, ALIGNED), sm90(256, false, false));
@@ -624,7 +636,7 @@ mod tests {
         let repitch_b = Plan::Sm90 { bn: 256, a: Feed::InPlace, b: Feed::Repitch };
         assert_eq!(tf32(&tt, TmaReady { a: true, b: false }), repitch_b);
         assert_eq!(
-            tf32(&Gemm::new(500, 500, 500).transposed(true, true), TmaReady { a: true, b: false }),
+            tf32(&Gemm::new(150, 150, 150).transposed(true, true), TmaReady { a: true, b: false }),
             Plan::Mma
         );
         assert_eq!(tf32(&tt.batched(2, 0, 0, 2048 * 2048), TmaReady { a: true, b: false }), Plan::Mma);
