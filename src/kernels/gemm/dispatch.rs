@@ -15,6 +15,8 @@ pub struct Device {
     /// Whether the sm_90a (TMA + wgmma) kernels may be used: an sm_90 device whose sm_90a module
     /// has not failed to load.
     pub sm90: bool,
+    /// Bytes of shared memory a block may opt into.
+    pub shared_optin: u32,
 }
 
 impl Device {
@@ -421,8 +423,10 @@ fn tile_width(g: &Gemm, precision: Precision, b_mn_major: bool, multiprocessors:
 mod tests {
     use super::*;
 
-    const H100: Device = Device { capability: (9, 0), multiprocessors: 132, sm90: true };
-    const A100: Device = Device { capability: (8, 0), multiprocessors: 108, sm90: false };
+    const H100: Device =
+        Device { capability: (9, 0), multiprocessors: 132, sm90: true, shared_optin: 232_448 };
+    const A100: Device =
+        Device { capability: (8, 0), multiprocessors: 108, sm90: false, shared_optin: 166_912 };
     const ALIGNED: TmaReady = TmaReady { a: true, b: true };
 
     fn sm90(bn: u32, stage_a: bool, stage_b: bool) -> Plan {
@@ -497,7 +501,7 @@ mod tests {
         let batched = Gemm::new(64, 8192, 8192).batched(2, 0, 0, 64 * 8192);
         assert_eq!(plan(&batched, Precision::F32, &H100, ALIGNED), Plan::Simt64);
         assert_eq!(plan(&g, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
-        let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false };
+        let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false, shared_optin: 98_304 };
         assert_eq!(plan(&g, Precision::Tf32, &volta, ALIGNED), Plan::Simt);
         // TF32 on sm_90: split only where n is short and A is transposed first (tn).
         let tf32 = |g: Gemm, device: &Device| plan(&g, Precision::Tf32, device, ALIGNED);
@@ -573,7 +577,7 @@ mod tests {
         assert_eq!(plan(&g, Precision::F16, &A100, ALIGNED), Plan::Mma);
         let failed = Device { sm90: false, ..H100 };
         assert_eq!(plan(&g, Precision::Bf16, &failed, ALIGNED), Plan::Mma);
-        let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false };
+        let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false, shared_optin: 98_304 };
         assert_eq!(plan(&g, Precision::Bf16, &volta, ALIGNED), Plan::Simt);
     }
 

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use super::{device, function_with_smem, Gemm, GemmF64};
-use crate::driver::sys::CUdevice_attribute;
 use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use crate::error::Result;
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
@@ -110,10 +109,8 @@ unsafe fn run(
     [pa, pb, pc]: [u64; 3],
 ) -> Result<()> {
     let l = &g.layout;
-    let optin = kernels
-        .context()
-        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
-    let plan = plan(l, device(kernels)?.capability, u32::try_from(optin).unwrap_or(0));
+    let device = device(kernels)?;
+    let plan = plan(l, device.capability, device.shared_optin);
     let (tile, smem, function) = match plan {
         PlanF64::Simt => (SIMT_TILE, 0, kernels.function("gemm_f64_simt")?),
         PlanF64::Dmma => {

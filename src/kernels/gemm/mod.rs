@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::mem::size_of;
 use std::sync::{Arc, Mutex};
 
-use crate::driver::sys::CUfunction_attribute;
+use crate::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use crate::driver::{
     CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg,
 };
@@ -162,7 +162,8 @@ pub(crate) fn check_bias(g: &Gemm, stride: usize, len: usize) -> Result<()> {
 }
 
 /// The launches of a validated, non-empty `g` at `precision` on `[A, B, C]`, then `epilogue`:
-/// fused into the stores, or (beta != 0, which the stores cannot fuse) one more pass over C.
+/// fused into the stores where C is not read (beta == 0) and the kernels that run take it, else
+/// one more pass over C.
 ///
 /// # Safety
 /// As [`gemm_raw_with_epilogue`]; `g` has passed `validate`.
@@ -175,24 +176,16 @@ unsafe fn run<TIn: Element, TOut: Element>(
     operands: [u64; 3],
     epilogue: &RawEpilogue,
 ) -> Result<()> {
-    if epilogue.is_active() && g.beta != 0.0 {
-        // SAFETY: the caller's obligations.
-        unsafe {
-            run_fused::<TIn, TOut>(
-                kernels,
-                stream,
-                workspace,
-                g,
-                precision,
-                operands,
-                &RawEpilogue::default(),
-            )
-        }?;
+    let fusable = g.beta == 0.0;
+    let offered = if fusable { *epilogue } else { RawEpilogue::default() };
+    // SAFETY: the caller's obligations; the epilogue offered is fusable (beta == 0, or none).
+    let fused =
+        unsafe { run_fused::<TIn, TOut>(kernels, stream, workspace, g, precision, operands, &offered) }?;
+    if epilogue.is_active() && !(fusable && fused) {
         // SAFETY: C holds the validated m x n blocks of every entry; the bias was checked.
-        return unsafe { epilogue_pass::<TOut>(kernels, stream, g, operands[2], epilogue) };
+        unsafe { epilogue_pass::<TOut>(kernels, stream, g, operands[2], epilogue) }?;
     }
-    // SAFETY: the caller's obligations; the epilogue is fusable (beta == 0 or inactive).
-    unsafe { run_fused::<TIn, TOut>(kernels, stream, workspace, g, precision, operands, epilogue) }
+    Ok(())
 }
 
 /// `c = act(c + bias)` on a packed row-major `rows x cols` matrix on the device, `bias` holding
@@ -264,8 +257,8 @@ unsafe fn epilogue_pass<TOut: Element>(
     Ok(())
 }
 
-/// The GEMM's launches with `epilogue` (inactive, or with beta == 0) fused into their stores
-/// where the kernels fuse it, else as one more pass over C.
+/// The GEMM's launches, with `epilogue` (inactive, or with beta == 0) in their stores where the
+/// kernels that run fuse it: `true` when they did (for an inactive one, whatever ran).
 ///
 /// # Safety
 /// As [`run`].
@@ -277,7 +270,7 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
     precision: Precision,
     [pa, pb, pc]: [u64; 3],
     epilogue: &RawEpilogue,
-) -> Result<()> {
+) -> Result<bool> {
     if g.k == 0 {
         // C = beta * C: a k = 1 product of zeros (alpha 0), read through zero strides.
         let zeros = stream.clone_htod(&[TIn::from_f32(0.0); SMALL_TILE])?;
@@ -295,7 +288,7 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
             ..*g
         };
         let small = Family::Small.entry::<TIn, TOut>(precision);
-        return launch_common::<TIn, TOut>(
+        launch_common::<TIn, TOut>(
             kernels,
             stream,
             &small,
@@ -303,7 +296,8 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
             &scale_only,
             [pz, pz, pc],
             epilogue,
-        );
+        )?;
+        return Ok(true);
     }
 
     let mut device = device(kernels)?;
@@ -323,14 +317,16 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
             Plan::Mma => Family::Mma,
             Plan::Skinny { rows, splits } => {
                 // SAFETY: the caller's obligations.
-                return unsafe {
+                unsafe {
                     skinny::<TIn, TOut>(kernels, stream, workspace, g, [pa, pb, pc], rows, splits, epilogue)
-                };
+                }?;
+                return Ok(true);
             }
             Plan::SplitK { splits, mma } => {
                 let family = if mma { Family::Mma } else { Family::Simt64 };
                 let parts = SplitK { g, precision, family, splits: splits as usize };
-                return parts.run::<TIn, TOut>(kernels, stream, workspace, [pa, pb, pc], epilogue);
+                parts.run::<TIn, TOut>(kernels, stream, workspace, [pa, pb, pc], epilogue)?;
+                return Ok(true);
             }
             Plan::Sm90 { bn, a: feed_a, b: feed_b } => {
                 match sm90::<TIn, TOut>(
@@ -352,17 +348,15 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
                         sm90_failed(kernels.context().ordinal());
                         continue;
                     }
-                    result => return result,
+                    result => return result.map(|()| true),
                 }
             }
         };
         let name = family.entry::<TIn, TOut>(precision);
-        if family.fuses_epilogue() || !epilogue.is_active() {
-            return launch_common::<TIn, TOut>(kernels, stream, &name, family, g, [pa, pb, pc], epilogue);
-        }
-        launch_common::<TIn, TOut>(kernels, stream, &name, family, g, [pa, pb, pc], &RawEpilogue::default())?;
-        // SAFETY: C holds the validated m x n blocks of every entry; the bias was checked.
-        return unsafe { epilogue_pass::<TOut>(kernels, stream, g, pc, epilogue) };
+        let fused = family.fuses_epilogue();
+        let stored = if fused { *epilogue } else { RawEpilogue::default() };
+        launch_common::<TIn, TOut>(kernels, stream, &name, family, g, [pa, pb, pc], &stored)?;
+        return Ok(fused);
     }
 }
 
@@ -937,6 +931,7 @@ fn sm90<TIn: Element, TOut: Element>(
 #[derive(Debug, Clone, Copy)]
 struct DeviceState {
     capability: (i32, i32),
+    shared_optin: u32,
     sm90_failed: bool,
 }
 
@@ -951,7 +946,13 @@ fn device(kernels: &Kernels) -> Result<Device> {
     let state = match known {
         Some(state) => state,
         None => {
-            let state = DeviceState { capability: ctx.compute_capability()?, sm90_failed: false };
+            let optin =
+                ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+            let state = DeviceState {
+                capability: ctx.compute_capability()?,
+                shared_optin: u32::try_from(optin).unwrap_or(0),
+                sm90_failed: false,
+            };
             *DEVICES.lock().unwrap_or_else(|e| e.into_inner()).entry(ordinal).or_insert(state)
         }
     };
@@ -959,6 +960,7 @@ fn device(kernels: &Kernels) -> Result<Device> {
         capability: state.capability,
         multiprocessors: kernels.multiprocessors(),
         sm90: state.capability == (9, 0) && !state.sm90_failed,
+        shared_optin: state.shared_optin,
     })
 }
 
