@@ -57,6 +57,15 @@ impl Default for Sizes {
 /// not find its inputs in L2 (50 MiB on an H100).
 const ROTATE_BELOW: usize = 256 << 20;
 
+/// An element count as the rows name it: `2^k` for a power of two, else the number.
+fn count(n: usize) -> String {
+    if n.is_power_of_two() {
+        format!("2^{}", n.trailing_zeros())
+    } else {
+        n.to_string()
+    }
+}
+
 /// Buffer sets to rotate over for a working set of `bytes`.
 fn sets_for(bytes: usize) -> usize {
     if bytes >= ROTATE_BELOW {
@@ -159,7 +168,7 @@ fn elementwise_family(b: &mut Bench, n: usize) -> Result<()> {
     let (x, y) = (b.randoms(sets, n)?, b.randoms(sets, n)?);
     let mut out = b.outputs::<f32>(sets, n)?;
     let (k, s) = (b.kernels, b.stream);
-    let label = |op: &str| format!("{op} 2^{} f32", n.trailing_zeros());
+    let label = |op: &str| format!("{op} {} f32", count(n));
     b.bandwidth(label("add"), 12 * n, |i| {
         let j = i % sets;
         elementwise::binary(k, s, Binary::Add, &x[j].as_view(), &y[j].as_view(), &mut out[j].as_view_mut())
@@ -272,26 +281,25 @@ fn row_family(b: &mut Bench, rows: usize, cols: usize) -> Result<()> {
 }
 
 fn reductions_family(b: &mut Bench, n: usize, (rows, cols): (usize, usize)) -> Result<()> {
-    let sets = sets_for(4 * n);
-    let x = b.randoms(sets, n)?;
+    let m = rows * cols;
+    // One buffer serves the whole-array reductions (n) and the row reductions (m): --elements may
+    // be smaller than the matrix.
+    let len = n.max(m);
+    let sets = sets_for(4 * len);
+    let x = b.randoms(sets, len)?;
     let mut out = b.outputs::<f32>(sets, rows.max(1))?;
     let mut idx = b.outputs::<u64>(sets, 1)?;
     let (k, s) = (b.kernels, b.stream);
     for op in [Reduce::Sum, Reduce::Max] {
-        b.bandwidth(
-            format!("{} 2^{} f32", format!("{op:?}").to_lowercase(), n.trailing_zeros()),
-            4 * n,
-            |i| {
-                let j = i % sets;
-                reductions::reduce(k, s, op, &x[j].as_view(), &mut out[j].slice_mut(..1))
-            },
-        )?;
+        b.bandwidth(format!("{} {} f32", format!("{op:?}").to_lowercase(), count(n)), 4 * n, |i| {
+            let j = i % sets;
+            reductions::reduce(k, s, op, &x[j].slice(..n), &mut out[j].slice_mut(..1))
+        })?;
     }
-    b.bandwidth(format!("argmax 2^{} f32", n.trailing_zeros()), 4 * n, |i| {
+    b.bandwidth(format!("argmax {} f32", count(n)), 4 * n, |i| {
         let j = i % sets;
-        reductions::argmax(k, s, &x[j].as_view(), &mut idx[j].as_view_mut(), None)
+        reductions::argmax(k, s, &x[j].slice(..n), &mut idx[j].as_view_mut(), None)
     })?;
-    let m = rows * cols;
     b.bandwidth(format!("row_sum {rows}x{cols} f32"), 4 * m, |i| {
         let j = i % sets;
         reductions::rows(k, s, Reduce::Sum, &x[j].slice(..m), &mut out[j].as_view_mut(), rows, cols)
@@ -389,7 +397,7 @@ fn random_family(b: &mut Bench, n: usize) -> Result<()> {
         let ours = gigabytes_per_second((4 * n) as f64, t.median_ms);
         let row = |anchor: &str, anchor_value| Row {
             group: "kernels".into(),
-            name: format!("philox {name} 2^{} f32", n.trailing_zeros()),
+            name: format!("philox {name} {} f32", count(n)),
             series: None,
             ours,
             anchor: anchor.into(),
@@ -519,5 +527,13 @@ mod tests {
         assert_eq!(sets_for(ROTATE_BELOW), 1);
         assert_eq!(sets_for(100 << 20), 3);
         assert_eq!(sets_for(1 << 20), 8);
+    }
+
+    #[test]
+    fn counts_are_named_exactly() {
+        assert_eq!(count(1 << 28), "2^28");
+        assert_eq!(count(1), "2^0");
+        assert_eq!(count(1_000_003), "1000003");
+        assert_eq!(count(3 << 20), "3145728");
     }
 }
