@@ -207,7 +207,10 @@ pub fn parse_args(args: &[&str]) -> std::result::Result<(Options, PathBuf), Stri
             }
             "--elements" => {
                 let n = value()?;
-                options.elements = Some(n.parse().map_err(|_| format!("`{n}` is not a count"))?);
+                options.elements = Some(match n.parse::<usize>() {
+                    Ok(count) if count > 0 => count,
+                    _ => return Err(format!("`{n}` is not a count of at least 1")),
+                });
             }
             "--out" => out = PathBuf::from(value()?),
             other => return Err(format!("unknown bench option `{other}`")),
@@ -367,6 +370,17 @@ mod tests {
         assert_eq!(options.groups, vec![Group::Sweep]);
         let (options, _) = parse_args(&["--sweep", "--groups", "gemm,sweep"]).unwrap();
         assert_eq!(options.groups, vec![Group::Sweep, Group::Gemm]);
+    }
+
+    #[test]
+    fn sizes_must_be_positive_counts() {
+        assert_eq!(parse_args(&["--elements", "1000003"]).unwrap().0.elements, Some(1_000_003));
+        for bad in ["0", "-4", "abc", ""] {
+            assert!(parse_args(&["--elements", bad]).is_err(), "--elements {bad:?}");
+        }
+        assert!(parse_args(&["--gemm", "0x5x5"]).is_err());
+        assert!(parse_args(&["--gemm", "5x5"]).is_err());
+        assert_eq!(parse_args(&["--gemm", "3x4x5"]).unwrap().0.gemm_shapes, Some(vec![(3, 4, 5)]));
     }
 
     #[test]
