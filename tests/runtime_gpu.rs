@@ -342,7 +342,9 @@ fn batch_norm_and_transpose_poisoned() {
     let mut rng = checks::fresh_rng("batch norm, transpose");
     let cpu_rt = ProductionGpuRuntime::cpu();
     // (1, 3, 9001): three units of a row per channel, the last one short, scalar loads.
-    for (n, c, hw) in [(1, 1, 1), (3, 5, 49), (2, 3, 1024), (4, 64, 3136), (1, 3, 9001), (2, 300, 52)] {
+    for (n, c, hw) in
+        [(1, 1, 1), (3, 5, 49), (2, 3, 1024), (4, 64, 3136), (1, 3, 9001), (2, 300, 52), (2, 3, 12_544)]
+    {
         let x = rng.vec(n * c * hw, -2.0, 3.0);
         let (gamma, beta) = (rng.vec(c, 0.5, 1.5), rng.vec(c, -1.0, 1.0));
         let xd = up(g, &x);
@@ -371,7 +373,8 @@ fn batch_norm_and_transpose_poisoned() {
         norms::batch_norm_inplace(k, s, &mut inplace.as_view_mut(), ch, (n, c, hw), 1e-5).unwrap();
         close(&down(g, &inplace), &f64s(&y), 1e-5, "bn apply in place");
     }
-    for (r, c) in [(1, 1), (33, 65), (1, 4097), (4097, 3), (1000, 1000)] {
+    // 4200000 rows: more row tiles than a grid has blocks along y, so blocks loop over tiles
+    for (r, c) in [(1, 1), (33, 65), (1, 4097), (4097, 3), (1000, 1000), (127, 129), (4_200_000, 2)] {
         let x = rng.vec(r * c, -1.0, 1.0);
         let mut out = poison(g, x.len());
         transpose::transpose(k, s, &up(g, &x).as_view(), &mut out.as_view_mut(), r, c).unwrap();

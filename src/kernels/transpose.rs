@@ -6,14 +6,19 @@ use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelA
 use crate::error::Result;
 use crate::kernels::{args, grid, shape, Kernels};
 
-/// Side of the square tile one block moves through shared memory.
-const TILE: usize = 32;
+/// Rows and columns of the tile one block moves through shared memory.
+const TILE_ROWS: usize = 64;
+const TILE_COLS: usize = 32;
 
-/// The launch for a `[rows, cols]` matrix: a block of 32 x 8 threads per 32 x 32 tile.
+/// The launch for a `[rows, cols]` matrix: a block of 32 x 8 threads per 64 x 32 tile.
 pub fn config(rows: usize, cols: usize) -> LaunchConfig {
     LaunchConfig {
         // At most GRID_YZ_MAX blocks along y; the kernel loops over further row tiles.
-        grid_dim: (cols.div_ceil(TILE) as u32, rows.div_ceil(TILE).min(grid::GRID_YZ_MAX) as u32, 1),
+        grid_dim: (
+            cols.div_ceil(TILE_COLS) as u32,
+            rows.div_ceil(TILE_ROWS).min(grid::GRID_YZ_MAX) as u32,
+            1,
+        ),
         block_dim: (32, 8, 1),
         shared_mem_bytes: 0,
     }
@@ -49,7 +54,8 @@ mod tests {
     #[test]
     fn tiles_cover_the_matrix() {
         let c = config(33, 65);
-        assert_eq!((c.grid_dim, c.block_dim), ((3, 2, 1), (32, 8, 1)));
+        assert_eq!((c.grid_dim, c.block_dim), ((3, 1, 1), (32, 8, 1)));
+        assert_eq!(config(65, 64).grid_dim, (2, 2, 1));
         assert_eq!(config(10_000_000, 1).grid_dim, (1, 65_535, 1));
     }
 }
