@@ -243,14 +243,7 @@ impl Manifest {
             shared_inputs.extend_from_slice(&(part.len() as u64).to_le_bytes());
             shared_inputs.extend_from_slice(part);
         }
-        let mut headers: Vec<PathBuf> = std::fs::read_dir(root.join("cuda"))
-            .expect("reading cuda/")
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_none_or(|e| e != "cu"))
-            .collect();
-        headers.sort();
-        for header in headers {
+        for header in headers(root) {
             let name =
                 header.file_name().expect("a directory entry has a name").to_string_lossy().into_owned();
             let bytes =
@@ -416,14 +409,7 @@ impl Cache {
         NVCC_FLAGS.hash(&mut hasher);
         // A family's source includes headers only (never another `.cu`), so the headers and its own
         // source are all that can change its image.
-        let mut headers: Vec<PathBuf> = std::fs::read_dir(root.join("cuda"))
-            .expect("reading cuda/")
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_none_or(|e| e != "cu"))
-            .collect();
-        headers.sort();
-        for file in headers {
+        for file in headers(root) {
             file.file_name().hash(&mut hasher);
             std::fs::read(&file).unwrap_or_default().hash(&mut hasher);
         }
@@ -438,6 +424,18 @@ impl Cache {
         (self.shared_inputs, &family.name, source, gencode).hash(&mut hasher);
         self.dir.join(format!("{}-{:016x}", family.name, hasher.finish()))
     }
+}
+
+/// Every file of `cuda/` that is not a family (`*.cu`): the headers the families include, sorted.
+fn headers(root: &Path) -> Vec<PathBuf> {
+    let mut headers: Vec<PathBuf> = std::fs::read_dir(root.join("cuda"))
+        .expect("reading cuda/")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_none_or(|e| e != "cu"))
+        .collect();
+    headers.sort();
+    headers
 }
 
 fn run(cmd: &mut Command) {
