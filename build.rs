@@ -229,29 +229,33 @@ fn build_family(
 struct Manifest {
     path: PathBuf,
     lines: Vec<String>,
-    /// What every family's PTX depends on besides its own source: nvcc's release, the flags and
-    /// every header in `cuda/` (never paths, which differ between checkouts).
-    shared_inputs: Vec<u8>,
+    /// The hash of what every family's PTX depends on besides its own source: nvcc's release, the
+    /// flags and every header in `cuda/` (never paths, which differ between checkouts).
+    shared_inputs: Sha256,
+}
+
+/// Feeds `part` to `hasher` behind its length, so that no two sequences of parts hash alike.
+fn hash_part(hasher: &mut Sha256, part: &[u8]) {
+    hasher.update((part.len() as u64).to_le_bytes());
+    hasher.update(part);
 }
 
 impl Manifest {
     fn read(root: &Path, nvcc_release: &str) -> Self {
         let path = root.join("ptx").join("MANIFEST");
         let lines = std::fs::read_to_string(&path).unwrap_or_default().lines().map(str::to_string).collect();
-        let mut shared_inputs = Vec::new();
-        for part in [nvcc_release.as_bytes()].into_iter().chain(NVCC_FLAGS.iter().map(|f| f.as_bytes())) {
-            shared_inputs.extend_from_slice(&(part.len() as u64).to_le_bytes());
-            shared_inputs.extend_from_slice(part);
+        let mut shared_inputs = Sha256::new();
+        hash_part(&mut shared_inputs, nvcc_release.as_bytes());
+        for flag in NVCC_FLAGS {
+            hash_part(&mut shared_inputs, flag.as_bytes());
         }
         for header in headers(root) {
             let name =
                 header.file_name().expect("a directory entry has a name").to_string_lossy().into_owned();
             let bytes =
                 std::fs::read(&header).unwrap_or_else(|e| panic!("reading {}: {e}", header.display()));
-            for part in [name.as_bytes(), &bytes] {
-                shared_inputs.extend_from_slice(&(part.len() as u64).to_le_bytes());
-                shared_inputs.extend_from_slice(part);
-            }
+            hash_part(&mut shared_inputs, name.as_bytes());
+            hash_part(&mut shared_inputs, &bytes);
         }
         Manifest { path, lines, shared_inputs }
     }
@@ -260,12 +264,9 @@ impl Manifest {
     fn inputs_digest(&self, family: &Family) -> String {
         let source = std::fs::read(&family.source)
             .unwrap_or_else(|e| panic!("reading {}: {e}", family.source.display()));
-        let mut hasher = Sha256::new();
-        hasher.update(&self.shared_inputs);
-        for part in [family.ptx.as_bytes(), &source] {
-            hasher.update((part.len() as u64).to_le_bytes());
-            hasher.update(part);
-        }
+        let mut hasher = self.shared_inputs.clone();
+        hash_part(&mut hasher, family.ptx.as_bytes());
+        hash_part(&mut hasher, &source);
         hex(&hasher.finalize())
     }
 
