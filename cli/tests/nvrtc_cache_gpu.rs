@@ -1,4 +1,4 @@
-//! The on-disk NVRTC cache against the real NVRTC, on the benchmark's 190-line program (on the GPU
+//! The on-disk NVRTC cache against the real NVRTC, on the benchmark's program of about 200 lines (on the GPU
 //! machine). The cache is our engine's: the legacy engine uses cudarc's NVRTC.
 #![cfg(not(feature = "legacy-gpu"))]
 
@@ -35,7 +35,7 @@ fn cached_compile_equals_the_cold_one() {
 
     let ctx = prism_gpu::driver::CudaContext::new(0).unwrap();
     let module = ctx.load_module(warm).unwrap();
-    for name in ["gelu_f32", "softmax_rows", "layer_norm", "sgemm_tiled", "histogram_u32"] {
+    for name in ["gelu_f32", "softmax_rows", "layer_norm", "sgemm_tiled", "histogram_u32", "scan_blocks"] {
         module.load_function(name).unwrap();
     }
     assert_eq!(cache.clear().unwrap().entries, 2);

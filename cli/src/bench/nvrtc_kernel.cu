@@ -185,3 +185,30 @@ extern "C" __global__ void histogram_u32(const u32 *keys, u32 *bins, u32 n, u32 
     __syncthreads();
     for (u32 b = threadIdx.x; b < nbins; b += blockDim.x) atomicAdd(&bins[b], local[b]);
 }
+
+// Inclusive prefix sums of blocks of 256: a warp scan by shuffles, then the warps' totals.
+__device__ __forceinline__ float warp_scan(float v) {
+    const int lane = threadIdx.x & 31;
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const float up = __shfl_up_sync(0xffffffffu, v, offset);
+        if (lane >= offset) v += up;
+    }
+    return v;
+}
+
+extern "C" __global__ void __launch_bounds__(256) scan_blocks(const float *in, float *out, float *totals, u32 n) {
+    __shared__ float warp_totals[8];
+    const u32 i = blockIdx.x * 256 + threadIdx.x;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float v = warp_scan(i < n ? in[i] : 0.0f);
+    if (lane == 31) warp_totals[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        const float t = warp_scan(lane < 8 ? warp_totals[lane] : 0.0f);
+        if (lane < 8) warp_totals[lane] = t;
+    }
+    __syncthreads();
+    if (warp > 0) v += warp_totals[warp - 1];
+    if (i < n) out[i] = v;
+    if (threadIdx.x == 255) totals[blockIdx.x] = v;
+}
