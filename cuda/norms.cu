@@ -242,12 +242,26 @@ PRISM_KERNEL void __launch_bounds__(1024)
 #pragma unroll
                 for (int q = 0; q < BN_LOADS; ++q)
                     if (j + q * stride < len) v4[q] = __ldg(reinterpret_cast<const float4 *>(row + j + q * stride));
+                if (j + (BN_LOADS - 1) * stride < len) {
+                    // All loads in range (every unit but a row's last): one fold of all of them, so one
+                    // division per 4 * BN_LOADS values.
+                    float v[4 * BN_LOADS];
 #pragma unroll
-                for (int q = 0; q < BN_LOADS; ++q)
-                    if (j + q * stride < len) {
-                        const float v[4] = {v4[q].x, v4[q].y, v4[q].z, v4[q].w};
-                        w.operator()<4>(v);
+                    for (int q = 0; q < BN_LOADS; ++q) {
+                        v[4 * q] = v4[q].x;
+                        v[4 * q + 1] = v4[q].y;
+                        v[4 * q + 2] = v4[q].z;
+                        v[4 * q + 3] = v4[q].w;
                     }
+                    w.operator()<4 * BN_LOADS>(v);
+                } else {
+#pragma unroll
+                    for (int q = 0; q < BN_LOADS; ++q)
+                        if (j + q * stride < len) {
+                            const float v[4] = {v4[q].x, v4[q].y, v4[q].z, v4[q].w};
+                            w.operator()<4>(v);
+                        }
+                }
             }
         } else {
             for (int j = threadIdx.x; j < len; j += blockDim.x) {
