@@ -8,16 +8,10 @@
 //! `cargo test --release --test fault_gpu -- --include-ignored --nocapture`.
 #![cfg(not(feature = "legacy-gpu"))]
 
-use prism_gpu::driver::{sys, LaunchConfig, PushKernelArg};
-use prism_gpu::nvrtc::compile_ptx;
-use prism_gpu::{Error, ProductionGpuRuntime};
+mod planted_fault;
 
-const FAULT: &str = r#"
-extern "C" __global__ void write_far(float *x, unsigned long long far) {
-    // `far` bytes past a live buffer: an address no allocation covers.
-    *(volatile float *)((char *)x + far) = 1.0f;
-}
-"#;
+use prism_gpu::driver::sys;
+use prism_gpu::{Error, ProductionGpuRuntime};
 
 fn first_fault(r: prism_gpu::Result<impl std::fmt::Debug>) -> (sys::CUresult, String) {
     match r {
@@ -37,13 +31,8 @@ fn a_kernel_fault_is_named_by_every_later_call_and_recover_resets() {
     let ops = rt.gpu().unwrap();
     let before = ops.upload(&[4.0f32, 5.0]).unwrap();
     let ctx = rt.context().unwrap().clone();
-    let f = ctx.load_module(compile_ptx(FAULT).unwrap()).unwrap().load_function("write_far").unwrap();
     let mut x = ops.upload(&[0.0f32; 4]).unwrap();
-    let far: u64 = 1 << 46; // 64 TiB past the buffer
-                            // SAFETY: deliberately not: the kernel writes outside every allocation, which the driver
-                            // reports as CUDA_ERROR_ILLEGAL_ADDRESS (the fault this test plants).
-    unsafe { ops.stream().launch_builder(&f).arg(&mut x).arg(&far).launch(LaunchConfig::for_num_elems(1)) }
-        .unwrap();
+    let _write_far = planted_fault::launch_illegal_write(ops.stream(), &mut x);
 
     // The first call after the fault names it, and so does every later one, of every kind.
     let (first, text) = first_fault(rt.add(&[1.0], &[2.0]));

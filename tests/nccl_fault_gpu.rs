@@ -1,26 +1,19 @@
 //! A kernel fault while NCCL communicators are alive (GPU, its own binary: the fault poisons the
 //! context of device 0 for the rest of the process). In a child process per world size (1, 2 and
 //! every visible GPU, `nccl_worlds`): an all-reduce works; a kernel on rank 0's stream writes
-//! through an illegal address; later calls on rank 0 return errors, an all-reduce over every rank
-//! included; then every communicator, buffer and stream is dropped while the other ranks' parts of
-//! that all-reduce still wait for rank 0. The child must exit cleanly: a fault is the caller's error to
-//! handle, never a crash or a hang of the process. compute-sanitizer reports the planted fault, so
-//! sanitizer runs leave this binary out. Run on the GPU machine: `cargo test --release --features
+//! through an illegal address; later calls on rank 0 return errors, and so does an all-reduce over
+//! every rank (on 2x H200 each rank's part and the group's end returned `ncclUnhandledCudaError`);
+//! then every communicator, buffer and stream is dropped. The child must exit cleanly: a fault is
+//! the caller's error to handle, never a crash or a hang of the process. compute-sanitizer reports
+//! the planted fault, so sanitizer runs leave this binary out. Run on the GPU machine: `cargo test --release --features
 //! nccl --test nccl_fault_gpu -- --include-ignored --nocapture`.
 #![cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
 
 mod nccl_worlds;
+mod planted_fault;
 
-use prism_gpu::driver::{CudaContext, LaunchConfig, PushKernelArg};
+use prism_gpu::driver::CudaContext;
 use prism_gpu::nccl::{group_end, group_start, Comm, ReduceOp};
-use prism_gpu::nvrtc::compile_ptx;
-
-const FAULT: &str = r#"
-extern "C" __global__ void write_far(float *x, unsigned long long far) {
-    // `far` bytes past a live buffer: an address no allocation covers.
-    *(volatile float *)((char *)x + far) = 1.0f;
-}
-"#;
 
 const TEST: &str = "a_kernel_fault_beside_live_communicators_is_an_error_then_a_clean_exit";
 
@@ -56,24 +49,16 @@ fn fault_beside_communicators(world: usize) {
         assert!(s.clone_dtoh(recv).unwrap().iter().all(|&v| v == want), "the all-reduce before the fault");
     }
 
-    let ctx = streams[0].context().clone();
-    let f = ctx.load_module(compile_ptx(FAULT).unwrap()).unwrap().load_function("write_far").unwrap();
     let mut x = streams[0].clone_htod(&[0.0f32; 4]).unwrap();
-    // 64 TiB past the buffer.
-    let far: u64 = 1 << 46;
-    let mut launch = streams[0].launch_builder(&f);
-    launch.arg(&mut x).arg(&far);
-    // SAFETY: deliberately not: the kernel writes outside every allocation, which the driver
-    // reports as CUDA_ERROR_ILLEGAL_ADDRESS (the fault this test plants).
-    unsafe { launch.launch(LaunchConfig::for_num_elems(1)) }.unwrap();
+    let write_far = planted_fault::launch_illegal_write(&streams[0], &mut x);
     let fault = streams[0].synchronize();
     println!("world of {world}: rank 0's stream after the fault: {fault:?}");
     assert!(fault.is_err(), "the planted fault is reported");
     assert!(streams[0].clone_dtoh(&recvs[0]).is_err(), "a copy on the faulted device is an error");
 
-    // A collective after the fault: rank 0's part fails, so the other ranks' parts wait for a peer
-    // that never comes (a data-parallel step after one GPU faulted). Rank 0 reports it; the others
-    // are never synchronised, and dropping the communicators aborts them.
+    // A collective after the fault (a data-parallel step after one GPU faulted): rank 0 must report
+    // it. The other ranks are never synchronised: a part of theirs that NCCL did enqueue would wait
+    // for rank 0 forever, and dropping the communicators must abort it.
     let (calls, ended) = all_reduce(&mut recvs);
     let after = streams[0].synchronize();
     println!(
@@ -85,6 +70,6 @@ fn fault_beside_communicators(world: usize) {
     );
     // Communicators first (ncclCommAbort, on a faulted context for rank 0), then the rest.
     drop(comms);
-    drop((sends, recvs, x, f, streams));
+    drop((sends, recvs, x, write_far, streams));
     println!("world of {world}: communicators and buffers dropped after the fault");
 }
