@@ -12,7 +12,7 @@
 
 pub(crate) mod plan;
 pub mod result;
-mod safe;
+pub mod safe;
 #[allow(missing_docs)] // cuBLAS's own names, documented by NVIDIA
 pub mod sys;
 

@@ -8,7 +8,7 @@
 //! every entry). What differs from cuBLASLt is listed at [`Matmul::matmul`].
 
 pub mod result;
-mod safe;
+pub mod safe;
 #[allow(missing_docs)] // cuBLASLt's own names, documented by NVIDIA
 pub mod sys;
 

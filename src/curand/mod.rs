@@ -10,7 +10,7 @@
 //! `runtime::cpu::random` computes the same numbers (uniform and bits exactly).
 
 pub mod result;
-mod safe;
+pub mod safe;
 #[allow(missing_docs)] // cuRAND's own names, documented by NVIDIA
 pub mod sys;
 

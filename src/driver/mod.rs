@@ -40,6 +40,16 @@ mod staging;
 mod stream;
 mod tracking;
 
+/// cudarc's `driver::safe`: the safe API under cudarc's names (the same items as at the module
+/// root, where cudarc also re-exports them).
+pub mod safe {
+    pub use super::{
+        CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaModule, CudaSlice, CudaStream, CudaView,
+        CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice, DriverError, HostSlice, LaunchArgs,
+        LaunchConfig, PinnedHostSlice, PushKernelArg, SyncOnDrop, ValidAsZeroBits,
+    };
+}
+
 /// The raw driver bindings (`cuda.h`), as `cudarc::driver::sys`.
 pub mod sys {
     pub use crate::sys::driver::*;

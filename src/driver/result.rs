@@ -207,6 +207,38 @@ pub mod device {
             Ok(uuid.assume_init())
         }
     }
+
+    /// The device's default memory pool (the one `cuMemAllocAsync` uses until another is set).
+    ///
+    /// # Safety
+    /// `dev` must come from [`get`].
+    #[doc(alias = "cuDeviceGetDefaultMemPool")]
+    pub unsafe fn get_default_mem_pool(dev: sys::CUdevice) -> Result<sys::CUmemoryPool, DriverError> {
+        // SAFETY: the caller vouches for `dev`.
+        unsafe { super::mem_pool::default_pool(dev) }
+    }
+
+    /// The device's current memory pool.
+    ///
+    /// # Safety
+    /// `dev` must come from [`get`].
+    #[doc(alias = "cuDeviceGetMemPool")]
+    pub unsafe fn get_mem_pool(dev: sys::CUdevice) -> Result<sys::CUmemoryPool, DriverError> {
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the caller vouches for `dev`.
+        unsafe { sys::cuDeviceGetMemPool(&mut pool, dev) }.result()?;
+        Ok(pool)
+    }
+
+    /// Makes `pool` the device's current memory pool.
+    ///
+    /// # Safety
+    /// `dev` must come from [`get`] and `pool` must be a live pool of that device.
+    #[doc(alias = "cuDeviceSetMemPool")]
+    pub unsafe fn set_mem_pool(dev: sys::CUdevice, pool: sys::CUmemoryPool) -> Result<(), DriverError> {
+        // SAFETY: the caller vouches for `dev` and `pool`.
+        unsafe { sys::cuDeviceSetMemPool(dev, pool) }.result()
+    }
 }
 
 pub mod primary_ctx {
@@ -288,6 +320,73 @@ pub mod mem_pool {
         // SAFETY: `value` is a valid u64 out-pointer, as the attribute needs (caller's contract).
         unsafe { sys::cuMemPoolGetAttribute(pool, attr, (&mut value as *mut u64).cast()) }.result()?;
         Ok(value)
+    }
+
+    /// Creates a memory pool.
+    ///
+    /// # Safety
+    /// `pool_props` must point at valid pool properties.
+    #[doc(alias = "cuMemPoolCreate")]
+    pub unsafe fn create(pool_props: *const sys::CUmemPoolProps) -> Result<sys::CUmemoryPool, DriverError> {
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the caller vouches for `pool_props`.
+        unsafe { sys::cuMemPoolCreate(&mut pool, pool_props) }.result()?;
+        Ok(pool)
+    }
+
+    /// Destroys a memory pool.
+    ///
+    /// # Safety
+    /// `pool` must be a live pool made by [`create`], destroyed once, not any device's current
+    /// pool, with no allocation of it in use.
+    #[doc(alias = "cuMemPoolDestroy")]
+    pub unsafe fn destroy(pool: sys::CUmemoryPool) -> Result<(), DriverError> {
+        // SAFETY: the caller owns `pool`.
+        unsafe { sys::cuMemPoolDestroy(pool) }.result()
+    }
+
+    /// Reads an attribute of the pool into `value`.
+    ///
+    /// # Safety
+    /// `pool` must be live and `value` must point at writable memory of the attribute's type.
+    #[doc(alias = "cuMemPoolGetAttribute")]
+    pub unsafe fn get_attribute(
+        pool: sys::CUmemoryPool,
+        attr: sys::CUmemPool_attribute,
+        value: *mut c_void,
+    ) -> Result<(), DriverError> {
+        // SAFETY: the caller vouches for `pool` and `value`.
+        unsafe { sys::cuMemPoolGetAttribute(pool, attr, value) }.result()
+    }
+
+    /// Sets an attribute of the pool from `value`.
+    ///
+    /// # Safety
+    /// `pool` must be live and `value` must point at a value of the attribute's type.
+    #[doc(alias = "cuMemPoolSetAttribute")]
+    pub unsafe fn set_attribute(
+        pool: sys::CUmemoryPool,
+        attr: sys::CUmemPool_attribute,
+        value: *mut c_void,
+    ) -> Result<(), DriverError> {
+        // SAFETY: the caller vouches for `pool` and `value`.
+        unsafe { sys::cuMemPoolSetAttribute(pool, attr, value) }.result()
+    }
+
+    /// Allocates `num_bytes` from `pool` in stream order.
+    ///
+    /// # Safety
+    /// `pool` and `stream` must be live; the memory is uninitialised.
+    #[doc(alias = "cuMemAllocFromPoolAsync")]
+    pub unsafe fn alloc_async(
+        pool: sys::CUmemoryPool,
+        num_bytes: usize,
+        stream: sys::CUstream,
+    ) -> Result<sys::CUdeviceptr, DriverError> {
+        let mut ptr = 0;
+        // SAFETY: valid out-pointer; the caller vouches for `pool` and `stream`.
+        unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, num_bytes, pool, stream) }.result()?;
+        Ok(ptr)
     }
 }
 
@@ -525,6 +624,22 @@ pub mod stream {
         unsafe { sys::cuStreamIsCapturing(stream, &mut status) }.result()?;
         Ok(status)
     }
+
+    /// Attaches managed memory to `stream` (who may access it: `flags`), in stream order.
+    ///
+    /// # Safety
+    /// `stream` must be live and `dptr..dptr+num_bytes` managed memory (or `num_bytes` 0 for the
+    /// whole allocation at `dptr`).
+    #[doc(alias = "cuStreamAttachMemAsync")]
+    pub unsafe fn attach_mem_async(
+        stream: sys::CUstream,
+        dptr: sys::CUdeviceptr,
+        num_bytes: usize,
+        flags: sys::CUmemAttach_flags,
+    ) -> Result<(), DriverError> {
+        // SAFETY: the caller vouches for the stream and the range.
+        unsafe { sys::cuStreamAttachMemAsync(stream, dptr, num_bytes, flags as c_uint) }.result()
+    }
 }
 
 /// Allocates device memory in stream order.
@@ -679,6 +794,164 @@ pub fn mem_get_info() -> Result<(usize, usize), DriverError> {
     // SAFETY: valid out-pointers.
     unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }.result()?;
     Ok((free, total))
+}
+
+/// Allocates managed (unified) memory, reachable from the host and every device.
+///
+/// # Safety
+/// The memory is uninitialised; free it with [`free_sync`] or [`memory_free`].
+#[doc(alias = "cuMemAllocManaged")]
+pub unsafe fn malloc_managed(
+    num_bytes: usize,
+    flags: sys::CUmemAttach_flags,
+) -> Result<sys::CUdeviceptr, DriverError> {
+    let mut ptr = 0;
+    // SAFETY: valid out-pointer.
+    unsafe { sys::cuMemAllocManaged(&mut ptr, num_bytes, flags as c_uint) }.result()?;
+    Ok(ptr)
+}
+
+/// Advises the driver how managed memory will be used.
+///
+/// # Safety
+/// `dptr..dptr+num_bytes` must be managed memory.
+#[doc(alias = "cuMemAdvise_v2")]
+pub unsafe fn mem_advise(
+    dptr: sys::CUdeviceptr,
+    num_bytes: usize,
+    advice: sys::CUmem_advise,
+    location: sys::CUmemLocation,
+) -> Result<(), DriverError> {
+    // SAFETY: the caller vouches for the range.
+    unsafe { sys::cuMemAdvise_v2(dptr, num_bytes, advice, location) }.result()
+}
+
+/// Migrates managed memory to `location` in stream order.
+///
+/// # Safety
+/// `dptr..dptr+num_bytes` must be managed memory and `stream` live.
+#[doc(alias = "cuMemPrefetchAsync_v2")]
+pub unsafe fn mem_prefetch_async(
+    dptr: sys::CUdeviceptr,
+    num_bytes: usize,
+    location: sys::CUmemLocation,
+    stream: sys::CUstream,
+) -> Result<(), DriverError> {
+    // SAFETY: the caller vouches for the range and the stream; 0 is the only valid flag value.
+    unsafe { sys::cuMemPrefetchAsync_v2(dptr, num_bytes, location, 0, stream) }.result()
+}
+
+/// Frees device memory (the same call as [`free_sync`], under cudarc's other name).
+///
+/// # Safety
+/// `device_ptr` must be a live allocation, freed once, with no pending work using it.
+#[doc(alias = "cuMemFree_v2")]
+pub unsafe fn memory_free(device_ptr: sys::CUdeviceptr) -> Result<(), DriverError> {
+    // SAFETY: forwarded; the caller owns `device_ptr`.
+    unsafe { free_sync(device_ptr) }
+}
+
+/// Sets `num_bytes` bytes to `value`, synchronously with respect to the host.
+///
+/// # Safety
+/// `dptr..dptr+num_bytes` must be live device memory.
+#[doc(alias = "cuMemsetD8_v2")]
+pub unsafe fn memset_d8_sync(dptr: sys::CUdeviceptr, value: c_uchar, num_bytes: usize) -> Result<(), DriverError> {
+    // SAFETY: the caller vouches for the range.
+    unsafe { sys::cuMemsetD8_v2(dptr, value, num_bytes) }.result()
+}
+
+/// Copies `src` to device memory; returns when the copy is done.
+///
+/// # Safety
+/// `dst` must hold `size_of_val(src)` bytes of live device memory.
+#[doc(alias = "cuMemcpyHtoD_v2")]
+pub unsafe fn memcpy_htod_sync<T>(dst: sys::CUdeviceptr, src: &[T]) -> Result<(), DriverError> {
+    // SAFETY: `src` is a live host slice; the caller vouches for `dst`.
+    unsafe { sys::cuMemcpyHtoD_v2(dst, src.as_ptr().cast(), std::mem::size_of_val(src)) }.result()
+}
+
+/// Copies device memory into `dst`; returns when the copy is done.
+///
+/// # Safety
+/// `src` must hold `size_of_val(dst)` bytes of live device memory, whose bytes are valid values
+/// of `T`.
+#[doc(alias = "cuMemcpyDtoH_v2")]
+pub unsafe fn memcpy_dtoh_sync<T>(dst: &mut [T], src: sys::CUdeviceptr) -> Result<(), DriverError> {
+    // SAFETY: `dst` is a live, exclusive host slice; the caller vouches for `src`.
+    unsafe { sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src, std::mem::size_of_val(dst)) }.result()
+}
+
+/// Copies device memory to device memory, synchronously with respect to the host.
+///
+/// # Safety
+/// Both ranges must be live device memory of `num_bytes` bytes.
+#[doc(alias = "cuMemcpyDtoD_v2")]
+pub unsafe fn memcpy_dtod_sync(
+    dst: sys::CUdeviceptr,
+    src: sys::CUdeviceptr,
+    num_bytes: usize,
+) -> Result<(), DriverError> {
+    // SAFETY: the caller vouches for both ranges.
+    unsafe { sys::cuMemcpyDtoD_v2(dst, src, num_bytes) }.result()
+}
+
+pub mod external_memory {
+    //! Memory shared with another API (Vulkan, another process) through an operating-system
+    //! handle (`cuImportExternalMemory`).
+    use super::*;
+
+    /// Imports memory exported as an opaque file descriptor. On success the driver owns `fd`.
+    ///
+    /// # Safety
+    /// `fd` must be a file descriptor of exported device memory of at least `size` bytes.
+    #[cfg(unix)]
+    #[doc(alias = "cuImportExternalMemory")]
+    pub unsafe fn import_external_memory_opaque_fd(
+        fd: std::os::fd::RawFd,
+        size: u64,
+    ) -> Result<sys::CUexternalMemory, DriverError> {
+        let mut memory = std::ptr::null_mut();
+        let desc = sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+            type_: sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+            handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd },
+            size,
+            flags: 0,
+            reserved: [0; 16],
+        };
+        // SAFETY: valid out-pointer and descriptor; the caller vouches for `fd` and `size`.
+        unsafe { sys::cuImportExternalMemory(&mut memory, &desc) }.result()?;
+        Ok(memory)
+    }
+
+    /// Releases imported memory (buffers mapped from it must be freed first).
+    ///
+    /// # Safety
+    /// `external_memory` must come from an import, be destroyed once, and have no mapped
+    /// buffer in use.
+    #[doc(alias = "cuDestroyExternalMemory")]
+    pub unsafe fn destroy_external_memory(external_memory: sys::CUexternalMemory) -> Result<(), DriverError> {
+        // SAFETY: the caller owns `external_memory`.
+        unsafe { sys::cuDestroyExternalMemory(external_memory) }.result()
+    }
+
+    /// Maps `size` bytes at `offset` of imported memory as a device pointer (free it with
+    /// [`super::free_sync`]).
+    ///
+    /// # Safety
+    /// `external_memory` must be live and `offset..offset+size` inside it.
+    #[doc(alias = "cuExternalMemoryGetMappedBuffer")]
+    pub unsafe fn get_mapped_buffer(
+        external_memory: sys::CUexternalMemory,
+        offset: u64,
+        size: u64,
+    ) -> Result<sys::CUdeviceptr, DriverError> {
+        let mut ptr = 0;
+        let desc = sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC { offset, size, flags: 0, reserved: [0; 16] };
+        // SAFETY: valid out-pointer and descriptor; the caller vouches for the memory.
+        unsafe { sys::cuExternalMemoryGetMappedBuffer(&mut ptr, external_memory, &desc) }.result()?;
+        Ok(ptr)
+    }
 }
 
 pub mod module {
@@ -921,6 +1194,51 @@ pub mod occupancy {
                 dynamic_smem_size,
                 block_size_limit,
                 flags,
+            )
+        }
+        .result()?;
+        Ok((grid, block))
+    }
+
+    /// Resident blocks per multiprocessor (default flags).
+    ///
+    /// # Safety
+    /// `f` must belong to a loaded module.
+    #[doc(alias = "cuOccupancyMaxActiveBlocksPerMultiprocessor")]
+    pub unsafe fn max_active_block_per_multiprocessor(
+        f: sys::CUfunction,
+        block_size: c_int,
+        dynamic_smem_size: usize,
+    ) -> Result<i32, DriverError> {
+        let mut blocks = 0;
+        // SAFETY: valid out-pointer; the caller vouches for `f`.
+        unsafe { sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, f, block_size, dynamic_smem_size) }
+            .result()?;
+        Ok(blocks)
+    }
+
+    /// `(min_grid_size, block_size)` that maximises occupancy (default flags).
+    ///
+    /// # Safety
+    /// `f` must belong to a loaded module; `block_size_to_dynamic_smem_size`, if any, must be
+    /// sound to call.
+    #[doc(alias = "cuOccupancyMaxPotentialBlockSize")]
+    pub unsafe fn max_potential_block_size(
+        f: sys::CUfunction,
+        block_size_to_dynamic_smem_size: sys::CUoccupancyB2DSize,
+        dynamic_smem_size: usize,
+        block_size_limit: c_int,
+    ) -> Result<(i32, i32), DriverError> {
+        let (mut grid, mut block) = (0, 0);
+        // SAFETY: valid out-pointers; the caller vouches for `f` and the callback.
+        unsafe {
+            sys::cuOccupancyMaxPotentialBlockSize(
+                &mut grid,
+                &mut block,
+                f,
+                block_size_to_dynamic_smem_size,
+                dynamic_smem_size,
+                block_size_limit,
             )
         }
         .result()?;

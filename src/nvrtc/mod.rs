@@ -6,6 +6,12 @@ pub mod cache;
 mod compile;
 pub mod result;
 
+/// cudarc's `nvrtc::safe`: the safe API under cudarc's names (the same items as at the module
+/// root, where cudarc also re-exports them).
+pub mod safe {
+    pub use super::{compile_ptx, compile_ptx_with_opts, CompileError, CompileOptions, Ptx};
+}
+
 /// The raw NVRTC bindings (`nvrtc.h`), as `cudarc::nvrtc::sys`.
 pub mod sys {
     pub use crate::sys::nvrtc::*;
