@@ -168,6 +168,16 @@ pub unsafe fn set_stream(handle: sys::cublasHandle_t, stream: sys::cudaStream_t)
     h.bind(wrapped)
 }
 
+/// The stream the handle's work is ordered on (`CUBLAS_STATUS_NOT_INITIALIZED` while unbound).
+///
+/// # Safety
+/// `handle` must be null or a live handle.
+pub(crate) unsafe fn get_stream(handle: sys::cublasHandle_t) -> Result<sys::cudaStream_t, CublasError> {
+    // SAFETY: the caller's obligation.
+    let h = unsafe { context(handle) }?;
+    Ok(h.bound()?.stream.cu_stream())
+}
+
 /// Sets where scalars live (host by default).
 ///
 /// # Safety

@@ -1,8 +1,18 @@
 //! The cuBLAS types that callers name, with cuBLAS's numeric values and cudarc 0.19's names and
 //! derives. Plain Rust enums (exhaustive matches compile). No cuBLAS library is behind them:
 //! [`cublasHandle_t`] points at this crate's own handle ([`cublasContext`]).
-#![allow(non_camel_case_types)]
+//!
+//! The functions are the cuBLAS entry points this crate's kernels implement (handles, streams,
+//! pointer mode, the GEMM family, GEMV, ASUM, status names), each forwarding to its
+//! [`result`](super::result) function and returning its status. cuBLAS routines with no
+//! implementation here are absent (a call is a compile error, not a run-time surprise);
+//! `scripts/cudarc-paths` lists them.
+#![allow(non_camel_case_types, non_snake_case)] // cuBLAS's own names
 
+use core::ffi::{c_char, c_int, c_longlong, c_void};
+use std::ffi::CStr;
+
+use super::result;
 pub use super::result::cublasContext;
 pub use crate::driver::sys::CUstream_st;
 
@@ -174,4 +184,455 @@ pub enum cudaDataType_t {
 impl cudaDataType_t {
     /// The other name of `CUDA_R_8F_E4M3`.
     pub const CUDA_R_8F_UE4M3: cudaDataType_t = cudaDataType_t::CUDA_R_8F_E4M3;
+}
+
+/// The status of a `result` call.
+fn code(r: Result<(), result::CublasError>) -> cublasStatus_t {
+    match r {
+        Ok(()) => cublasStatus_t::CUBLAS_STATUS_SUCCESS,
+        Err(result::CublasError(status)) => status,
+    }
+}
+
+/// Makes a handle and writes it to `*handle`: unbound, as [`result::create_handle`] (products on
+/// it are `CUBLAS_STATUS_NOT_INITIALIZED` until it is bound to a stream, which
+/// [`CudaBlas::new`](super::CudaBlas::new) does).
+///
+/// # Safety
+/// `handle` must be null (`CUBLAS_STATUS_INVALID_VALUE`) or writable.
+#[doc(alias = "create_handle")]
+pub unsafe fn cublasCreate_v2(handle: *mut cublasHandle_t) -> cublasStatus_t {
+    if handle.is_null() {
+        return cublasStatus_t::CUBLAS_STATUS_INVALID_VALUE;
+    }
+    match result::create_handle() {
+        Ok(h) => {
+            // SAFETY: not null, and writable by the caller's contract.
+            unsafe { handle.write(h) };
+            cublasStatus_t::CUBLAS_STATUS_SUCCESS
+        }
+        Err(result::CublasError(status)) => status,
+    }
+}
+
+/// Destroys a handle, as [`result::destroy_handle`].
+///
+/// # Safety
+/// As [`result::destroy_handle`].
+pub unsafe fn cublasDestroy_v2(handle: cublasHandle_t) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::destroy_handle(handle) })
+}
+
+/// Orders the handle's later work on `streamId`, as [`result::set_stream`].
+///
+/// # Safety
+/// As [`result::set_stream`].
+pub unsafe fn cublasSetStream_v2(handle: cublasHandle_t, streamId: cudaStream_t) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::set_stream(handle, streamId) })
+}
+
+/// Writes the stream the handle's work is ordered on to `*streamId`
+/// (`CUBLAS_STATUS_NOT_INITIALIZED` for a handle not bound to one).
+///
+/// # Safety
+/// `handle` must be null or a live handle; `streamId` null (`CUBLAS_STATUS_INVALID_VALUE`) or
+/// writable.
+pub unsafe fn cublasGetStream_v2(handle: cublasHandle_t, streamId: *mut cudaStream_t) -> cublasStatus_t {
+    if streamId.is_null() {
+        return cublasStatus_t::CUBLAS_STATUS_INVALID_VALUE;
+    }
+    // SAFETY: the caller vouches for `handle`.
+    match unsafe { result::get_stream(handle) } {
+        Ok(stream) => {
+            // SAFETY: not null, and writable by the caller's contract.
+            unsafe { streamId.write(stream) };
+            cublasStatus_t::CUBLAS_STATUS_SUCCESS
+        }
+        Err(result::CublasError(status)) => status,
+    }
+}
+
+/// Sets where scalars live, as [`result::set_pointer_mode`].
+///
+/// # Safety
+/// As [`result::set_pointer_mode`].
+pub unsafe fn cublasSetPointerMode_v2(handle: cublasHandle_t, mode: cublasPointerMode_t) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::set_pointer_mode(handle, mode) })
+}
+
+/// Writes where scalars live to `*mode`, as [`result::get_pointer_mode`].
+///
+/// # Safety
+/// `handle` must be null or a live handle; `mode` null (`CUBLAS_STATUS_INVALID_VALUE`) or
+/// writable.
+pub unsafe fn cublasGetPointerMode_v2(
+    handle: cublasHandle_t,
+    mode: *mut cublasPointerMode_t,
+) -> cublasStatus_t {
+    if mode.is_null() {
+        return cublasStatus_t::CUBLAS_STATUS_INVALID_VALUE;
+    }
+    // SAFETY: the caller vouches for `handle`.
+    match unsafe { result::get_pointer_mode(handle) } {
+        Ok(m) => {
+            // SAFETY: not null, and writable by the caller's contract.
+            unsafe { mode.write(m) };
+            cublasStatus_t::CUBLAS_STATUS_SUCCESS
+        }
+        Err(result::CublasError(status)) => status,
+    }
+}
+
+/// Single precision GEMM, as [`result::sgemm`].
+///
+/// # Safety
+/// As [`result::sgemm`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cublasSgemm_v2(
+    handle: cublasHandle_t,
+    transa: cublasOperation_t,
+    transb: cublasOperation_t,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: *const f32,
+    A: *const f32,
+    lda: c_int,
+    B: *const f32,
+    ldb: c_int,
+    beta: *const f32,
+    C: *mut f32,
+    ldc: c_int,
+) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::sgemm(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) })
+}
+
+/// Double precision GEMM, as [`result::dgemm`].
+///
+/// # Safety
+/// As [`result::dgemm`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cublasDgemm_v2(
+    handle: cublasHandle_t,
+    transa: cublasOperation_t,
+    transb: cublasOperation_t,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: *const f64,
+    A: *const f64,
+    lda: c_int,
+    B: *const f64,
+    ldb: c_int,
+    beta: *const f64,
+    C: *mut f64,
+    ldc: c_int,
+) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::dgemm(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) })
+}
+
+/// GEMM with the element and compute types as arguments, as [`result::gemm_ex`] (which lists
+/// the supported combinations; the others are `CUBLAS_STATUS_NOT_SUPPORTED`).
+///
+/// # Safety
+/// As [`result::gemm_ex`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cublasGemmEx(
+    handle: cublasHandle_t,
+    transa: cublasOperation_t,
+    transb: cublasOperation_t,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: *const c_void,
+    A: *const c_void,
+    Atype: cudaDataType,
+    lda: c_int,
+    B: *const c_void,
+    Btype: cudaDataType,
+    ldb: c_int,
+    beta: *const c_void,
+    C: *mut c_void,
+    Ctype: cudaDataType,
+    ldc: c_int,
+    computeType: cublasComputeType_t,
+    algo: cublasGemmAlgo_t,
+) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe {
+        result::gemm_ex(
+            handle,
+            transa,
+            transb,
+            m,
+            n,
+            k,
+            alpha,
+            A,
+            Atype,
+            lda,
+            B,
+            Btype,
+            ldb,
+            beta,
+            C,
+            Ctype,
+            ldc,
+            computeType,
+            algo,
+        )
+    })
+}
+
+/// Single precision strided batched GEMM, as [`result::sgemm_strided_batched`].
+///
+/// # Safety
+/// As [`result::sgemm_strided_batched`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cublasSgemmStridedBatched(
+    handle: cublasHandle_t,
+    transa: cublasOperation_t,
+    transb: cublasOperation_t,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: *const f32,
+    A: *const f32,
+    lda: c_int,
+    strideA: c_longlong,
+    B: *const f32,
+    ldb: c_int,
+    strideB: c_longlong,
+    beta: *const f32,
+    C: *mut f32,
+    ldc: c_int,
+    strideC: c_longlong,
+    batchCount: c_int,
+) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe {
+        result::sgemm_strided_batched(
+            handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
+            batchCount,
+        )
+    })
+}
+
+/// Double precision strided batched GEMM, as [`result::dgemm_strided_batched`].
+///
+/// # Safety
+/// As [`result::dgemm_strided_batched`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cublasDgemmStridedBatched(
+    handle: cublasHandle_t,
+    transa: cublasOperation_t,
+    transb: cublasOperation_t,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: *const f64,
+    A: *const f64,
+    lda: c_int,
+    strideA: c_longlong,
+    B: *const f64,
+    ldb: c_int,
+    strideB: c_longlong,
+    beta: *const f64,
+    C: *mut f64,
+    ldc: c_int,
+    strideC: c_longlong,
+    batchCount: c_int,
+) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe {
+        result::dgemm_strided_batched(
+            handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
+            batchCount,
+        )
+    })
+}
+
+/// Strided batched GEMM with the element and compute types as arguments, as
+/// [`result::gemm_strided_batched_ex`].
+///
+/// # Safety
+/// As [`result::gemm_strided_batched_ex`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cublasGemmStridedBatchedEx(
+    handle: cublasHandle_t,
+    transa: cublasOperation_t,
+    transb: cublasOperation_t,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    alpha: *const c_void,
+    A: *const c_void,
+    Atype: cudaDataType,
+    lda: c_int,
+    strideA: c_longlong,
+    B: *const c_void,
+    Btype: cudaDataType,
+    ldb: c_int,
+    strideB: c_longlong,
+    beta: *const c_void,
+    C: *mut c_void,
+    Ctype: cudaDataType,
+    ldc: c_int,
+    strideC: c_longlong,
+    batchCount: c_int,
+    computeType: cublasComputeType_t,
+    algo: cublasGemmAlgo_t,
+) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe {
+        result::gemm_strided_batched_ex(
+            handle,
+            transa,
+            transb,
+            m,
+            n,
+            k,
+            alpha,
+            A,
+            Atype,
+            lda,
+            strideA,
+            B,
+            Btype,
+            ldb,
+            strideB,
+            beta,
+            C,
+            Ctype,
+            ldc,
+            strideC,
+            batchCount,
+            computeType,
+            algo,
+        )
+    })
+}
+
+/// Single precision matrix-vector product, as [`result::sgemv`].
+///
+/// # Safety
+/// As [`result::sgemv`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cublasSgemv_v2(
+    handle: cublasHandle_t,
+    trans: cublasOperation_t,
+    m: c_int,
+    n: c_int,
+    alpha: *const f32,
+    A: *const f32,
+    lda: c_int,
+    x: *const f32,
+    incx: c_int,
+    beta: *const f32,
+    y: *mut f32,
+    incy: c_int,
+) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::sgemv(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy) })
+}
+
+/// Double precision matrix-vector product, as [`result::dgemv`].
+///
+/// # Safety
+/// As [`result::dgemv`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn cublasDgemv_v2(
+    handle: cublasHandle_t,
+    trans: cublasOperation_t,
+    m: c_int,
+    n: c_int,
+    alpha: *const f64,
+    A: *const f64,
+    lda: c_int,
+    x: *const f64,
+    incx: c_int,
+    beta: *const f64,
+    y: *mut f64,
+    incy: c_int,
+) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::dgemv(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy) })
+}
+
+/// Sum of absolute values, single precision, as [`result::sasum`].
+///
+/// # Safety
+/// As [`result::sasum`].
+pub unsafe fn cublasSasum_v2(
+    handle: cublasHandle_t,
+    n: c_int,
+    x: *const f32,
+    incx: c_int,
+    result: *mut f32,
+) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::sasum(handle, n, x, incx, result) })
+}
+
+/// Sum of absolute values, double precision, as [`result::dasum`].
+///
+/// # Safety
+/// As [`result::dasum`].
+pub unsafe fn cublasDasum_v2(
+    handle: cublasHandle_t,
+    n: c_int,
+    x: *const f64,
+    incx: c_int,
+    result: *mut f64,
+) -> cublasStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::dasum(handle, n, x, incx, result) })
+}
+
+/// The status's name and a sentence describing it (this crate's wording), as static C strings.
+fn describe(status: cublasStatus_t) -> (&'static CStr, &'static CStr) {
+    use cublasStatus_t as S;
+    match status {
+        S::CUBLAS_STATUS_SUCCESS => (c"CUBLAS_STATUS_SUCCESS", c"success"),
+        S::CUBLAS_STATUS_NOT_INITIALIZED => {
+            (c"CUBLAS_STATUS_NOT_INITIALIZED", c"the handle is null or not bound to a stream")
+        }
+        S::CUBLAS_STATUS_ALLOC_FAILED => (c"CUBLAS_STATUS_ALLOC_FAILED", c"a device allocation failed"),
+        S::CUBLAS_STATUS_INVALID_VALUE => (c"CUBLAS_STATUS_INVALID_VALUE", c"an argument is out of range"),
+        S::CUBLAS_STATUS_ARCH_MISMATCH => {
+            (c"CUBLAS_STATUS_ARCH_MISMATCH", c"the device lacks a feature the operation needs")
+        }
+        S::CUBLAS_STATUS_MAPPING_ERROR => {
+            (c"CUBLAS_STATUS_MAPPING_ERROR", c"device memory could not be accessed")
+        }
+        S::CUBLAS_STATUS_EXECUTION_FAILED => {
+            (c"CUBLAS_STATUS_EXECUTION_FAILED", c"a kernel failed to launch or to run")
+        }
+        S::CUBLAS_STATUS_INTERNAL_ERROR => (c"CUBLAS_STATUS_INTERNAL_ERROR", c"an internal operation failed"),
+        S::CUBLAS_STATUS_NOT_SUPPORTED => {
+            (c"CUBLAS_STATUS_NOT_SUPPORTED", c"this combination of arguments is not supported")
+        }
+        S::CUBLAS_STATUS_LICENSE_ERROR => (c"CUBLAS_STATUS_LICENSE_ERROR", c"a license check failed"),
+    }
+}
+
+/// The status's name (`"CUBLAS_STATUS_SUCCESS"`, ...), a static C string.
+///
+/// # Safety
+/// None beyond the signature: `unsafe` as every cuBLAS entry point in cudarc's `sys`.
+pub unsafe fn cublasGetStatusName(status: cublasStatus_t) -> *const c_char {
+    describe(status).0.as_ptr()
+}
+
+/// A sentence describing the status (this crate's wording), a static C string.
+///
+/// # Safety
+/// None beyond the signature: `unsafe` as every cuBLAS entry point in cudarc's `sys`.
+pub unsafe fn cublasGetStatusString(status: cublasStatus_t) -> *const c_char {
+    describe(status).1.as_ptr()
 }
