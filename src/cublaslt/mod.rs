@@ -7,6 +7,7 @@
 //! value per row of C (`m` of them per batch entry, `stride_bias` apart; `None` is one bias for
 //! every entry). What differs from cuBLASLt is listed at [`Matmul::matmul`].
 
+mod logger;
 pub mod result;
 pub mod safe;
 #[allow(missing_docs)] // cuBLASLt's own names, documented by NVIDIA

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use half::{bf16, f16};
 
+use super::logger;
 use super::result::CublasError;
 use super::sys::{self, cublasComputeType_t, cublasStatus_t as Status, cudaDataType_t};
 use crate::cublas::plan::ColMajor;
@@ -32,7 +33,14 @@ unsafe impl Sync for CudaBlasLT {}
 impl CudaBlasLT {
     /// A handle whose work is ordered on `stream`.
     pub fn new(stream: Arc<CudaStream>) -> Result<Self, CublasError> {
-        let kernels = Kernels::new(stream.context().clone())?;
+        logger::log(logger::API, "cublasLtCreate", || format!("device={}", stream.context().ordinal()));
+        let kernels = Kernels::new(stream.context().clone()).map_err(|e| {
+            let e = CublasError::from(e);
+            logger::log(logger::ERROR, "cublasLtCreate", || {
+                format!("loading the built-in kernels failed: {e}")
+            });
+            e
+        })?;
         let handle = Box::into_raw(Box::new(sys::cublasLtContext { kernels }));
         Ok(Self { handle, workspace: Workspace::default(), stream })
     }
@@ -47,6 +55,7 @@ impl Drop for CudaBlasLT {
     fn drop(&mut self) {
         let handle = std::mem::replace(&mut self.handle, std::ptr::null_mut());
         if !handle.is_null() {
+            logger::log(logger::API, "cublasLtDestroy", || format!("lightHandle={handle:p}"));
             // SAFETY: made by `Box::into_raw` in `new`, freed once, here.
             drop(unsafe { Box::from_raw(handle) });
         }
@@ -255,6 +264,32 @@ unsafe fn matmul<T: Element, I: DevicePtr<T>, O: DevicePtrMut<T>>(
     .map_err(CublasError::from)
 }
 
+/// Logs a matmul call (API trace) and its parameters (trace).
+fn log_matmul(cfg: &MatmulConfig, element: &str, bias: bool, act: Option<&Activation>) {
+    logger::log(logger::API, "cublasLtMatmul", || format!("type={element}"));
+    logger::log(logger::TRACE, "cublasLtMatmul", || {
+        format!(
+            "type={element} transa={} transb={} m={} n={} k={} alpha={} lda={} ldb={} beta={} ldc={} \
+             stride_a={:?} stride_b={:?} stride_c={:?} stride_bias={:?} batch_size={:?} bias={bias} act={act:?}",
+            cfg.transa,
+            cfg.transb,
+            cfg.m,
+            cfg.n,
+            cfg.k,
+            cfg.alpha,
+            cfg.lda,
+            cfg.ldb,
+            cfg.beta,
+            cfg.ldc,
+            cfg.stride_a,
+            cfg.stride_b,
+            cfg.stride_c,
+            cfg.stride_bias,
+            cfg.batch_size,
+        )
+    });
+}
+
 macro_rules! matmul_impl {
     ($t:ty, $data:ident, $compute:ident, $precision:expr) => {
         impl Matmul<$t> for CudaBlasLT {
@@ -273,8 +308,13 @@ macro_rules! matmul_impl {
                 bias: Option<&I>,
                 act: Option<&Activation>,
             ) -> Result<(), CublasError> {
+                log_matmul(&cfg, stringify!($t), bias.is_some(), act);
                 // SAFETY: the caller's obligations, passed on.
-                unsafe { matmul::<$t, I, O>(self, cfg, $precision, [a, b], c, bias, act) }
+                let result = unsafe { matmul::<$t, I, O>(self, cfg, $precision, [a, b], c, bias, act) };
+                if let Err(e) = &result {
+                    logger::log(logger::ERROR, "cublasLtMatmul", || format!("{e}"));
+                }
+                result
             }
         }
     };

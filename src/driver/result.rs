@@ -439,6 +439,15 @@ pub mod ctx {
         Ok((!ctx.is_null()).then_some(ctx))
     }
 
+    /// The device of the context bound to the calling thread.
+    #[doc(alias = "cuCtxGetDevice")]
+    pub fn get_device() -> Result<sys::CUdevice, DriverError> {
+        let mut dev = 0;
+        // SAFETY: valid out-pointer.
+        unsafe { sys::cuCtxGetDevice(&mut dev) }.result()?;
+        Ok(dev)
+    }
+
     /// Sets the current context's flags.
     #[doc(alias = "cuCtxSetFlags")]
     pub fn set_flags(flags: sys::CUctx_flags) -> Result<(), DriverError> {
@@ -856,7 +865,11 @@ pub unsafe fn memory_free(device_ptr: sys::CUdeviceptr) -> Result<(), DriverErro
 /// # Safety
 /// `dptr..dptr+num_bytes` must be live device memory.
 #[doc(alias = "cuMemsetD8_v2")]
-pub unsafe fn memset_d8_sync(dptr: sys::CUdeviceptr, value: c_uchar, num_bytes: usize) -> Result<(), DriverError> {
+pub unsafe fn memset_d8_sync(
+    dptr: sys::CUdeviceptr,
+    value: c_uchar,
+    num_bytes: usize,
+) -> Result<(), DriverError> {
     // SAFETY: the caller vouches for the range.
     unsafe { sys::cuMemsetD8_v2(dptr, value, num_bytes) }.result()
 }
@@ -1212,8 +1225,10 @@ pub mod occupancy {
     ) -> Result<i32, DriverError> {
         let mut blocks = 0;
         // SAFETY: valid out-pointer; the caller vouches for `f`.
-        unsafe { sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, f, block_size, dynamic_smem_size) }
-            .result()?;
+        unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, f, block_size, dynamic_smem_size)
+        }
+        .result()?;
         Ok(blocks)
     }
 
