@@ -1,7 +1,16 @@
 //! The cuRAND types that callers name, with cuRAND's numeric values and cudarc 0.19's names and
 //! derives. Plain Rust enums. No cuRAND library is behind them: [`curandGenerator_t`] points at
 //! this crate's own generator ([`curandGenerator_st`]).
-#![allow(non_camel_case_types)]
+//!
+//! The functions are the cuRAND entry points this crate's Philox generator implements
+//! (generators, seed, offset, stream, the uniform, normal and log-normal fills), each forwarding to
+//! its [`result`](super::result) function and returning its status. Poisson and quasi-random
+//! generation, host generators and orderings are absent; `scripts/cudarc-paths` lists them.
+#![allow(non_camel_case_types, non_snake_case)] // cuRAND's own names
+
+use core::ffi::{c_uint, c_ulonglong};
+
+use super::result::{self, generate};
 
 pub use super::result::curandGenerator_st;
 pub use crate::driver::sys::CUstream_st;
@@ -64,4 +73,188 @@ pub enum curandOrdering {
     CURAND_ORDERING_PSEUDO_LEGACY = 103,
     CURAND_ORDERING_PSEUDO_DYNAMIC = 104,
     CURAND_ORDERING_QUASI_DEFAULT = 201,
+}
+
+/// The status of a `result` call.
+fn code(r: Result<(), result::CurandError>) -> curandStatus_t {
+    match r {
+        Ok(()) => curandStatus_t::CURAND_STATUS_SUCCESS,
+        Err(result::CurandError(status)) => status,
+    }
+}
+
+/// Makes a generator of `rng_type` and writes it to `*generator`, as
+/// [`result::create_generator_kind`] (every pseudo-random type is this crate's Philox4x32-10;
+/// other types are `CURAND_STATUS_TYPE_ERROR`). The generator is unbound: fills on it are
+/// `CURAND_STATUS_NOT_INITIALIZED` until [`CudaRng::new`](super::CudaRng::new) binds one to a
+/// stream.
+///
+/// # Safety
+/// `generator` must be null (`CURAND_STATUS_NOT_INITIALIZED`) or writable.
+pub unsafe fn curandCreateGenerator(
+    generator: *mut curandGenerator_t,
+    rng_type: curandRngType_t,
+) -> curandStatus_t {
+    if generator.is_null() {
+        return curandStatus_t::CURAND_STATUS_NOT_INITIALIZED;
+    }
+    match result::create_generator_kind(rng_type) {
+        Ok(g) => {
+            // SAFETY: not null, and writable by the caller's contract.
+            unsafe { generator.write(g) };
+            curandStatus_t::CURAND_STATUS_SUCCESS
+        }
+        Err(result::CurandError(status)) => status,
+    }
+}
+
+/// Destroys a generator, as [`result::destroy_generator`].
+///
+/// # Safety
+/// As [`result::destroy_generator`].
+pub unsafe fn curandDestroyGenerator(generator: curandGenerator_t) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::destroy_generator(generator) })
+}
+
+/// Sets the seed, as [`result::set_seed`].
+///
+/// # Safety
+/// As [`result::set_seed`].
+pub unsafe fn curandSetPseudoRandomGeneratorSeed(
+    generator: curandGenerator_t,
+    seed: c_ulonglong,
+) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::set_seed(generator, seed) })
+}
+
+/// Sets the offset, as [`result::set_offset`].
+///
+/// # Safety
+/// As [`result::set_offset`].
+pub unsafe fn curandSetGeneratorOffset(generator: curandGenerator_t, offset: c_ulonglong) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::set_offset(generator, offset) })
+}
+
+/// Orders the generator's later fills on `stream`, as [`result::set_stream`].
+///
+/// # Safety
+/// As [`result::set_stream`].
+pub unsafe fn curandSetStream(generator: curandGenerator_t, stream: cudaStream_t) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { result::set_stream(generator, stream) })
+}
+
+/// `num` u32 with every bit random, as [`generate::uniform_u32`].
+///
+/// # Safety
+/// As [`generate::uniform_u32`].
+pub unsafe fn curandGenerate(
+    generator: curandGenerator_t,
+    outputPtr: *mut c_uint,
+    num: usize,
+) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { generate::uniform_u32(generator, outputPtr, num) })
+}
+
+/// `num` u64 with every bit random, as [`generate::uniform_u64`].
+///
+/// # Safety
+/// As [`generate::uniform_u64`].
+pub unsafe fn curandGenerateLongLong(
+    generator: curandGenerator_t,
+    outputPtr: *mut c_ulonglong,
+    num: usize,
+) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { generate::uniform_u64(generator, outputPtr, num) })
+}
+
+/// `num` f32 uniform in (0, 1], as [`generate::uniform_f32`].
+///
+/// # Safety
+/// As [`generate::uniform_f32`].
+pub unsafe fn curandGenerateUniform(
+    generator: curandGenerator_t,
+    outputPtr: *mut f32,
+    num: usize,
+) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { generate::uniform_f32(generator, outputPtr, num) })
+}
+
+/// `num` f64 uniform in (0, 1], as [`generate::uniform_f64`].
+///
+/// # Safety
+/// As [`generate::uniform_f64`].
+pub unsafe fn curandGenerateUniformDouble(
+    generator: curandGenerator_t,
+    outputPtr: *mut f64,
+    num: usize,
+) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { generate::uniform_f64(generator, outputPtr, num) })
+}
+
+/// `n` f32 from `N(mean, stddev^2)`, as [`generate::normal_f32`] (odd `n` included).
+///
+/// # Safety
+/// As [`generate::normal_f32`].
+pub unsafe fn curandGenerateNormal(
+    generator: curandGenerator_t,
+    outputPtr: *mut f32,
+    n: usize,
+    mean: f32,
+    stddev: f32,
+) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { generate::normal_f32(generator, outputPtr, n, mean, stddev) })
+}
+
+/// `n` f64 from `N(mean, stddev^2)`, as [`generate::normal_f64`] (odd `n` included).
+///
+/// # Safety
+/// As [`generate::normal_f64`].
+pub unsafe fn curandGenerateNormalDouble(
+    generator: curandGenerator_t,
+    outputPtr: *mut f64,
+    n: usize,
+    mean: f64,
+    stddev: f64,
+) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { generate::normal_f64(generator, outputPtr, n, mean, stddev) })
+}
+
+/// `n` f32 from `exp(N(mean, stddev^2))`, as [`generate::log_normal_f32`].
+///
+/// # Safety
+/// As [`generate::log_normal_f32`].
+pub unsafe fn curandGenerateLogNormal(
+    generator: curandGenerator_t,
+    outputPtr: *mut f32,
+    n: usize,
+    mean: f32,
+    stddev: f32,
+) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { generate::log_normal_f32(generator, outputPtr, n, mean, stddev) })
+}
+
+/// `n` f64 from `exp(N(mean, stddev^2))`, as [`generate::log_normal_f64`].
+///
+/// # Safety
+/// As [`generate::log_normal_f64`].
+pub unsafe fn curandGenerateLogNormalDouble(
+    generator: curandGenerator_t,
+    outputPtr: *mut f64,
+    n: usize,
+    mean: f64,
+    stddev: f64,
+) -> curandStatus_t {
+    // SAFETY: the caller's obligations, passed on.
+    code(unsafe { generate::log_normal_f64(generator, outputPtr, n, mean, stddev) })
 }
