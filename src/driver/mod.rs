@@ -53,6 +53,16 @@ pub mod safe {
 /// The raw driver bindings (`cuda.h`), as `cudarc::driver::sys`.
 pub mod sys {
     pub use crate::sys::driver::*;
+
+    /// Whether the driver library (`libcuda`) could be loaded (by this crate's loader, which
+    /// [`crate::sys::driver_library`] gives with the reason when it could not).
+    ///
+    /// # Safety
+    /// None beyond the signature: `unsafe` as in cudarc (loading runs the library's
+    /// initialisers, which this crate's loader does once, for every caller).
+    pub unsafe fn is_culib_present() -> bool {
+        crate::sys::driver_library().is_ok()
+    }
 }
 
 pub use context::{CudaContext, MemoryStats};

@@ -34,8 +34,71 @@
 pub mod result;
 pub mod safe;
 /// The raw NCCL bindings (`nccl.h`), as `cudarc::nccl::sys`.
+#[allow(non_snake_case)] // the C library's names
 pub mod sys {
     pub use crate::sys::nccl::*;
+
+    use std::ffi::c_char;
+
+    /// Whether the NCCL library could be loaded (by this crate's loader, which
+    /// [`crate::sys::nccl_library`] gives with the reason when it could not).
+    ///
+    /// # Safety
+    /// None beyond the signature: `unsafe` as in cudarc (loading runs the library's
+    /// initialisers, which this crate's loader does once, for every caller).
+    pub unsafe fn is_culib_present() -> bool {
+        crate::sys::nccl_library().is_ok()
+    }
+
+    /// `ncclGetErrorString` through the process-wide NCCL library: NCCL's description of
+    /// `result`, or, when no NCCL library (or one without this function) could be loaded, a
+    /// sentence saying so. A static C string either way.
+    ///
+    /// # Safety
+    /// None beyond the signature: the returned string is static.
+    pub unsafe fn ncclGetErrorString(result: ncclResult_t) -> *const c_char {
+        if let Ok(library) = crate::sys::nccl_library() {
+            // SAFETY: no pointer argument; NCCL returns a static string.
+            if let Ok(text) = unsafe { library.ncclGetErrorString(result) } {
+                if !text.is_null() {
+                    return text;
+                }
+            }
+        }
+        c"no NCCL library is loaded to describe this code".as_ptr()
+    }
+
+    /// `ncclGetLastError` through the process-wide NCCL library: NCCL's message about the last
+    /// error on `comm`, or, when no NCCL library (or one without this function) could be loaded,
+    /// a static sentence saying so.
+    ///
+    /// # Safety
+    /// `comm` must be null or a live communicator; the returned string is NCCL's (valid until
+    /// the next NCCL call on `comm`) or static.
+    pub unsafe fn ncclGetLastError(comm: ncclComm_t) -> *const c_char {
+        if let Ok(library) = crate::sys::nccl_library() {
+            // SAFETY: the caller vouches for `comm`.
+            if let Ok(text) = unsafe { library.ncclGetLastError(comm) } {
+                if !text.is_null() {
+                    return text;
+                }
+            }
+        }
+        c"no NCCL library is loaded".as_ptr()
+    }
+
+    /// `ncclResetDebugInit` through the process-wide NCCL library (NCCL re-reads its debug
+    /// settings on the next call); without an NCCL library there is nothing to reset.
+    ///
+    /// # Safety
+    /// None beyond NCCL's own contract for this call (no other NCCL call in flight).
+    pub unsafe fn ncclResetDebugInit() {
+        if let Ok(library) = crate::sys::nccl_library() {
+            // SAFETY: no arguments; the caller upholds NCCL's contract. A library without the
+            // function has nothing to reset either.
+            let _ = unsafe { library.ncclResetDebugInit() };
+        }
+    }
 }
 
 pub use result::{NcclError, NcclStatus};

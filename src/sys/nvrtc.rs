@@ -654,3 +654,403 @@ impl NvrtcFunctions {
         }
     }
 }
+/// `nvrtcAddNameExpression` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcAddNameExpression(
+    prog: nvrtcProgram,
+    name_expression: *const ::std::os::raw::c_char,
+) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcAddNameExpression(prog, name_expression) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcCompileProgram` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcCompileProgram(
+    prog: nvrtcProgram,
+    numOptions: ::std::os::raw::c_int,
+    options: *const *const ::std::os::raw::c_char,
+) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcCompileProgram(prog, numOptions, options) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcCreateProgram` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcCreateProgram(
+    prog: *mut nvrtcProgram,
+    src: *const ::std::os::raw::c_char,
+    name: *const ::std::os::raw::c_char,
+    numHeaders: ::std::os::raw::c_int,
+    headers: *const *const ::std::os::raw::c_char,
+    includeNames: *const *const ::std::os::raw::c_char,
+) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe {
+        loaded_nvrtc.nvrtcCreateProgram(prog, src, name, numHeaders, headers, includeNames)
+    } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcDestroyProgram` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcDestroyProgram(prog: *mut nvrtcProgram) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcDestroyProgram(prog) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetCUBIN` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetCUBIN(prog: nvrtcProgram, cubin: *mut ::std::os::raw::c_char) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetCUBIN(prog, cubin) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetCUBINSize` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetCUBINSize(prog: nvrtcProgram, cubinSizeRet: *mut usize) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetCUBINSize(prog, cubinSizeRet) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetLTOIR` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetLTOIR(prog: nvrtcProgram, LTOIR: *mut ::std::os::raw::c_char) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetLTOIR(prog, LTOIR) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetLTOIRSize` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetLTOIRSize(prog: nvrtcProgram, LTOIRSizeRet: *mut usize) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetLTOIRSize(prog, LTOIRSizeRet) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetLoweredName` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetLoweredName(
+    prog: nvrtcProgram,
+    name_expression: *const ::std::os::raw::c_char,
+    lowered_name: *mut *const ::std::os::raw::c_char,
+) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetLoweredName(prog, name_expression, lowered_name) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetNumSupportedArchs` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetNumSupportedArchs(numArchs: *mut ::std::os::raw::c_int) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetNumSupportedArchs(numArchs) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetOptiXIR` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetOptiXIR(prog: nvrtcProgram, optixir: *mut ::std::os::raw::c_char) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetOptiXIR(prog, optixir) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetOptiXIRSize` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetOptiXIRSize(prog: nvrtcProgram, optixirSizeRet: *mut usize) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetOptiXIRSize(prog, optixirSizeRet) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetPCHCreateStatus` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetPCHCreateStatus(prog: nvrtcProgram) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetPCHCreateStatus(prog) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetPCHHeapSize` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetPCHHeapSize(ret: *mut usize) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetPCHHeapSize(ret) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetPCHHeapSizeRequired` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetPCHHeapSizeRequired(prog: nvrtcProgram, size: *mut usize) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetPCHHeapSizeRequired(prog, size) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetPTX` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetPTX(prog: nvrtcProgram, ptx: *mut ::std::os::raw::c_char) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetPTX(prog, ptx) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetPTXSize` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetPTXSize(prog: nvrtcProgram, ptxSizeRet: *mut usize) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetPTXSize(prog, ptxSizeRet) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetProgramLog` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetProgramLog(prog: nvrtcProgram, log: *mut ::std::os::raw::c_char) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetProgramLog(prog, log) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetProgramLogSize` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetProgramLogSize(prog: nvrtcProgram, logSizeRet: *mut usize) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetProgramLogSize(prog, logSizeRet) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcGetSupportedArchs` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcGetSupportedArchs(supportedArchs: *mut ::std::os::raw::c_int) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcGetSupportedArchs(supportedArchs) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcSetFlowCallback` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcSetFlowCallback(
+    prog: nvrtcProgram,
+    callback: ::std::option::Option<
+        unsafe extern "C" fn(
+            arg1: *mut ::std::os::raw::c_void,
+            arg2: *mut ::std::os::raw::c_void,
+        ) -> ::std::os::raw::c_int,
+    >,
+    payload: *mut ::std::os::raw::c_void,
+) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcSetFlowCallback(prog, callback, payload) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcSetPCHHeapSize` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcSetPCHHeapSize(size: usize) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcSetPCHHeapSize(size) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}
+/// `nvrtcVersion` through the process-wide NVRTC library: `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when no NVRTC library could be loaded, `NVRTC_ERROR_PROGRAM_CREATION_FAILURE` when it lacks this function.
+///
+/// # Safety
+/// The arguments must satisfy the contract the NVRTC documentation gives for this function.
+#[inline]
+pub unsafe fn nvrtcVersion(
+    major: *mut ::std::os::raw::c_int,
+    minor: *mut ::std::os::raw::c_int,
+) -> nvrtcResult {
+    let loaded_nvrtc = match super::loader::nvrtc_library() {
+        Ok(loaded_nvrtc) => loaded_nvrtc,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    let code = match unsafe { loaded_nvrtc.nvrtcVersion(major, minor) } {
+        Ok(code) => code,
+        Err(_) => return nvrtcResult::NVRTC_ERROR_PROGRAM_CREATION_FAILURE,
+    };
+    code
+}

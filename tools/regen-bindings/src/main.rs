@@ -82,7 +82,16 @@ const LIBRARIES: &[Library] = &[
         vars: "^NVRTC.*",
         named_enums: &["nvrtcResult"],
         result: ("nvrtcResult", "NVRTC_SUCCESS", "NVRTC_ERROR_INTERNAL_ERROR"),
-        free_functions: None,
+        // cudarc's `nvrtc::sys` has the calls as free functions. NVRTC has no status for a
+        // missing library or entry point: `nvrtc::result` reports both as a failure to create a
+        // program, and so do these.
+        free_functions: Some(FreeFunctions {
+            loader: "nvrtc",
+            library: "NVRTC library",
+            documented_by: "NVRTC",
+            no_library: "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
+            no_symbol: "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
+        }),
     },
     Library {
         wrapper: "wrapper_nccl.h",
