@@ -4,7 +4,7 @@
 //!
 //! The functions are the cuBLAS entry points this crate's kernels implement (handles, streams,
 //! pointer mode, the GEMM family, GEMV, ASUM, status names), each forwarding to its
-//! [`result`](super::result) function and returning its status. cuBLAS routines with no
+//! `result` function and returning its status. cuBLAS routines with no
 //! implementation here are absent (a call is a compile error, not a run-time surprise);
 //! `scripts/cudarc-paths` lists them.
 #![allow(non_camel_case_types, non_snake_case)] // cuBLAS's own names
@@ -286,55 +286,44 @@ pub unsafe fn cublasGetPointerMode_v2(
     }
 }
 
-/// Single precision GEMM, as [`result::sgemm`].
-///
-/// # Safety
-/// As [`result::sgemm`].
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cublasSgemm_v2(
-    handle: cublasHandle_t,
-    transa: cublasOperation_t,
-    transb: cublasOperation_t,
-    m: c_int,
-    n: c_int,
-    k: c_int,
-    alpha: *const f32,
-    A: *const f32,
-    lda: c_int,
-    B: *const f32,
-    ldb: c_int,
-    beta: *const f32,
-    C: *mut f32,
-    ldc: c_int,
-) -> cublasStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { result::sgemm(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) })
+/// The typed GEMM of one element type, forwarding to its `result` function.
+macro_rules! typed_gemm {
+    ($(#[$doc:meta])* $name:ident => $target:ident, $t:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        #[doc = concat!("As [`result::", stringify!($target), "`].")]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $name(
+            handle: cublasHandle_t,
+            transa: cublasOperation_t,
+            transb: cublasOperation_t,
+            m: c_int,
+            n: c_int,
+            k: c_int,
+            alpha: *const $t,
+            A: *const $t,
+            lda: c_int,
+            B: *const $t,
+            ldb: c_int,
+            beta: *const $t,
+            C: *mut $t,
+            ldc: c_int,
+        ) -> cublasStatus_t {
+            // SAFETY: the caller's obligations, passed on.
+            code(unsafe { result::$target(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) })
+        }
+    };
 }
 
-/// Double precision GEMM, as [`result::dgemm`].
-///
-/// # Safety
-/// As [`result::dgemm`].
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cublasDgemm_v2(
-    handle: cublasHandle_t,
-    transa: cublasOperation_t,
-    transb: cublasOperation_t,
-    m: c_int,
-    n: c_int,
-    k: c_int,
-    alpha: *const f64,
-    A: *const f64,
-    lda: c_int,
-    B: *const f64,
-    ldb: c_int,
-    beta: *const f64,
-    C: *mut f64,
-    ldc: c_int,
-) -> cublasStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { result::dgemm(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) })
-}
+typed_gemm!(
+    /// Single precision GEMM, as [`result::sgemm`].
+    cublasSgemm_v2 => sgemm, f32
+);
+typed_gemm!(
+    /// Double precision GEMM, as [`result::dgemm`].
+    cublasDgemm_v2 => dgemm, f64
+);
 
 /// GEMM with the element and compute types as arguments, as [`result::gemm_ex`] (which lists
 /// the supported combinations; the others are `CUBLAS_STATUS_NOT_SUPPORTED`).
@@ -389,73 +378,53 @@ pub unsafe fn cublasGemmEx(
     })
 }
 
-/// Single precision strided batched GEMM, as [`result::sgemm_strided_batched`].
-///
-/// # Safety
-/// As [`result::sgemm_strided_batched`].
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cublasSgemmStridedBatched(
-    handle: cublasHandle_t,
-    transa: cublasOperation_t,
-    transb: cublasOperation_t,
-    m: c_int,
-    n: c_int,
-    k: c_int,
-    alpha: *const f32,
-    A: *const f32,
-    lda: c_int,
-    strideA: c_longlong,
-    B: *const f32,
-    ldb: c_int,
-    strideB: c_longlong,
-    beta: *const f32,
-    C: *mut f32,
-    ldc: c_int,
-    strideC: c_longlong,
-    batchCount: c_int,
-) -> cublasStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe {
-        result::sgemm_strided_batched(
-            handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
-            batchCount,
-        )
-    })
+/// The typed strided batched GEMM of one element type, forwarding to its `result` function.
+macro_rules! typed_strided_batched {
+    ($(#[$doc:meta])* $name:ident => $target:ident, $t:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        #[doc = concat!("As [`result::", stringify!($target), "`].")]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $name(
+            handle: cublasHandle_t,
+            transa: cublasOperation_t,
+            transb: cublasOperation_t,
+            m: c_int,
+            n: c_int,
+            k: c_int,
+            alpha: *const $t,
+            A: *const $t,
+            lda: c_int,
+            strideA: c_longlong,
+            B: *const $t,
+            ldb: c_int,
+            strideB: c_longlong,
+            beta: *const $t,
+            C: *mut $t,
+            ldc: c_int,
+            strideC: c_longlong,
+            batchCount: c_int,
+        ) -> cublasStatus_t {
+            // SAFETY: the caller's obligations, passed on.
+            code(unsafe {
+                result::$target(
+                    handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
+                    batchCount,
+                )
+            })
+        }
+    };
 }
 
-/// Double precision strided batched GEMM, as [`result::dgemm_strided_batched`].
-///
-/// # Safety
-/// As [`result::dgemm_strided_batched`].
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cublasDgemmStridedBatched(
-    handle: cublasHandle_t,
-    transa: cublasOperation_t,
-    transb: cublasOperation_t,
-    m: c_int,
-    n: c_int,
-    k: c_int,
-    alpha: *const f64,
-    A: *const f64,
-    lda: c_int,
-    strideA: c_longlong,
-    B: *const f64,
-    ldb: c_int,
-    strideB: c_longlong,
-    beta: *const f64,
-    C: *mut f64,
-    ldc: c_int,
-    strideC: c_longlong,
-    batchCount: c_int,
-) -> cublasStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe {
-        result::dgemm_strided_batched(
-            handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
-            batchCount,
-        )
-    })
-}
+typed_strided_batched!(
+    /// Single precision strided batched GEMM, as [`result::sgemm_strided_batched`].
+    cublasSgemmStridedBatched => sgemm_strided_batched, f32
+);
+typed_strided_batched!(
+    /// Double precision strided batched GEMM, as [`result::dgemm_strided_batched`].
+    cublasDgemmStridedBatched => dgemm_strided_batched, f64
+);
 
 /// Strided batched GEMM with the element and compute types as arguments, as
 /// [`result::gemm_strided_batched_ex`].
@@ -518,81 +487,45 @@ pub unsafe fn cublasGemmStridedBatchedEx(
     })
 }
 
-/// Single precision matrix-vector product, as [`result::sgemv`].
-///
-/// # Safety
-/// As [`result::sgemv`].
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cublasSgemv_v2(
-    handle: cublasHandle_t,
-    trans: cublasOperation_t,
-    m: c_int,
-    n: c_int,
-    alpha: *const f32,
-    A: *const f32,
-    lda: c_int,
-    x: *const f32,
-    incx: c_int,
-    beta: *const f32,
-    y: *mut f32,
-    incy: c_int,
-) -> cublasStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { result::sgemv(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy) })
+/// The typed GEMV and ASUM of one element type, forwarding to their `result` functions.
+macro_rules! typed_gemv_asum {
+    ($gemv:ident => $gemv_target:ident, $asum:ident => $asum_target:ident, $t:ty, $precision:literal) => {
+        #[doc = concat!($precision, " precision matrix-vector product, as [`result::", stringify!($gemv_target), "`].")]
+        ///
+        /// # Safety
+        #[doc = concat!("As [`result::", stringify!($gemv_target), "`].")]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $gemv(
+            handle: cublasHandle_t,
+            trans: cublasOperation_t,
+            m: c_int,
+            n: c_int,
+            alpha: *const $t,
+            A: *const $t,
+            lda: c_int,
+            x: *const $t,
+            incx: c_int,
+            beta: *const $t,
+            y: *mut $t,
+            incy: c_int,
+        ) -> cublasStatus_t {
+            // SAFETY: the caller's obligations, passed on.
+            code(unsafe { result::$gemv_target(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy) })
+        }
+
+        #[doc = concat!("Sum of absolute values, ", $precision, " precision, as [`result::", stringify!($asum_target), "`].")]
+        ///
+        /// # Safety
+        #[doc = concat!("As [`result::", stringify!($asum_target), "`].")]
+        pub unsafe fn $asum(handle: cublasHandle_t, n: c_int, x: *const $t, incx: c_int, result: *mut $t) -> cublasStatus_t {
+            // SAFETY: the caller's obligations, passed on.
+            code(unsafe { result::$asum_target(handle, n, x, incx, result) })
+        }
+    };
 }
 
-/// Double precision matrix-vector product, as [`result::dgemv`].
-///
-/// # Safety
-/// As [`result::dgemv`].
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn cublasDgemv_v2(
-    handle: cublasHandle_t,
-    trans: cublasOperation_t,
-    m: c_int,
-    n: c_int,
-    alpha: *const f64,
-    A: *const f64,
-    lda: c_int,
-    x: *const f64,
-    incx: c_int,
-    beta: *const f64,
-    y: *mut f64,
-    incy: c_int,
-) -> cublasStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { result::dgemv(handle, trans, m, n, alpha, A, lda, x, incx, beta, y, incy) })
-}
-
-/// Sum of absolute values, single precision, as [`result::sasum`].
-///
-/// # Safety
-/// As [`result::sasum`].
-pub unsafe fn cublasSasum_v2(
-    handle: cublasHandle_t,
-    n: c_int,
-    x: *const f32,
-    incx: c_int,
-    result: *mut f32,
-) -> cublasStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { result::sasum(handle, n, x, incx, result) })
-}
-
-/// Sum of absolute values, double precision, as [`result::dasum`].
-///
-/// # Safety
-/// As [`result::dasum`].
-pub unsafe fn cublasDasum_v2(
-    handle: cublasHandle_t,
-    n: c_int,
-    x: *const f64,
-    incx: c_int,
-    result: *mut f64,
-) -> cublasStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { result::dasum(handle, n, x, incx, result) })
-}
+typed_gemv_asum!(cublasSgemv_v2 => sgemv, cublasSasum_v2 => sasum, f32, "Single");
+typed_gemv_asum!(cublasDgemv_v2 => dgemv, cublasDasum_v2 => dasum, f64, "Double");
 
 /// The status's name and a sentence describing it (this crate's wording), as static C strings.
 fn describe(status: cublasStatus_t) -> (&'static CStr, &'static CStr) {

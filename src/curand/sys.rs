@@ -4,7 +4,7 @@
 //!
 //! The functions are the cuRAND entry points this crate's Philox generator implements
 //! (generators, seed, offset, stream, the uniform, normal and log-normal fills), each forwarding to
-//! its [`result`](super::result) function and returning its status. Poisson and quasi-random
+//! its `result` function and returning its status. Poisson and quasi-random
 //! generation, host generators and orderings are absent; `scripts/cudarc-paths` lists them.
 #![allow(non_camel_case_types, non_snake_case)] // cuRAND's own names
 
@@ -147,114 +147,70 @@ pub unsafe fn curandSetStream(generator: curandGenerator_t, stream: cudaStream_t
     code(unsafe { result::set_stream(generator, stream) })
 }
 
-/// `num` u32 with every bit random, as [`generate::uniform_u32`].
-///
-/// # Safety
-/// As [`generate::uniform_u32`].
-pub unsafe fn curandGenerate(
-    generator: curandGenerator_t,
-    outputPtr: *mut c_uint,
-    num: usize,
-) -> curandStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { generate::uniform_u32(generator, outputPtr, num) })
+/// A uniform fill of one element type, forwarding to its `generate` function.
+macro_rules! uniform_fill {
+    ($(#[$doc:meta])* $name:ident => $target:ident, $t:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        #[doc = concat!("As [`generate::", stringify!($target), "`].")]
+        pub unsafe fn $name(generator: curandGenerator_t, outputPtr: *mut $t, num: usize) -> curandStatus_t {
+            // SAFETY: the caller's obligations, passed on.
+            code(unsafe { generate::$target(generator, outputPtr, num) })
+        }
+    };
 }
 
-/// `num` u64 with every bit random, as [`generate::uniform_u64`].
-///
-/// # Safety
-/// As [`generate::uniform_u64`].
-pub unsafe fn curandGenerateLongLong(
-    generator: curandGenerator_t,
-    outputPtr: *mut c_ulonglong,
-    num: usize,
-) -> curandStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { generate::uniform_u64(generator, outputPtr, num) })
+uniform_fill!(
+    /// `num` u32 with every bit random, as [`generate::uniform_u32`].
+    curandGenerate => uniform_u32, c_uint
+);
+uniform_fill!(
+    /// `num` u64 with every bit random, as [`generate::uniform_u64`].
+    curandGenerateLongLong => uniform_u64, c_ulonglong
+);
+uniform_fill!(
+    /// `num` f32 uniform in (0, 1], as [`generate::uniform_f32`].
+    curandGenerateUniform => uniform_f32, f32
+);
+uniform_fill!(
+    /// `num` f64 uniform in (0, 1], as [`generate::uniform_f64`].
+    curandGenerateUniformDouble => uniform_f64, f64
+);
+
+/// A normal or log-normal fill of one element type, forwarding to its `generate` function.
+macro_rules! normal_fill {
+    ($(#[$doc:meta])* $name:ident => $target:ident, $t:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        #[doc = concat!("As [`generate::", stringify!($target), "`].")]
+        pub unsafe fn $name(
+            generator: curandGenerator_t,
+            outputPtr: *mut $t,
+            n: usize,
+            mean: $t,
+            stddev: $t,
+        ) -> curandStatus_t {
+            // SAFETY: the caller's obligations, passed on.
+            code(unsafe { generate::$target(generator, outputPtr, n, mean, stddev) })
+        }
+    };
 }
 
-/// `num` f32 uniform in (0, 1], as [`generate::uniform_f32`].
-///
-/// # Safety
-/// As [`generate::uniform_f32`].
-pub unsafe fn curandGenerateUniform(
-    generator: curandGenerator_t,
-    outputPtr: *mut f32,
-    num: usize,
-) -> curandStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { generate::uniform_f32(generator, outputPtr, num) })
-}
-
-/// `num` f64 uniform in (0, 1], as [`generate::uniform_f64`].
-///
-/// # Safety
-/// As [`generate::uniform_f64`].
-pub unsafe fn curandGenerateUniformDouble(
-    generator: curandGenerator_t,
-    outputPtr: *mut f64,
-    num: usize,
-) -> curandStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { generate::uniform_f64(generator, outputPtr, num) })
-}
-
-/// `n` f32 from `N(mean, stddev^2)`, as [`generate::normal_f32`] (odd `n` included).
-///
-/// # Safety
-/// As [`generate::normal_f32`].
-pub unsafe fn curandGenerateNormal(
-    generator: curandGenerator_t,
-    outputPtr: *mut f32,
-    n: usize,
-    mean: f32,
-    stddev: f32,
-) -> curandStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { generate::normal_f32(generator, outputPtr, n, mean, stddev) })
-}
-
-/// `n` f64 from `N(mean, stddev^2)`, as [`generate::normal_f64`] (odd `n` included).
-///
-/// # Safety
-/// As [`generate::normal_f64`].
-pub unsafe fn curandGenerateNormalDouble(
-    generator: curandGenerator_t,
-    outputPtr: *mut f64,
-    n: usize,
-    mean: f64,
-    stddev: f64,
-) -> curandStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { generate::normal_f64(generator, outputPtr, n, mean, stddev) })
-}
-
-/// `n` f32 from `exp(N(mean, stddev^2))`, as [`generate::log_normal_f32`].
-///
-/// # Safety
-/// As [`generate::log_normal_f32`].
-pub unsafe fn curandGenerateLogNormal(
-    generator: curandGenerator_t,
-    outputPtr: *mut f32,
-    n: usize,
-    mean: f32,
-    stddev: f32,
-) -> curandStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { generate::log_normal_f32(generator, outputPtr, n, mean, stddev) })
-}
-
-/// `n` f64 from `exp(N(mean, stddev^2))`, as [`generate::log_normal_f64`].
-///
-/// # Safety
-/// As [`generate::log_normal_f64`].
-pub unsafe fn curandGenerateLogNormalDouble(
-    generator: curandGenerator_t,
-    outputPtr: *mut f64,
-    n: usize,
-    mean: f64,
-    stddev: f64,
-) -> curandStatus_t {
-    // SAFETY: the caller's obligations, passed on.
-    code(unsafe { generate::log_normal_f64(generator, outputPtr, n, mean, stddev) })
-}
+normal_fill!(
+    /// `n` f32 from `N(mean, stddev^2)`, as [`generate::normal_f32`] (odd `n` included).
+    curandGenerateNormal => normal_f32, f32
+);
+normal_fill!(
+    /// `n` f64 from `N(mean, stddev^2)`, as [`generate::normal_f64`] (odd `n` included).
+    curandGenerateNormalDouble => normal_f64, f64
+);
+normal_fill!(
+    /// `n` f32 from `exp(N(mean, stddev^2))`, as [`generate::log_normal_f32`].
+    curandGenerateLogNormal => log_normal_f32, f32
+);
+normal_fill!(
+    /// `n` f64 from `exp(N(mean, stddev^2))`, as [`generate::log_normal_f64`].
+    curandGenerateLogNormalDouble => log_normal_f64, f64
+);

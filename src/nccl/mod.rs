@@ -57,15 +57,9 @@ pub mod sys {
     /// # Safety
     /// None beyond the signature: the returned string is static.
     pub unsafe fn ncclGetErrorString(result: ncclResult_t) -> *const c_char {
-        if let Ok(library) = crate::sys::nccl_library() {
-            // SAFETY: no pointer argument; NCCL returns a static string.
-            if let Ok(text) = unsafe { library.ncclGetErrorString(result) } {
-                if !text.is_null() {
-                    return text;
-                }
-            }
-        }
-        c"no NCCL library is loaded to describe this code".as_ptr()
+        // SAFETY: no pointer argument; NCCL returns a static string.
+        let found = crate::sys::nccl_library().map(|library| unsafe { library.ncclGetErrorString(result) });
+        crate::sys::static_text(found, c"no NCCL library is loaded to describe this code")
     }
 
     /// `ncclGetLastError` through the process-wide NCCL library: NCCL's message about the last
@@ -76,15 +70,9 @@ pub mod sys {
     /// `comm` must be null or a live communicator; the returned string is NCCL's (valid until
     /// the next NCCL call on `comm`) or static.
     pub unsafe fn ncclGetLastError(comm: ncclComm_t) -> *const c_char {
-        if let Ok(library) = crate::sys::nccl_library() {
-            // SAFETY: the caller vouches for `comm`.
-            if let Ok(text) = unsafe { library.ncclGetLastError(comm) } {
-                if !text.is_null() {
-                    return text;
-                }
-            }
-        }
-        c"no NCCL library is loaded".as_ptr()
+        // SAFETY: the caller vouches for `comm`.
+        let found = crate::sys::nccl_library().map(|library| unsafe { library.ncclGetLastError(comm) });
+        crate::sys::static_text(found, c"no NCCL library is loaded")
     }
 
     /// `ncclResetDebugInit` through the process-wide NCCL library (NCCL re-reads its debug

@@ -36,15 +36,9 @@ pub mod sys {
     /// # Safety
     /// None beyond the signature: the returned string is static.
     pub unsafe fn nvrtcGetErrorString(result: nvrtcResult) -> *const c_char {
-        if let Ok(library) = crate::sys::nvrtc_library() {
-            // SAFETY: no pointer argument; NVRTC returns a static string.
-            if let Ok(text) = unsafe { library.nvrtcGetErrorString(result) } {
-                if !text.is_null() {
-                    return text;
-                }
-            }
-        }
-        c"no NVRTC library is loaded to describe this code".as_ptr()
+        // SAFETY: no pointer argument; NVRTC returns a static string.
+        let found = crate::sys::nvrtc_library().map(|library| unsafe { library.nvrtcGetErrorString(result) });
+        crate::sys::static_text(found, c"no NVRTC library is loaded to describe this code")
     }
 }
 

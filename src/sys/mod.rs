@@ -11,3 +11,16 @@ pub mod nccl;
 pub mod nvrtc;
 
 pub use loader::{driver_library, nccl_library, nvrtc_library, Driver, LoadError, Nccl, Nvrtc};
+
+/// A library's static string (`*GetErrorString` and friends), or `fallback` when the library or
+/// the function is missing or it returned null: what the hand-written `sys` functions beside
+/// the bindings return.
+pub(crate) fn static_text(
+    found: Result<Result<*const std::ffi::c_char, LoadError>, LoadError>,
+    fallback: &'static std::ffi::CStr,
+) -> *const std::ffi::c_char {
+    match found {
+        Ok(Ok(text)) if !text.is_null() => text,
+        _ => fallback.as_ptr(),
+    }
+}
