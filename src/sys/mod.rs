@@ -15,6 +15,7 @@ pub use loader::{driver_library, nccl_library, nvrtc_library, Driver, LoadError,
 /// A library's static string (`*GetErrorString` and friends), or `fallback` when the library or
 /// the function is missing or it returned null: what the hand-written `sys` functions beside
 /// the bindings return.
+#[cfg(not(feature = "legacy-gpu"))] // only our nvrtc and nccl modules use it
 pub(crate) fn static_text(
     found: Result<Result<*const std::ffi::c_char, LoadError>, LoadError>,
     fallback: &'static std::ffi::CStr,
