@@ -472,8 +472,13 @@ impl CudaContext {
         self.tracking.stream_created(|| self.synchronize())
     }
 
-    /// What a tracked use on `stream` must do about other streams.
+    /// What a tracked use on `stream` must do about other streams. A use on the per-thread
+    /// default stream from a second thread switches to multi-stream mode first (an error doing so
+    /// is parked, see [`CudaContext::check_err`]).
     pub(crate) fn sync_mode(&self, stream: &CudaStream) -> SyncMode {
+        if stream.is_per_thread() {
+            self.record_err(self.tracking.per_thread_stream_used(|| self.synchronize()));
+        }
         self.tracking.sync_mode(stream)
     }
 }

@@ -419,6 +419,7 @@ mod tests {
         });
         let module = Arc::new(CudaModule {
             globals: Default::default(),
+            functions: Default::default(),
             cu_module: std::ptr::null_mut(),
             ctx,
             ptx_param_counts: Default::default(),

@@ -31,6 +31,10 @@ pub struct CudaModule {
     /// module (views borrow the module).
     #[allow(clippy::redundant_allocation)] // views hold `&Arc`: the Arc itself needs a fixed address
     pub(crate) globals: Mutex<HashMap<sys::CUdeviceptr, Box<Arc<SliceEvents>>>>,
+    /// The kernels looked up so far, by name. Frameworks such as candle look a kernel up before
+    /// every launch: a hit costs no driver call, and the kernel's parameter list (asked of the
+    /// driver at its first launch) is kept with it instead of being asked again.
+    pub(crate) functions: Mutex<HashMap<String, (sys::CUfunction, Arc<KernelInfo>)>>,
 }
 
 // SAFETY: the handle is owned by this object; module calls are thread safe in the driver.
@@ -129,6 +133,7 @@ impl CudaContext {
         match module {
             Ok(cu_module) => Ok(Arc::new(CudaModule {
                 globals: Mutex::default(),
+                functions: Mutex::default(),
                 cu_module,
                 ctx: self.clone(),
                 ptx_param_counts: ptx_text(&image).map(ptx_param_counts).unwrap_or_default(),
@@ -149,11 +154,28 @@ impl CudaModule {
     /// The kernel called `fn_name` (unmangled: declare it `extern "C"`).
     #[doc(alias = "cuModuleGetFunction")]
     pub fn load_function(self: &Arc<Self>, fn_name: &str) -> Result<CudaFunction, DriverError> {
-        let name = CString::new(fn_name).map_err(|_| DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))?;
-        self.ctx.bind_to_thread()?;
-        // SAFETY: the module is loaded for as long as `self` lives.
-        let cu_function = unsafe { result::module::get_function(self.cu_module, name) }?;
-        let info = Arc::new(KernelInfo { name: fn_name.to_string(), params: OnceLock::new() });
+        let cached = self.functions.lock().unwrap_or_else(|e| e.into_inner()).get(fn_name).cloned();
+        let (cu_function, info) = match cached {
+            Some(hit) => {
+                // The errors a lookup would have returned: a parked error, a reset context.
+                self.ctx.check_err()?;
+                if self.ctx.is_stale() {
+                    return Err(DriverError(sys::CUresult::CUDA_ERROR_CONTEXT_IS_DESTROYED));
+                }
+                hit
+            }
+            None => {
+                let name = CString::new(fn_name)
+                    .map_err(|_| DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))?;
+                self.ctx.bind_to_thread()?;
+                // SAFETY: the module is loaded for as long as `self` lives.
+                let cu_function = unsafe { result::module::get_function(self.cu_module, name) }?;
+                let info = Arc::new(KernelInfo { name: fn_name.to_string(), params: OnceLock::new() });
+                let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+                // A thread that raced us to the lookup wins; its entry is the same kernel.
+                functions.entry(fn_name.to_string()).or_insert((cu_function, info)).clone()
+            }
+        };
         Ok(CudaFunction { cu_function, module: self.clone(), info })
     }
 

@@ -78,6 +78,11 @@ impl CudaStream {
         })
     }
 
+    /// Whether this is the per-thread default stream (whose handle means the calling thread's).
+    pub(crate) fn is_per_thread(&self) -> bool {
+        self.cu_stream as usize == PER_THREAD
+    }
+
     /// Whether the driver says this stream is capturing now (one driver call).
     pub(crate) fn is_capturing_now(&self) -> bool {
         // SAFETY: the stream is alive.
@@ -94,10 +99,11 @@ impl CudaContext {
         CudaStream::wrap(self, std::ptr::null_mut(), false)
     }
 
-    /// The calling thread's per-thread default stream. It is a stream of its own, so the context
-    /// switches to multi-stream mode (an error doing so is parked, see [`CudaContext::check_err`]).
+    /// The per-thread default stream: each thread that uses the returned stream submits to its
+    /// own. Used from one thread it is ordered with the default stream (both are blocking
+    /// streams) and costs no events; the first tracked use from a second thread switches the
+    /// context to multi-stream mode (an error doing so is parked, see [`CudaContext::check_err`]).
     pub fn per_thread_stream(self: &Arc<Self>) -> Arc<CudaStream> {
-        self.record_err(self.bind_to_thread().and_then(|()| self.enter_multi_stream()));
         CudaStream::wrap(self, PER_THREAD as sys::CUstream, false)
     }
 

@@ -9,7 +9,7 @@
 //! methods here.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use smallvec::SmallVec;
@@ -54,6 +54,19 @@ pub(crate) struct Tracking {
     event_tracking: AtomicBool,
     /// Captures begun through `CudaStream::begin_capture` and not yet ended.
     captures: AtomicUsize,
+    /// The thread (a [`thread_token`]) whose per-thread default stream the context's tracked
+    /// slices have been used on; 0 while none has. A second thread's per-thread stream is a
+    /// stream of its own, and switches the context to multi-stream mode.
+    per_thread_user: AtomicU64,
+}
+
+/// A number for the calling thread, unique for the life of the process (never 0): unlike a
+/// thread-local address it is not reused by a later thread, whose per-thread stream is another.
+pub(crate) fn thread_token() -> u64 {
+    thread_local! {
+        static TOKEN: u64 = super::stream::next_id();
+    }
+    TOKEN.with(|token| *token)
 }
 
 impl Default for Tracking {
@@ -63,6 +76,7 @@ impl Default for Tracking {
             multi_stream: AtomicBool::new(false),
             event_tracking: AtomicBool::new(true),
             captures: AtomicUsize::new(0),
+            per_thread_user: AtomicU64::new(0),
         }
     }
 }
@@ -90,6 +104,15 @@ impl Tracking {
         synchronize: impl FnOnce() -> Result<(), DriverError>,
     ) -> Result<(), DriverError> {
         self.streams.fetch_add(1, Ordering::Relaxed);
+        self.switch_to_multi_stream(synchronize)
+    }
+
+    /// Switches to multi-stream mode for good, the first time after `synchronize` (when slices
+    /// track their uses), so that slices used before need no events.
+    fn switch_to_multi_stream(
+        &self,
+        synchronize: impl FnOnce() -> Result<(), DriverError>,
+    ) -> Result<(), DriverError> {
         if !self.multi_stream.load(Ordering::Acquire) {
             if self.is_event_tracking() {
                 synchronize()?;
@@ -97,6 +120,26 @@ impl Tracking {
             self.multi_stream.store(true, Ordering::Release);
         }
         Ok(())
+    }
+
+    /// Notes a use of a tracked slice on the calling thread's per-thread default stream. That
+    /// stream and the legacy default stream are both blocking streams, which the driver orders
+    /// against each other, so one thread's per-thread stream needs no events (cudarc counts it as
+    /// no stream at all); the first use from a second thread switches to multi-stream mode after
+    /// `synchronize`, as a second stream does.
+    pub(crate) fn per_thread_stream_used(
+        &self,
+        synchronize: impl FnOnce() -> Result<(), DriverError>,
+    ) -> Result<(), DriverError> {
+        if self.multi_stream.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let me = thread_token();
+        match self.per_thread_user.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Ok(()),
+            Err(user) if user == me => Ok(()),
+            Err(_) => self.switch_to_multi_stream(synchronize),
+        }
     }
 
     /// Counts a created stream's destruction (multi-stream mode stays).
@@ -313,4 +356,55 @@ fn merge(log: Vec<Touched>) -> Vec<Touched> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_threads_per_thread_stream_stays_single_stream_and_a_second_thread_switches() {
+        let tracking = Tracking::default();
+        let synchronized = AtomicUsize::new(0);
+        let sync = || {
+            synchronized.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        };
+        for _ in 0..3 {
+            tracking.per_thread_stream_used(sync).unwrap();
+        }
+        assert!(
+            !tracking.is_multi_stream(),
+            "one thread's per-thread stream is ordered with the default stream"
+        );
+        assert_eq!(synchronized.load(Ordering::Relaxed), 0);
+        std::thread::scope(|s| {
+            s.spawn(|| tracking.per_thread_stream_used(sync).unwrap());
+        });
+        assert!(tracking.is_multi_stream(), "a second thread's per-thread stream is another stream");
+        assert_eq!(synchronized.load(Ordering::Relaxed), 1, "the switch waits for the work before it");
+        tracking.per_thread_stream_used(sync).unwrap();
+        assert_eq!(synchronized.load(Ordering::Relaxed), 1, "the switch happens once");
+    }
+
+    #[test]
+    fn a_failed_synchronize_leaves_the_context_single_stream() {
+        let tracking = Tracking::default();
+        tracking.per_thread_stream_used(|| Ok(())).unwrap();
+        let failing = || Err(DriverError(sys::CUresult::CUDA_ERROR_LAUNCH_FAILED));
+        std::thread::scope(|s| {
+            let e = s.spawn(|| tracking.per_thread_stream_used(failing)).join().unwrap();
+            assert_eq!(e, Err(DriverError(sys::CUresult::CUDA_ERROR_LAUNCH_FAILED)));
+        });
+        assert!(!tracking.is_multi_stream());
+    }
+
+    #[test]
+    fn thread_tokens_differ_between_threads_and_are_never_zero() {
+        let here = thread_token();
+        assert_ne!(here, 0);
+        assert_eq!(here, thread_token());
+        let there = std::thread::spawn(thread_token).join().unwrap();
+        assert_ne!(here, there);
+    }
 }

@@ -25,6 +25,23 @@ const NOOP_PTX: &str = "
 }
 ";
 
+/// candle's element-wise kernels' parameter list (element count, dimension count, a pointer to
+/// dims and strides or null, two inputs, the output), with a body that returns at once.
+const OP6_PTX: &str = "
+.version 7.0
+.target sm_52
+.address_size 64
+.visible .entry op6(.param .u64 p0, .param .u64 p1, .param .u64 p2, .param .u64 p3, .param .u64 p4,
+    .param .u64 p5)
+{
+	ret;
+}
+";
+/// The per-thread default stream's handle (`CU_STREAM_PER_THREAD`), on which candle runs.
+const PER_THREAD_STREAM: usize = 0x2;
+/// The output of each op in the candle pattern: 1 Mi f32, as candle's `binary_mul` bench.
+const OP_OUTPUT_BYTES: usize = 4 << 20;
+
 /// Launches per timed sample of the submission benchmark: few enough that the device's launch
 /// queue never fills, so the host's cost of a submission is what is timed, not the device's
 /// rate of running empty kernels.
@@ -92,6 +109,7 @@ pub fn run(ordinal: usize, settings: Settings) -> Result<Vec<Row>> {
     let d = prism_gpu::sys::driver_library()?;
     let mut rows = Vec::new();
     launches(&ctx, &stream, d, settings, &mut rows)?;
+    candle_pattern(&ctx, d, settings, &mut rows)?;
     allocations(&stream, d, settings, &mut rows)?;
     copies(&ctx, &stream, d, Settings { warmup: 1, repeats: settings.repeats.min(5) }, &mut rows)?;
     Ok(rows)
@@ -239,6 +257,145 @@ fn launches(
     }
     // SAFETY: allocated above; the launches that used it have finished.
     raw("cuMemFree_v2", unsafe { d.cuMemFree_v2(raw_buffer) })
+}
+
+/// candle's host work per element-wise op, on the per-thread stream as candle's `CudaDevice` has
+/// it (event tracking on, cudarc's default): look the kernel up (candle does per launch), allocate
+/// the output in stream order, launch with candle's six arguments, drop the previous op's output.
+/// The kernel returns at once, so this times the host side. Per op, microseconds.
+fn candle_pattern(ctx: &Arc<CudaContext>, d: &Driver, settings: Settings, rows: &mut Vec<Row>) -> Result<()> {
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+    let (numel, dims) = ((OP_OUTPUT_BYTES / 4) as u64, 1u64);
+    let module = ctx.load_module(Ptx::from_src(OP6_PTX))?;
+    let stream = ctx.per_thread_stream();
+    let lhs: CudaSlice<f32> = stream.alloc_zeros(256)?;
+    let rhs: CudaSlice<f32> = stream.alloc_zeros(256)?;
+    let ours = |count: usize| -> Result<()> {
+        let mut previous: Option<CudaSlice<f32>> = None;
+        for _ in 0..count {
+            let op = module.load_function("op6")?;
+            // SAFETY: the kernel never reads its output.
+            let mut out: CudaSlice<f32> = unsafe { stream.alloc(OP_OUTPUT_BYTES / 4) }?;
+            let null = 0u64;
+            // SAFETY: six 8-byte parameters, none dereferenced by the kernel.
+            unsafe {
+                stream
+                    .launch_builder(&op)
+                    .arg(&numel)
+                    .arg(&dims)
+                    .arg(&null)
+                    .arg(&lhs)
+                    .arg(&rhs)
+                    .arg(&mut out)
+                    .launch(cfg)
+            }?;
+            previous = Some(out);
+        }
+        drop(previous);
+        Ok(())
+    };
+
+    let text = CString::new(OP6_PTX).expect("no NUL in the PTX");
+    let mut raw_module: CUmodule = std::ptr::null_mut();
+    // SAFETY: a NUL-terminated PTX text and a valid out-pointer; the context is current.
+    raw("cuModuleLoadData", unsafe { d.cuModuleLoadData(&mut raw_module, text.as_ptr().cast()) })?;
+    let pts = PER_THREAD_STREAM as prism_gpu::sys::driver::CUstream;
+    let raw_loop = |count: usize| -> Result<()> {
+        let mut previous: CUdeviceptr = 0;
+        for _ in 0..count {
+            let mut function: CUfunction = std::ptr::null_mut();
+            // SAFETY: the module is loaded; the name is NUL-terminated.
+            raw("cuModuleGetFunction", unsafe {
+                d.cuModuleGetFunction(&mut function, raw_module, c"op6".as_ptr())
+            })?;
+            let mut out: CUdeviceptr = 0;
+            // SAFETY: a valid out-pointer; freed in stream order below.
+            raw("cuMemAllocAsync", unsafe { d.cuMemAllocAsync(&mut out, OP_OUTPUT_BYTES, pts) })?;
+            let (mut a, mut b, mut c, mut x, mut y) = (numel, dims, 0u64, 0u64, 0u64);
+            let mut params =
+                [&mut a, &mut b, &mut c, &mut x, &mut y, &mut out].map(|v| (v as *mut u64).cast::<c_void>());
+            // SAFETY: six 8-byte values for the kernel's six 8-byte parameters.
+            raw("cuLaunchKernel", unsafe {
+                d.cuLaunchKernel(
+                    function,
+                    1,
+                    1,
+                    1,
+                    1,
+                    1,
+                    1,
+                    0,
+                    pts,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            })?;
+            if previous != 0 {
+                // SAFETY: allocated above in this stream's order; the kernel never touches it.
+                raw("cuMemFreeAsync", unsafe { d.cuMemFreeAsync(previous, pts) })?;
+            }
+            previous = out;
+        }
+        // SAFETY: as above.
+        raw("cuMemFreeAsync", unsafe { d.cuMemFreeAsync(previous, pts) })
+    };
+
+    #[cfg(feature = "bench-anchors")]
+    let anchor = {
+        use cudarc::driver::PushKernelArg as _;
+        let cctx = anchor(cudarc::driver::CudaContext::new(ctx.ordinal()))?;
+        let cstream = cctx.per_thread_stream();
+        let cmodule = anchor(cctx.load_module(cudarc::nvrtc::Ptx::from_src(OP6_PTX)))?;
+        let clhs: cudarc::driver::CudaSlice<f32> = anchor(cstream.alloc_zeros(256))?;
+        let crhs: cudarc::driver::CudaSlice<f32> = anchor(cstream.alloc_zeros(256))?;
+        let ccfg =
+            cudarc::driver::LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        move |count: usize| -> Result<()> {
+            let mut previous: Option<cudarc::driver::CudaSlice<f32>> = None;
+            for _ in 0..count {
+                let op = anchor(cmodule.load_function("op6"))?;
+                // SAFETY: as for ours.
+                let mut out: cudarc::driver::CudaSlice<f32> =
+                    anchor(unsafe { cstream.alloc(OP_OUTPUT_BYTES / 4) })?;
+                let null = 0u64;
+                // SAFETY: as for ours.
+                anchor(unsafe {
+                    cstream
+                        .launch_builder(&op)
+                        .arg(&numel)
+                        .arg(&dims)
+                        .arg(&null)
+                        .arg(&clhs)
+                        .arg(&crhs)
+                        .arg(&mut out)
+                        .launch(ccfg)
+                })?;
+                previous = Some(out);
+            }
+            drop(previous);
+            Ok(())
+        }
+    };
+
+    let us = interleaved_medians(settings, |engine| {
+        ctx.synchronize()?;
+        let start = Instant::now();
+        match engine {
+            0 => ours(SUBMITS)?,
+            1 => raw_loop(SUBMITS)?,
+            #[cfg(feature = "bench-anchors")]
+            _ => anchor(SUBMITS)?,
+            #[cfg(not(feature = "bench-anchors"))]
+            _ => unreachable!("two engines without the anchors"),
+        }
+        let us = start.elapsed().as_secs_f64() * 1e6 / SUBMITS as f64;
+        ctx.synchronize()?;
+        Ok(us)
+    })?;
+    let name = "candle op pattern (per-thread stream): look up, alloc 4 MiB, 6-arg launch, free, per op";
+    push_rows(rows, name, "us", false, Triple { ours: us[0], raw: us[1], cudarc: us.get(2).copied() });
+    // SAFETY: loaded above; the launches that used it have finished (synchronised above).
+    raw("cuModuleUnload", unsafe { d.cuModuleUnload(raw_module) })
 }
 
 fn allocations(stream: &Arc<CudaStream>, d: &Driver, settings: Settings, rows: &mut Vec<Row>) -> Result<()> {
