@@ -15,6 +15,8 @@ use prism_gpu::driver::{CudaContext, CudaStream};
 use prism_gpu::kernels::gemm::Element;
 use prism_gpu::rng::SplitMix64;
 
+mod cublaslt_common;
+
 fn stream() -> Arc<CudaStream> {
     CudaContext::new(0).expect("a CUDA GPU").default_stream()
 }
@@ -252,24 +254,7 @@ fn bad_configurations_are_errors_and_leave_c_alone() {
     let b = stream.clone_htod(&vec![1.0f32; k * n]).unwrap();
     let short_bias = stream.clone_htod(&vec![1.0f32; m - 1]).unwrap();
     let mut c = stream.clone_htod(&vec![7.0f32; m * n]).unwrap();
-    let good = MatmulConfig {
-        transa: false,
-        transb: false,
-        transc: false,
-        m: m as u64,
-        n: n as u64,
-        k: k as u64,
-        alpha: 1.0,
-        lda: m as i64,
-        ldb: k as i64,
-        beta: 0.0,
-        ldc: m as i64,
-        stride_a: None,
-        stride_b: None,
-        stride_c: None,
-        stride_bias: None,
-        batch_size: None,
-    };
+    let good = cublaslt_common::plain_config(m, n, k);
     let cases: [(MatmulConfig, bool, Status); 4] = [
         (MatmulConfig { transc: true, ..good }, false, Status::CUBLAS_STATUS_NOT_SUPPORTED),
         (MatmulConfig { lda: m as i64 - 1, ..good }, false, Status::CUBLAS_STATUS_INVALID_VALUE),
