@@ -1,0 +1,95 @@
+"""The tables of scripts/device-candle-run, from the logs it writes (ours: candle on prism-gpu; real:
+candle on the real cudarc with cuBLAS). Usage: candle-tables.py tests|bench|llama DIR"""
+import collections
+import math
+import re
+import sys
+
+
+def tests(out):
+    def results(side):
+        r = {}
+        for line in open(f"{out}/candle-tests-{side}.log", errors="replace"):
+            m = re.match(r"^test (\S+) \.\.\. (ok|FAILED|ignored)", line)
+            if m:
+                r[m.group(1)] = m.group(2)
+        return r
+
+    ours, real = results("ours"), results("real")
+    files = collections.defaultdict(collections.Counter)
+    for side, res in (("ours", ours), ("real", real)):
+        for name, status in res.items():
+            files[name.split("::")[0]][(side, status)] += 1
+    lines = ["| candle test file | ours passed | ours failed | real passed | real failed | ignored (ours / real) |",
+             "|---|---|---|---|---|---|"]
+    total = collections.Counter()
+    for f in sorted(files):
+        c = files[f]
+        total.update(c)
+        lines.append(f"| {f} | {c['ours', 'ok']} | {c['ours', 'FAILED']} | {c['real', 'ok']} | "
+                     f"{c['real', 'FAILED']} | {c['ours', 'ignored']} / {c['real', 'ignored']} |")
+    t = total
+    lines.append(f"| **all** | **{t['ours', 'ok']}** | **{t['ours', 'FAILED']}** | **{t['real', 'ok']}** | "
+                 f"**{t['real', 'FAILED']}** | {t['ours', 'ignored']} / {t['real', 'ignored']} |")
+    lost = sorted(n for n, s in real.items() if s == "ok" and ours.get(n) != "ok")
+    both = sorted(n for n, s in real.items() if s == "FAILED" and ours.get(n) == "FAILED")
+    gained = sorted(n for n, s in ours.items() if s == "ok" and real.get(n) == "FAILED")
+    lines += ["", "NVIDIA libraries each process loaded:"]
+    for side in ("ours", "real"):
+        libs = open(f"{out}/candle-libs-{side}.txt").read().strip()
+        lines.append(f"- {side}: {libs or '(none seen)'}")
+    lines += ["", f"Passing with the real cudarc, not with ours: {len(lost)}"]
+    lines += [f"- {n} ({ours.get(n, 'not run')})" for n in lost]
+    lines += [f"Failing on both sides: {len(both)}"] + [f"- {n}" for n in both]
+    lines += [f"Failing only with the real cudarc: {len(gained)}"] + [f"- {n}" for n in gained]
+    return "candle-tests.md", lines
+
+
+def bench(out):
+    def times(side):
+        r = {}
+        for line in open(f"{out}/candle-bench-{side}.log", errors="replace"):
+            m = re.match(r"^test (\S+) \.\.\. bench:\s+([\d,.]+) ns/iter", line)
+            if m:
+                r[m.group(1)] = float(m.group(2).replace(",", ""))
+        return r
+
+    ours, real = times("ours"), times("real")
+    lines = ["| candle bench | real cudarc (us) | ours (us) | real / ours |", "|---|---|---|---|"]
+    logs = []
+    for n in (n for n in real if n in ours):
+        ratio = real[n] / ours[n]
+        logs.append(math.log(ratio))
+        lines.append(f"| {n} | {real[n] / 1e3:.2f} | {ours[n] / 1e3:.2f} | {ratio:.2f} |")
+    if logs:
+        lines.append(f"| **geometric mean, {len(logs)} benches** | | | "
+                     f"**{math.exp(sum(logs) / len(logs)):.2f}** |")
+        lines.append("")
+        lines.append(f"Below 0.90: {sum(1 for v in logs if v < math.log(0.9))}; "
+                     f"lowest {math.exp(min(logs)):.2f}")
+    one_side = sorted(set(real) ^ set(ours))
+    if one_side:
+        lines.append("Timed on one side only: " + ", ".join(one_side))
+    return "candle-bench.md", lines
+
+
+def llama(out):
+    def results(side):
+        return {line.split()[1]: float(line.split()[2])
+                for line in open(f"{out}/candle-llama-{side}.log") if line.startswith("RESULT ")}
+
+    ours, real = results("ours"), results("real")
+    lines = ["| Llama ~1.2B bf16 | real cudarc (tokens/s) | ours (tokens/s) | ours / real |",
+             "|---|---|---|---|"]
+    for k in (k for k in real if k in ours):
+        lines.append(f"| {k} | {real[k]:.1f} | {ours[k]:.1f} | {ours[k] / real[k]:.2f} |")
+    return "candle-llama.md", lines
+
+
+if __name__ == "__main__":
+    kind, out = sys.argv[1], sys.argv[2]
+    name, lines = {"tests": tests, "bench": bench, "llama": llama}[kind](out)
+    text = "\n".join(lines)
+    print(text)
+    with open(f"{out}/{name}", "w") as f:
+        f.write(text + "\n")
