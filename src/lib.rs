@@ -12,6 +12,7 @@
 //! | multi-GPU | `nccl` | cudarc-0.19-compatible NCCL over the run-time-loaded `libnccl.so.2` |
 //! | operations | [`ops`] | each operation defined once: operand types, checks, GPU launch, CPU body |
 //! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
+//! | CPU fallback | [`cpu`] | every operation's CPU body, the same arithmetic as its kernel |
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
 //! | neural networks | [`nn`] | tensors, dense layers, fused losses and optimisers, training, IDX data |
 //! | reservoir computing | [`reservoir`] | echo state networks on the runtime: run, ridge readout, free run |
@@ -99,6 +100,7 @@ compile_error!(
      real cudarc 0.19 (`legacy-gpu`), or drop `legacy-gpu` to use prism-gpu's own engine (the default)"
 );
 
+pub mod cpu;
 #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 pub mod cublas;
 #[cfg(all(feature = "cublaslt", not(feature = "legacy-gpu")))]

@@ -1,11 +1,11 @@
-//! The CPU Philox fills (`runtime::cpu::random`) and the runtime's `rand_uniform` / `rand_normal`
+//! The CPU Philox fills (`cpu::random`) and the runtime's `rand_uniform` / `rand_normal`
 //! on the CPU fallback: conversions against f64 references built from the raw words,
 //! statistics on 2^20 values (mean, variance, Kolmogorov-Smirnov, neighbour correlation),
 //! determinism, prefixes and the offset advance. Seeds and offsets are fresh per run, printed.
 
+use prism_gpu::cpu::random as philox;
 use prism_gpu::kernels::random::Philox;
 use prism_gpu::rng::SplitMix64;
-use prism_gpu::runtime::cpu::random as philox;
 use prism_gpu::ProductionGpuRuntime;
 
 const N: usize = 1 << 20;

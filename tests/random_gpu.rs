@@ -1,16 +1,16 @@
 //! The Philox kernel (`cuda/random.cu`) and `prism_gpu::curand` on a GPU against the CPU Philox
-//! (`runtime::cpu::random`): uniform values, bits and f32 normals bit for bit,
+//! (`cpu::random`): uniform values, bits and f32 normals bit for bit,
 //! f64 normals within 4 ulp, odd lengths and lengths that are not multiples of 4, unaligned
 //! views, a counter that carries past 2^64, outputs poisoned first. Run on a machine with a CUDA
 //! GPU: `cargo test --release --test random_gpu -- --include-ignored`.
 #![cfg(all(feature = "curand", not(feature = "legacy-gpu")))] // prism_gpu::curand is our engine's
 
+use prism_gpu::cpu::random as cpu;
 use prism_gpu::curand::CudaRng;
 use prism_gpu::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
 use prism_gpu::kernels::random::{self, Normal, Philox};
 use prism_gpu::kernels::Kernels;
 use prism_gpu::rng::SplitMix64;
-use prism_gpu::runtime::cpu::random as cpu;
 use prism_gpu::ProductionGpuRuntime;
 use std::sync::Arc;
 

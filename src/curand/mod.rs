@@ -7,7 +7,7 @@
 //! the same seed gives the same numbers, consecutive fills differ (the offset advances by the
 //! Philox blocks a fill consumed), `set_seed` + `set_offset(0)` replays, uniform floats lie in
 //! (0, 1]. Normal and log-normal fills of odd length work (cuRAND refuses them). The CPU fallback
-//! `runtime::cpu::random` computes the same numbers (uniform and bits exactly).
+//! `cpu::random` computes the same numbers (uniform and bits exactly).
 
 pub mod result;
 pub mod safe;

@@ -1,10 +1,10 @@
 //! Activation functions, forward and backward, out of place or in place (`cuda/activations.cu`).
 
+use crate::cpu;
 use crate::driver::CudaViewMut;
 use crate::error::Result;
 use crate::kernels::activations as launch;
 use crate::ops::{shape, Gpu, Map, Update, Views};
-use crate::runtime::cpu;
 
 /// An activation function, as the `prism_<name>_f32` kernels compute it (the CPU fallback's
 /// arithmetic is [`Activation::forward`] and [`Activation::backward`]).

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use half::{bf16, f16};
 
+use crate::cpu;
 use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr};
 use crate::error::Result;
 use crate::kernels::{convert as launch, Kernels};
 use crate::ops::{Gpu, Map, Views};
-use crate::runtime::cpu;
 
 /// A launcher of `cuda/convert.cu`: `out = x` converted.
 type Launcher<S, D> = fn(&Kernels, &Arc<CudaStream>, &CudaView<'_, S>, &mut CudaViewMut<D>) -> Result<()>;

@@ -1,10 +1,10 @@
 //! f32 arithmetic over equal-length vectors (`cuda/elementwise.cu`).
 
+use crate::cpu;
 use crate::driver::CudaViewMut;
 use crate::error::Result;
 use crate::kernels::elementwise as launch;
 use crate::ops::{shape, Gpu, Map, Update, Views};
-use crate::runtime::cpu;
 
 /// The binary operations `out = a ∘ b`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

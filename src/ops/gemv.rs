@@ -1,11 +1,11 @@
 //! Matrix-vector products (`cuda/gemv.cu`): the dimensions of one GEMV, their check, and the
 //! product `y = alpha * A x + beta * y` (or `Aᵀ x`) defined once.
 
+use crate::cpu;
 use crate::driver::CudaViewMut;
 use crate::error::{Error, Result};
 use crate::kernels::{args, gemv as launch};
 use crate::ops::{shape, Gpu, Update, Views};
-use crate::runtime::cpu;
 
 /// The dimensions of one GEMV: `A` is `[m, n]` row-major with leading dimension `lda`.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -2,11 +2,11 @@
 //! types with their checks, and the input matvec, leaky integration, spike encoding and pattern
 //! correlation.
 
+use crate::cpu;
 use crate::driver::CudaViewMut;
 use crate::error::{Error, Result};
 use crate::kernels::{args, neuromorphic as launch};
 use crate::ops::{shape, Gpu, Map, Update, Views};
-use crate::runtime::cpu;
 
 /// A sparse matrix in compressed sparse rows, on the host: row `i` holds `values[k]` at column
 /// `col_idx[k]` for `k` in `row_ptr[i]..row_ptr[i + 1]`.

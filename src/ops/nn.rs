@@ -1,15 +1,15 @@
 //! Neural-network operations (`cuda/nn.cu`): the optimisers' update rules, a dense layer's bias
 //! add and bias gradient, and inverted dropout.
 
+use crate::cpu;
 use crate::driver::CudaViewMut;
 use crate::error::{Error, Result};
 use crate::kernels::nn as launch;
 use crate::ops::{shape, Gpu, Map, Update, Views};
-use crate::runtime::cpu;
 
 /// An optimiser's update rule; the step is one launch over all parameters (`prism_sgd_momentum_f32`,
 /// `prism_adam_f32`, `prism_adamw_f32`) with PyTorch's arithmetic, and the CPU fallback computes the
-/// same ([`crate::runtime::cpu::nn::optimizer_step`]).
+/// same ([`crate::cpu::nn::optimizer_step`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Optimizer {
     /// SGD with momentum (dampening 0): `g' = g + weight_decay p`, `v = momentum v + g'`, `p -= lr v`.

@@ -4,12 +4,12 @@
 
 use half::bf16;
 
+use crate::cpu;
 use crate::driver::{CudaView, CudaViewMut};
 use crate::error::{Error, Result};
 use crate::kernels::args;
 use crate::kernels::norms::{self as launch, NormElement};
 use crate::ops::{shape, Gpu};
-use crate::runtime::cpu;
 
 /// The NCHW shape `(n, c, hw)` with `hw = H * W`.
 pub type Nchw = (usize, usize, usize);

@@ -1,11 +1,11 @@
 //! Reductions (`cuda/reductions.cu`): sum, mean, max and argmax of a whole tensor and of each
 //! matrix row. Max and argmax ignore NaN; argmax gives the first index of the maximum.
 
+use crate::cpu;
 use crate::driver::CudaViewMut;
 use crate::error::{Error, Result};
 use crate::kernels::{args, reductions as launch};
 use crate::ops::{shape, Gpu, Map, Views};
-use crate::runtime::cpu;
 
 /// A reduction to one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

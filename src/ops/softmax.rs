@@ -1,11 +1,11 @@
 //! Softmax and log-softmax over the rows of a row-major matrix (`cuda/softmax.cu`), the row
 //! maximum subtracted first.
 
+use crate::cpu;
 use crate::driver::CudaViewMut;
 use crate::error::Result;
 use crate::kernels::softmax as launch;
 use crate::ops::{shape, Gpu, Map, Update, Views};
-use crate::runtime::cpu;
 
 /// Which of the two row functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

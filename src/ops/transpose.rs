@@ -1,10 +1,10 @@
 //! The transpose of a dense row-major f32 matrix (`cuda/transpose.cu`).
 
+use crate::cpu;
 use crate::driver::CudaViewMut;
 use crate::error::Result;
 use crate::kernels::transpose as launch;
 use crate::ops::{shape, Gpu, Map, Views};
-use crate::runtime::cpu;
 
 /// The transpose (`[cols, rows]`) of `x` (`[rows, cols]`).
 #[derive(Debug, Clone, Copy)]

@@ -5,7 +5,6 @@
 //! [`GpuOps`] (`runtime.gpu()?`). Shapes are checked before anything runs: a mismatch is
 //! [`Error::Shape`], and empty inputs give empty results without a launch.
 
-pub mod cpu;
 mod gpu;
 mod matmul;
 mod nn;
@@ -33,6 +32,7 @@ use std::sync::{Arc, OnceLock};
 
 use half::{bf16, f16};
 
+use crate::cpu;
 use crate::driver::{CudaContext, CudaSlice};
 use crate::error::{Error, Result};
 use crate::kernels::gemv::Gemv;

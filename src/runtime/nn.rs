@@ -2,7 +2,8 @@
 //! losses, dropout, row gathers and the fused optimiser steps, on device buffers ([`GpuOps`]) and
 //! on host slices ([`ProductionGpuRuntime`], GPU or CPU fallback).
 
-use super::{cpu, Backend, GpuOps, ProductionGpuRuntime};
+use super::{Backend, GpuOps, ProductionGpuRuntime};
+use crate::cpu;
 use crate::driver::{CudaView, CudaViewMut};
 use crate::error::Result;
 use crate::kernels::nn::{self, GatherElement, LossRows, Optimizer};

@@ -4,11 +4,12 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use half::{bf16, f16};
+use prism_gpu::cpu;
 use prism_gpu::kernels::activations::Activation;
 use prism_gpu::kernels::gemv::Gemv;
 use prism_gpu::kernels::neuromorphic::{Csr, Patterns, Reservoir};
 use prism_gpu::rng::SplitMix64;
-use prism_gpu::runtime::{cpu, RunningStats};
+use prism_gpu::runtime::RunningStats;
 use prism_gpu::ProductionGpuRuntime;
 
 /// A generator seeded from the clock; the seed is printed so a failure can be replayed.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use half::bf16;
 
 use super::{gigabytes_per_second, time_gpu, time_host, Row, Settings};
+use prism_gpu::cpu;
 use prism_gpu::driver::{CudaSlice, CudaStream, DeviceRepr};
 use prism_gpu::kernels::activations::{self, Activation};
 use prism_gpu::kernels::elementwise::{self, Binary};
@@ -18,7 +19,6 @@ use prism_gpu::kernels::random::{self, Normal, Philox};
 use prism_gpu::kernels::reductions::{self, Reduce};
 use prism_gpu::kernels::softmax::{self, Softmax};
 use prism_gpu::kernels::{convert, transpose, Kernels};
-use prism_gpu::runtime::cpu;
 use prism_gpu::Result;
 
 /// The problem sizes of one run.
