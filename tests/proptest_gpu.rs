@@ -8,9 +8,9 @@
 
 mod proptest_support;
 
-use prism_gpu::kernels::activations::Activation;
-use prism_gpu::kernels::neuromorphic::Patterns;
-use prism_gpu::kernels::random::Philox;
+use prism_gpu::ops::activations::Activation;
+use prism_gpu::ops::neuromorphic::Patterns;
+use prism_gpu::ops::random::Philox;
 use prism_gpu::ProductionGpuRuntime;
 use proptest::collection::vec;
 use proptest::prelude::*;

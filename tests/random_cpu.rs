@@ -4,7 +4,7 @@
 //! determinism, prefixes and the offset advance. Seeds and offsets are fresh per run, printed.
 
 use prism_gpu::cpu::random as philox;
-use prism_gpu::kernels::random::Philox;
+use prism_gpu::ops::random::Philox;
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 

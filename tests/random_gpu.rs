@@ -8,8 +8,9 @@
 use prism_gpu::cpu::random as cpu;
 use prism_gpu::curand::CudaRng;
 use prism_gpu::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
-use prism_gpu::kernels::random::{self, Normal, Philox};
+use prism_gpu::kernels::random;
 use prism_gpu::kernels::Kernels;
+use prism_gpu::ops::random::{Normal, Philox};
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 use std::sync::Arc;

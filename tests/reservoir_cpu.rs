@@ -6,7 +6,7 @@ mod reservoir_common;
 
 use std::sync::Arc;
 
-use prism_gpu::kernels::activations::Activation;
+use prism_gpu::ops::activations::Activation;
 use prism_gpu::reservoir::{mackey_glass, narma10, GpuReservoirComputer, ReservoirConfig};
 use prism_gpu::ProductionGpuRuntime;
 use reservoir_common::*;

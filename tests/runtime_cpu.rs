@@ -3,9 +3,9 @@
 
 mod runtime_checks;
 
-use prism_gpu::kernels::activations::Activation;
-use prism_gpu::kernels::gemv::Gemv;
-use prism_gpu::kernels::neuromorphic::{Csr, Patterns, Reservoir};
+use prism_gpu::ops::activations::Activation;
+use prism_gpu::ops::gemv::Gemv;
+use prism_gpu::ops::neuromorphic::{Csr, Patterns, Reservoir};
 use prism_gpu::{Error, ProductionGpuRuntime};
 use runtime_checks as checks;
 
@@ -231,5 +231,5 @@ fn overflowing_extents_are_shape_errors() {
     shape_error(rt.pattern_correlation(&[], &[], Patterns { t: 1, n: 0, p: 1 << 62, w: 1 }));
 
     // No operands at all.
-    assert!(matches!(prism_gpu::kernels::shape::same_len("add", &[]), Err(Error::Shape { .. })));
+    assert!(matches!(prism_gpu::ops::shape::same_len("add", &[]), Err(Error::Shape { .. })));
 }

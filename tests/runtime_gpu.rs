@@ -7,13 +7,13 @@ mod runtime_checks;
 
 use half::bf16;
 use prism_gpu::driver::{CudaSlice, DeviceRepr};
-use prism_gpu::kernels::activations::{self, Activation};
-use prism_gpu::kernels::gemv::{self, Gemv};
-use prism_gpu::kernels::neuromorphic::{self, Csr, DeviceReservoir, Patterns, Reservoir};
-use prism_gpu::kernels::norms;
-use prism_gpu::kernels::reductions::{self, Reduce};
-use prism_gpu::kernels::softmax::{self, Softmax};
-use prism_gpu::kernels::{convert, transpose};
+use prism_gpu::kernels::neuromorphic::{self, DeviceReservoir};
+use prism_gpu::kernels::{activations, convert, gemv, norms, reductions, softmax, transpose};
+use prism_gpu::ops::activations::Activation;
+use prism_gpu::ops::gemv::Gemv;
+use prism_gpu::ops::neuromorphic::{Csr, Patterns, Reservoir};
+use prism_gpu::ops::reductions::Reduce;
+use prism_gpu::ops::softmax::Softmax;
 use prism_gpu::runtime::GpuOps;
 use prism_gpu::ProductionGpuRuntime;
 use runtime_checks::{self as checks, close, close_scaled, f64s};
@@ -509,7 +509,7 @@ fn gpu_and_cpu_agree() {
 #[ignore = "needs a CUDA GPU"]
 fn buffers_of_another_context_are_refused() {
     use prism_gpu::driver::{sys, CudaContext, DriverError};
-    use prism_gpu::kernels::elementwise::Binary;
+    use prism_gpu::ops::elementwise::Binary;
     let ops = GpuOps::new(CudaContext::new(0).unwrap()).unwrap();
     let other = CudaContext::new_non_primary(0, 0).unwrap();
     let foreign = other.default_stream().clone_htod(&[1.0f32; 257]).unwrap();

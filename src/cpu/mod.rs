@@ -17,7 +17,7 @@ pub mod random;
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-pub use crate::ops::activations::Activation;
+use crate::ops::activations::Activation;
 use crate::ops::elementwise::Binary;
 use crate::ops::neuromorphic::{Csr, Reservoir};
 

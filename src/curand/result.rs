@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use super::sys::{self, curandRngType_t as RngType, curandStatus_t as Status};
 use crate::driver::{sys::CUdeviceptr, CudaStream};
 use crate::error::Error;
-use crate::kernels::random::{self, Normal, NormalElement, Philox, RandomElement};
+use crate::kernels::random;
 use crate::kernels::Kernels;
+use crate::ops::random::{Normal, NormalElement, Philox, RandomElement};
 
 /// A cuRAND status other than success.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -20,7 +20,7 @@ pub mod rows;
 pub mod softmax;
 pub mod transpose;
 
-pub use crate::ops::shape;
+use crate::ops::shape;
 pub use catalogue::{family_of, Family, FAMILIES};
 pub use modules::Kernels;
 

@@ -8,10 +8,11 @@ use crate::driver::sys::CUdeviceptr;
 use crate::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use crate::error::{Error, Result};
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
-use crate::kernels::gemv::{self, Gemv};
+use crate::kernels::gemv;
 use crate::kernels::{args, grid, shape, Kernels};
+use crate::ops::gemv::Gemv;
 
-pub use crate::ops::neuromorphic::{spike_len, Csr, Patterns, Reservoir};
+use crate::ops::neuromorphic::{Csr, Patterns};
 
 /// Threads per block of the warp-per-row kernels.
 const WARP_BLOCK: usize = 256;

@@ -4,8 +4,8 @@
 use crate::driver::CudaSlice;
 use crate::error::{Error, Result};
 use crate::kernels::nn::LossRows;
-use crate::kernels::reductions::Reduce;
 use crate::nn::tensor::{BufMut, Device, Storage, Tensor};
+use crate::ops::reductions::Reduce;
 
 /// Class indices (`i32` on the device) for a classification loss.
 pub struct Labels {

@@ -36,8 +36,8 @@ mod train;
 #[cfg(feature = "nn-io")]
 mod weights;
 
-pub use crate::kernels::activations::Activation;
-pub use crate::kernels::nn::Optimizer;
+pub use crate::ops::activations::Activation;
+pub use crate::ops::nn::Optimizer;
 pub use loss::{mse, softmax_cross_entropy, Labels, LossOutput};
 pub use model::{Layer, Linear, Sequential, SequentialBuilder};
 #[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]

@@ -4,10 +4,10 @@
 use std::ops::Range;
 
 use crate::error::{Error, Result};
-use crate::kernels::activations::Activation;
 use crate::kernels::gemm::{Gemm, Precision};
-use crate::kernels::random::Philox;
 use crate::nn::tensor::{numel, BufMut, Device, Storage, Tensor, TensorView, ViewData};
+use crate::ops::activations::Activation;
+use crate::ops::random::Philox;
 use crate::runtime::ProductionGpuRuntime;
 
 /// A dense layer `y = x W + b`, `W` `[inputs, outputs]` and `b` `[outputs]` stored one after the
@@ -117,7 +117,7 @@ impl SequentialBuilder {
                         got: "0 outputs".into(),
                     })
                 }
-                Layer::Dropout(p) => crate::kernels::nn::check_dropout_rate(OP, *p)?,
+                Layer::Dropout(p) => crate::ops::nn::check_dropout_rate(OP, *p)?,
                 _ => {}
             }
         }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::driver::{CudaSlice, CudaView, CudaViewMut, DeviceSlice as _};
 use crate::error::{Error, Result};
-use crate::kernels::shape;
+use crate::ops::shape;
 use crate::runtime::{GpuOps, ProductionGpuRuntime};
 
 /// A runtime that tensors are placed on: a GPU, or the CPU fallback. Cheap to clone.

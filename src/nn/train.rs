@@ -8,11 +8,11 @@ use std::time::Instant;
 use crate::driver::CudaSlice;
 use crate::error::{Error, Result};
 use crate::kernels::gemm::Precision;
-use crate::kernels::nn::Optimizer;
 use crate::nn::loss::{check_labels, sum, xent_into, LabelStorage, Labels};
 use crate::nn::model::Sequential;
 use crate::nn::progress::Progress;
 use crate::nn::tensor::{Device, Storage, Tensor, TensorView};
+use crate::ops::nn::Optimizer;
 use crate::rng::SplitMix64;
 
 /// How [`Network::train`] runs.

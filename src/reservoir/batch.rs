@@ -9,8 +9,10 @@ use super::{bad_input, check_targets, ridge, weights::Recurrent, GpuReservoirCom
 use crate::driver::CudaSlice;
 use crate::error::Result;
 use crate::kernels::gemm::Gemm;
-use crate::kernels::gemv::{self, Gemv};
-use crate::kernels::{neuromorphic, shape};
+use crate::kernels::gemv;
+use crate::kernels::neuromorphic;
+use crate::ops::gemv::Gemv;
+use crate::ops::shape;
 use crate::runtime::{GpuOps, ProductionGpuRuntime};
 
 /// A batch of reservoirs of one size and input size (different seeds, spectral radii, leak rates,

@@ -1,7 +1,7 @@
 //! [`ReservoirConfig`]: the hyper-parameters of an echo state network, and their checks.
 
 use crate::error::{Error, Result};
-use crate::kernels::activations::Activation;
+use crate::ops::activations::Activation;
 
 /// Below this connection probability the reservoir matrix is stored sparse (CSR); at or above, dense.
 pub const SPARSE_BELOW: f32 = 0.2;

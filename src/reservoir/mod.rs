@@ -41,8 +41,9 @@ pub use weights::Recurrent;
 
 use crate::driver::{CudaDevice, CudaSlice};
 use crate::error::{Error, Result};
-use crate::kernels::gemv::{self, Gemv};
+use crate::kernels::gemv;
 use crate::kernels::neuromorphic::{self, DeviceCsr, DeviceReservoir};
+use crate::ops::gemv::Gemv;
 use crate::runtime::{GpuOps, ProductionGpuRuntime};
 use sums::{add_input_part, state_part_gemm, DeviceSums, Sums};
 use weights::Weights;
@@ -82,8 +83,8 @@ enum DeviceMatrix {
 impl DeviceMatrix {
     fn upload(g: &GpuOps, w: &Recurrent, n: usize) -> Result<Self> {
         Ok(match w.as_reservoir() {
-            neuromorphic::Reservoir::Dense(d) => DeviceMatrix::Dense(g.upload(d)?),
-            neuromorphic::Reservoir::Csr(c) => DeviceMatrix::Csr(g.upload_csr(c, n, n)?),
+            crate::ops::neuromorphic::Reservoir::Dense(d) => DeviceMatrix::Dense(g.upload(d)?),
+            crate::ops::neuromorphic::Reservoir::Csr(c) => DeviceMatrix::Csr(g.upload_csr(c, n, n)?),
         })
     }
 

@@ -3,7 +3,7 @@
 
 use super::config::ReservoirConfig;
 use crate::error::{Error, Result};
-use crate::kernels::neuromorphic::{Csr, Reservoir};
+use crate::ops::neuromorphic::{Csr, Reservoir};
 use crate::rng::SplitMix64;
 
 /// Power-iteration steps before the estimate's two averaging windows.

@@ -11,7 +11,7 @@ use super::{runtime, Backend, GpuOps, ProductionGpuRuntime};
 use crate::driver::{CudaSlice, CudaView, CudaViewMut};
 use crate::error::Result;
 use crate::kernels::gemm::{self, effective_precision, Bias, Element, FusedActivation, Gemm, Precision};
-use crate::kernels::shape;
+use crate::ops::shape;
 
 impl ProductionGpuRuntime {
     /// `a * b` for row-major `a` (m x k) and `b` (k x n): the m x n product, exact fp32.

@@ -6,9 +6,10 @@ use super::{Backend, GpuOps, ProductionGpuRuntime};
 use crate::cpu;
 use crate::driver::{CudaView, CudaViewMut};
 use crate::error::Result;
-use crate::kernels::nn::{self, GatherElement, LossRows, Optimizer};
-use crate::kernels::shape;
+use crate::kernels::nn::{self, GatherElement, LossRows};
+use crate::ops::nn::Optimizer;
 use crate::ops::nn::{BiasAdd, BiasGrad, Dropout};
+use crate::ops::shape;
 
 impl GpuOps {
     /// `y[r, c] += bias[c]` in place (`y` `[rows, cols]`).

@@ -5,9 +5,9 @@
 
 use half::{bf16, f16};
 use prism_gpu::cpu;
-use prism_gpu::kernels::activations::Activation;
-use prism_gpu::kernels::gemv::Gemv;
-use prism_gpu::kernels::neuromorphic::{Csr, Patterns, Reservoir};
+use prism_gpu::ops::activations::Activation;
+use prism_gpu::ops::gemv::Gemv;
+use prism_gpu::ops::neuromorphic::{Csr, Patterns, Reservoir};
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::runtime::RunningStats;
 use prism_gpu::ProductionGpuRuntime;

@@ -5,7 +5,7 @@
 use crate::driver::{CudaView, CudaViewMut};
 use crate::error::{Error, Result};
 use crate::kernels::gemm::{double, Gemm, GemmF64};
-use crate::kernels::shape;
+use crate::ops::shape;
 use crate::runtime::{Backend, GpuOps, ProductionGpuRuntime};
 
 impl ProductionGpuRuntime {
