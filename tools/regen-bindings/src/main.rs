@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// One library to bind.
 struct Library {
-    /// Header wrapper bindgen reads, relative to the crate root.
+    /// Header wrapper bindgen reads (beside this tool), relative to the crate root.
     wrapper: &'static str,
     /// The headers it comes from, for the generated file's first line.
     headers: &'static str,
@@ -53,7 +53,7 @@ struct FreeFunctions {
 
 const LIBRARIES: &[Library] = &[
     Library {
-        wrapper: "wrapper.h",
+        wrapper: "tools/regen-bindings/wrapper.h",
         headers: "the CUDA 13.0 headers",
         output: "src/sys/driver.rs",
         what: "the CUDA driver API (cuda.h)",
@@ -72,7 +72,7 @@ const LIBRARIES: &[Library] = &[
         }),
     },
     Library {
-        wrapper: "wrapper.h",
+        wrapper: "tools/regen-bindings/wrapper.h",
         headers: "the CUDA 13.0 headers",
         output: "src/sys/nvrtc.rs",
         what: "NVRTC (nvrtc.h)",
@@ -94,7 +94,7 @@ const LIBRARIES: &[Library] = &[
         }),
     },
     Library {
-        wrapper: "wrapper_nccl.h",
+        wrapper: "tools/regen-bindings/wrapper_nccl.h",
         headers: "the NCCL 2.28.9 header (PyPI nvidia-nccl-cu13)",
         output: "src/sys/nccl.rs",
         what: "NCCL (nccl.h)",
