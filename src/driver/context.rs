@@ -477,7 +477,9 @@ impl CudaContext {
     /// is parked, see [`CudaContext::check_err`]).
     pub(crate) fn sync_mode(&self, stream: &CudaStream) -> SyncMode {
         if stream.is_per_thread() {
-            self.record_err(self.tracking.per_thread_stream_used(|| self.synchronize()));
+            // The wait binds whatever error is parked: it runs on drop paths too.
+            let synchronize = || self.bind().and_then(|()| result::ctx::synchronize());
+            self.record_err(self.tracking.per_thread_stream_used(synchronize));
         }
         self.tracking.sync_mode(stream)
     }

@@ -126,7 +126,8 @@ impl Tracking {
     /// stream and the legacy default stream are both blocking streams, which the driver orders
     /// against each other, so one thread's per-thread stream needs no events (cudarc counts it as
     /// no stream at all); the first use from a second thread switches to multi-stream mode after
-    /// `synchronize`, as a second stream does.
+    /// `synchronize`, as a second stream does. The switch happens even if `synchronize` fails
+    /// (its error is returned): later uses are then ordered at least.
     pub(crate) fn per_thread_stream_used(
         &self,
         synchronize: impl FnOnce() -> Result<(), DriverError>,
@@ -138,7 +139,11 @@ impl Tracking {
         match self.per_thread_user.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => Ok(()),
             Err(user) if user == me => Ok(()),
-            Err(_) => self.switch_to_multi_stream(synchronize),
+            Err(_) => {
+                let synchronized = if self.is_event_tracking() { synchronize() } else { Ok(()) };
+                self.multi_stream.store(true, Ordering::Release);
+                synchronized
+            }
         }
     }
 
@@ -388,7 +393,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_synchronize_leaves_the_context_single_stream() {
+    fn a_failed_synchronize_is_returned_and_the_switch_still_happens() {
         let tracking = Tracking::default();
         tracking.per_thread_stream_used(|| Ok(())).unwrap();
         let failing = || Err(DriverError(sys::CUresult::CUDA_ERROR_LAUNCH_FAILED));
@@ -396,7 +401,7 @@ mod tests {
             let e = s.spawn(|| tracking.per_thread_stream_used(failing)).join().unwrap();
             assert_eq!(e, Err(DriverError(sys::CUresult::CUDA_ERROR_LAUNCH_FAILED)));
         });
-        assert!(!tracking.is_multi_stream());
+        assert!(tracking.is_multi_stream(), "later uses are ordered even after a failed wait");
     }
 
     #[test]
