@@ -1,112 +1,14 @@
 //! GPU tests of `prism_gpu::driver`: real values, random inputs, outputs poisoned first.
 //! Run with `cargo test --release -- --include-ignored` on a machine with a CUDA GPU.
 
+mod driver_common;
 mod support;
 
 use std::sync::Arc;
 
-use prism_gpu::driver::{
-    sys, CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError, LaunchConfig,
-    PushKernelArg,
-};
+use driver_common::*;
+use prism_gpu::driver::{sys, CudaContext, CudaSlice, DevicePtr, DriverError, LaunchConfig, PushKernelArg};
 use prism_gpu::nvrtc::{compile_ptx, Ptx};
-
-const KERNELS: &str = r#"
-struct Pair { int a; float b; double c; };
-
-extern "C" __global__ void affine(float *y, const float *x, float a, float b, unsigned n) {
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = a * x[i] + b;
-}
-
-// Spins for `spin` cycles, then y = 2x + 1: slow enough to expose a missing cross-stream wait.
-extern "C" __global__ void slow_affine(float *y, const float *x, unsigned n, long long spin) {
-    long long start = clock64();
-    while (clock64() - start < spin) { }
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = 2.0f * x[i] + 1.0f;
-}
-
-extern "C" __global__ void scalars(double *out, signed char a, short b, int c, long long d,
-                                   unsigned char e, unsigned short f, unsigned g, unsigned long long h,
-                                   float fl, double db, unsigned short half_bits, Pair p) {
-    out[0] = a; out[1] = b; out[2] = c; out[3] = (double)d; out[4] = e; out[5] = f; out[6] = g;
-    out[7] = (double)h; out[8] = fl; out[9] = db; out[10] = half_bits; out[11] = p.a; out[12] = p.b;
-    out[13] = p.c;
-}
-
-__constant__ float coeffs[4];
-extern "C" __global__ void poly(float *y, const float *x, unsigned n) {
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) { float v = x[i]; y[i] = coeffs[0] + v * (coeffs[1] + v * (coeffs[2] + v * coeffs[3])); }
-}
-"#;
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Pair {
-    a: i32,
-    b: f32,
-    c: f64,
-}
-// SAFETY: repr(C), plain numbers, same layout as the kernel's struct.
-unsafe impl DeviceRepr for Pair {}
-
-/// xorshift64*: deterministic random data with no extra dependency.
-struct Rng(u64);
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn f32s(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0).collect()
-    }
-}
-
-fn setup() -> (Arc<CudaContext>, Arc<prism_gpu::driver::CudaModule>) {
-    let ctx = CudaContext::new(0).expect("a CUDA device");
-    let module = ctx.load_module(compile_ptx(KERNELS).expect("kernels compile")).expect("module loads");
-    (ctx, module)
-}
-
-fn assert_close(got: &[f32], want: &[f32], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{what}[{i}]: got {g}, want {w}");
-    }
-}
-
-/// About 20 ms of spinning at H100 clocks.
-const SPIN: i64 = 30_000_000;
-
-fn launch_affine(
-    s: &Arc<CudaStream>,
-    f: &CudaFunction,
-    y: &mut CudaSlice<f32>,
-    x: &CudaSlice<f32>,
-    a: f32,
-    b: f32,
-) {
-    let n = x.len() as u32;
-    // SAFETY: arguments match affine(float*, const float*, float, float, unsigned); n = len.
-    unsafe {
-        s.launch_builder(f).arg(y).arg(x).arg(&a).arg(&b).arg(&n).launch(LaunchConfig::for_num_elems(n))
-    }
-    .unwrap();
-}
-
-fn launch_slow(s: &Arc<CudaStream>, f: &CudaFunction, y: &mut CudaSlice<f32>, x: &CudaSlice<f32>) {
-    let n = x.len() as u32;
-    // SAFETY: arguments match slow_affine(float*, const float*, unsigned, long long).
-    unsafe { s.launch_builder(f).arg(y).arg(x).arg(&n).arg(&SPIN).launch(LaunchConfig::for_num_elems(n)) }
-        .unwrap();
-}
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -384,49 +286,6 @@ fn freeing_waits_for_pending_use_on_another_stream() {
     let want: Vec<f32> = xh.iter().map(|v| 2.0 * v + 1.0).collect();
     assert_close(&b.clone_dtoh(&y).unwrap(), &want, "read of a freed slice");
     assert_eq!(a.clone_dtoh(&poison).unwrap()[0], -1.0e30);
-    ctx.check_err().unwrap();
-}
-
-/// candle's pattern: one thread's per-thread default stream, with the default stream beside it,
-/// costs no events (both are blocking streams, which the driver orders); a second thread using
-/// the same stream object submits to its own per-thread stream, which must then wait for the
-/// first thread's pending write. cudarc 0.19 never orders the two threads' streams (it counts the
-/// per-thread stream as no stream), so this is a test of prism-gpu's engine only.
-#[cfg(not(feature = "legacy-gpu"))]
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn per_thread_stream_is_single_stream_until_a_second_thread_uses_it() {
-    let (ctx, module) = setup();
-    let slow = module.load_function("slow_affine").unwrap();
-    let affine = module.load_function("affine").unwrap();
-    let pts = ctx.per_thread_stream();
-    let default = ctx.default_stream();
-    let n = 4099;
-    let mut rng = Rng::new(29);
-    let xh = rng.f32s(n);
-    let x = pts.clone_htod(&xh).unwrap();
-    let mut y = pts.clone_htod(&vec![f32::NAN; n]).unwrap();
-    launch_slow(&pts, &slow, &mut y, &x);
-    // The default stream is ordered after the per-thread stream's slow write.
-    let want: Vec<f32> = xh.iter().map(|v| 2.0 * v + 1.0).collect();
-    assert_close(&default.clone_dtoh(&y).unwrap(), &want, "default stream after the per-thread stream");
-    assert!(!ctx.is_in_multi_stream_mode(), "one thread's per-thread stream needs no events");
-
-    // Rewrite y slowly on this thread's per-thread stream, then read it on another thread's.
-    launch_slow(&pts, &slow, &mut y, &x);
-    let want_z: Vec<f32> = want.iter().map(|v| -3.0 * v + 0.25).collect();
-    let got_z = std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut z = pts.clone_htod(&vec![f32::NAN; n]).unwrap();
-            launch_affine(&pts, &affine, &mut z, &y, -3.0, 0.25);
-            pts.clone_dtoh(&z).unwrap()
-        })
-        .join()
-        .unwrap()
-    });
-    assert!(ctx.is_in_multi_stream_mode(), "a second thread's per-thread stream is another stream");
-    assert_close(&got_z, &want_z, "kernel on the second thread's per-thread stream");
-    assert_eq!(module.load_function("affine").unwrap().cu_function(), affine.cu_function());
     ctx.check_err().unwrap();
 }
 
