@@ -62,7 +62,7 @@ pub(crate) struct Tracking {
 
 /// A number for the calling thread, unique for the life of the process (never 0): unlike a
 /// thread-local address it is not reused by a later thread, whose per-thread stream is another.
-pub(crate) fn thread_token() -> u64 {
+fn thread_token() -> u64 {
     thread_local! {
         static TOKEN: u64 = super::stream::next_id();
     }
@@ -104,15 +104,6 @@ impl Tracking {
         synchronize: impl FnOnce() -> Result<(), DriverError>,
     ) -> Result<(), DriverError> {
         self.streams.fetch_add(1, Ordering::Relaxed);
-        self.switch_to_multi_stream(synchronize)
-    }
-
-    /// Switches to multi-stream mode for good, the first time after `synchronize` (when slices
-    /// track their uses), so that slices used before need no events.
-    fn switch_to_multi_stream(
-        &self,
-        synchronize: impl FnOnce() -> Result<(), DriverError>,
-    ) -> Result<(), DriverError> {
         if !self.multi_stream.load(Ordering::Acquire) {
             if self.is_event_tracking() {
                 synchronize()?;

@@ -233,26 +233,15 @@ fn launches(
         }
     };
 
-    // The engines take turns; each sample starts and ends with the device idle, the waits untimed.
     for (name, count, sync_each) in [
         ("launch submit, empty kernel (2 args), per launch", SUBMITS, false),
         ("launch + sync round trip, empty kernel", ROUND_TRIPS, true),
     ] {
-        let us = interleaved_medians(settings, |engine| {
-            ctx.synchronize()?;
-            let start = Instant::now();
-            match engine {
-                0 => ours(count, sync_each)?,
-                1 => raw_loop(count, sync_each)?,
-                #[cfg(feature = "bench-anchors")]
-                _ => anchor(count, sync_each)?,
-                #[cfg(not(feature = "bench-anchors"))]
-                _ => unreachable!("two engines without the anchors"),
-            }
-            let us = start.elapsed().as_secs_f64() * 1e6 / count as f64;
-            ctx.synchronize()?;
-            Ok(us)
-        })?;
+        let mut engines: Vec<Engine<'_>> =
+            vec![Box::new(|| ours(count, sync_each)), Box::new(|| raw_loop(count, sync_each))];
+        #[cfg(feature = "bench-anchors")]
+        engines.push(Box::new(|| anchor(count, sync_each)));
+        let us = interleaved_host_us(ctx, settings, count, &mut engines)?;
         push_rows(rows, name, "us", false, Triple { ours: us[0], raw: us[1], cudarc: us.get(2).copied() });
     }
     // SAFETY: allocated above; the launches that used it have finished.
@@ -377,21 +366,10 @@ fn candle_pattern(ctx: &Arc<CudaContext>, d: &Driver, settings: Settings, rows: 
         }
     };
 
-    let us = interleaved_medians(settings, |engine| {
-        ctx.synchronize()?;
-        let start = Instant::now();
-        match engine {
-            0 => ours(SUBMITS)?,
-            1 => raw_loop(SUBMITS)?,
-            #[cfg(feature = "bench-anchors")]
-            _ => anchor(SUBMITS)?,
-            #[cfg(not(feature = "bench-anchors"))]
-            _ => unreachable!("two engines without the anchors"),
-        }
-        let us = start.elapsed().as_secs_f64() * 1e6 / SUBMITS as f64;
-        ctx.synchronize()?;
-        Ok(us)
-    })?;
+    let mut engines: Vec<Engine<'_>> = vec![Box::new(|| ours(SUBMITS)), Box::new(|| raw_loop(SUBMITS))];
+    #[cfg(feature = "bench-anchors")]
+    engines.push(Box::new(|| anchor(SUBMITS)));
+    let us = interleaved_host_us(ctx, settings, SUBMITS, &mut engines)?;
     let name = "candle op pattern (per-thread stream): look up, alloc 4 MiB, 6-arg launch, free, per op";
     push_rows(rows, name, "us", false, Triple { ours: us[0], raw: us[1], cudarc: us.get(2).copied() });
     // SAFETY: loaded above; the launches that used it have finished (synchronised above).
@@ -481,6 +459,27 @@ fn interleaved_medians(settings: Settings, mut sample: impl FnMut(usize) -> Resu
             v[v.len() / 2]
         })
         .collect())
+}
+
+/// One engine's run of a host-timed benchmark (ours, the raw bindings, cudarc: [`ENGINES`]).
+type Engine<'a> = Box<dyn FnMut() -> Result<()> + 'a>;
+
+/// Microseconds per operation of each engine's run of `ops` operations, the engines taking turns
+/// ([`interleaved_medians`]); each sample starts and ends with the device idle, the waits untimed.
+fn interleaved_host_us(
+    ctx: &CudaContext,
+    settings: Settings,
+    ops: usize,
+    engines: &mut [Engine<'_>],
+) -> Result<Vec<f64>> {
+    interleaved_medians(settings, |engine| {
+        ctx.synchronize()?;
+        let start = Instant::now();
+        engines[engine]()?;
+        let us = start.elapsed().as_secs_f64() * 1e6 / ops as f64;
+        ctx.synchronize()?;
+        Ok(us)
+    })
 }
 
 /// GB/s of one timed 1 GiB copy.
