@@ -7,11 +7,11 @@
 //   f32 uniform   4 per block: ((w >> 8) + 1) * 2^-24, in (0, 1], exact
 //   f64 uniform   2 per block: ((v >> 11) + 1) * 2^-53 with v = w[2j] | w[2j+1] << 32, in (0, 1]
 //   f32 normal    4 per block: Box-Muller on the pairs (w0, w1), (w2, w3) in f32 arithmetic that the CPU
-//                 repeats bit for bit (IEEE-rounded + - * / sqrt only, our own ln and sin/cos polynomials);
-//                 the log-normal exponentiates that value in double
+//                 repeats bit for bit (fma and IEEE-rounded * and sqrt only, our own ln and sin/cos
+//                 polynomials), then fma(stddev, z, mean); the log-normal exponentiates that value in double
 //   f64 normal    2 per block: Box-Muller on the pair (v0, v1) of 64-bit values
 //   log-normal    exp of the normal (same layout)
-// src/runtime/cpu/random.rs computes the same numbers; cuRAND's Philox gives other values.
+// src/cpu/random.rs computes the same numbers; cuRAND's Philox gives other values.
 // Launch: 1-D, any grid (grid-stride over blocks), recommended one thread per block.
 #include "common.cuh"
 
@@ -53,72 +53,66 @@ __device__ __forceinline__ double2 box_muller(double u1, double turns) {
     return make_double2(r * c, r * s);
 }
 
-// f32 Box-Muller, reproducible on the CPU: every operation is an IEEE-rounded one (the __f*_rn intrinsics are
-// never contracted into FMAs), in the order src/runtime/cpu/random.rs uses.
+// f32 Box-Muller that the CPU repeats bit for bit: integer operations, conversions of integers below 2^24
+// (exact), fma, IEEE-rounded multiplications and sqrt, in the order src/cpu/random.rs uses. The polynomials
+// (cuda/random_polynomials.inc) are evaluated by Horner's rule with one fma per coefficient.
 namespace exact {
-__device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+#define PRISM_F32_BITS(name, ...) __constant__ const unsigned name[] = {__VA_ARGS__};
+#include "random_polynomials.inc"
+#undef PRISM_F32_BITS
 
-// ln(u) for a normal u > 0: u = 2^k m with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s), s = (m - 1) / (m + 1)
-// = f / (2 + f), |s| < 0.172, as 2s + 2s z (1/3 + z (1/5 + z (1/7 + z / 9))), z = s^2 (truncation < 2^-28).
-__device__ __forceinline__ float ln(float u) {
-    int bits = __float_as_int(u);
-    int k = (bits >> 23) - 127;
-    bits = (bits & 0x7fffff) | 0x3f800000;  // m in [1, 2)
-    if (bits > 0x3fb504f3) {                // m > sqrt(2): halve it
-        bits -= 0x800000;
-        k += 1;
-    }
-    const float f = add(__int_as_float(bits), -1.f);  // exact (Sterbenz)
-    const float s = __fdiv_rn(f, add(2.f, f));
-    const float z = mul(s, s);
-    float p = add(0.14285715f, mul(z, 0.11111111f));
-    p = add(0.2f, mul(z, p));
-    p = add(0.33333334f, mul(z, p));
-    const float two_s = add(s, s);
-    const float ln_m = add(two_s, mul(mul(two_s, z), p));
-    // k ln 2 in two parts: ln2_hi has 16 significant bits, so k * ln2_hi is exact for |k| < 256.
-    const float kf = (float)k;
-    return add(mul(kf, 0.693145752f), add(mul(kf, 1.4286068e-6f), ln_m));
+template <int N>
+__device__ __forceinline__ float horner(const unsigned (&coefficients)[N], float x) {
+    float acc = __uint_as_float(coefficients[0]);
+#pragma unroll
+    for (int i = 1; i < N; ++i) acc = __fmaf_rn(acc, x, __uint_as_float(coefficients[i]));
+    return acc;
 }
 
-// (sin 2 pi t, cos 2 pi t) for t in [0, 1) with 24 significant bits: t = q/4 + r exactly, |r| <= 1/8, then
-// Taylor polynomials in a = 2 pi r (|a| <= pi / 4; truncation < 2^-27).
-__device__ __forceinline__ void sin_cos_turns(float t, float &sine, float &cosine) {
-    const float q = floorf(add(mul(t, 4.f), 0.5f));  // the nearest quarter (a rounding of 4t + 0.5 >= 4 keeps the floor)
-    const float r = add(t, mul(q, -0.25f));           // exact: multiples of 2^-24 below 1/8
-    const float a = mul(r, 6.28318548f);
-    const float a2 = mul(a, a);
-    float ps = add(-1.98412701e-4f, mul(a2, 2.75573188e-6f));
-    ps = add(8.33333377e-3f, mul(a2, ps));
-    ps = add(-0.166666672f, mul(a2, ps));
-    const float s = add(a, mul(mul(a, a2), ps));
-    float pc = add(2.48015876e-5f, mul(a2, -2.75573200e-7f));
-    pc = add(-1.38888892e-3f, mul(a2, pc));
-    pc = add(4.16666679e-2f, mul(a2, pc));
-    pc = add(-0.5f, mul(a2, pc));
-    const float c = add(1.f, mul(a2, pc));
-    switch ((int)q & 3) {
-        case 0: sine = s, cosine = c; break;
-        case 1: sine = c, cosine = -s; break;
-        case 2: sine = -s, cosine = -c; break;
-        default: sine = -c, cosine = s; break;
-    }
+// -2 ln u for u = j 2^-24, j = (w >> 8) + 1 in [1, 2^24]: j = 2^k m with m in [sqrt(1/2), sqrt(2)) (k from
+// the bits of j - sqrt(1/2)), -2 ln u = (k - 24) (-2 ln 2) - 2 ln(1 + f) with f = m - 1 (exact) and
+// -2 ln(1 + f) = f P(f).
+__device__ __forceinline__ float minus_two_ln_unit(unsigned w) {
+    const int bits = __float_as_int((float)((w >> 8) + 1u));
+    const int k = (bits - 0x3f3504f3) >> 23;
+    const float f = __fadd_rn(__int_as_float(bits - (k << 23)), -1.f);  // exact (Sterbenz)
+    const float ef = (float)(k - 24);
+    const float ln1p = __fmul_rn(f, horner(LN1P_M2, f));
+    return __fmaf_rn(ef, __uint_as_float(M2LN2[0]), __fmaf_rn(ef, __uint_as_float(M2LN2[1]), ln1p));
 }
 
-// Box-Muller on two 32-bit words: radius from u = ((w0 >> 8) + 1) 2^-24 in (0, 1], angle from t = (w1 >> 8) 2^-24.
+// x, negated when `negate` is nonzero.
+__device__ __forceinline__ float flip_sign(float x, int negate) {
+    return negate ? __int_as_float(__float_as_int(x) ^ 0x80000000) : x;
+}
+
+// (sin 2 pi t, cos 2 pi t) for t = j 2^-24, j = w >> 8: t = q/4 + r with q the nearest quarter and
+// r = (j - q 2^22) 2^-24 in [-1/8, 1/8) (exact), sin 2 pi r = r S(r^2), cos 2 pi r = C(r^2).
+__device__ __forceinline__ void sin_cos_turns(unsigned w, float &sine, float &cosine) {
+    const int j = (int)(w >> 8);
+    const int q = (j + (1 << 21)) >> 22;
+    const float r = __fmul_rn((float)(j - (q << 22)), 0x1p-24f);
+    const float r2 = __fmul_rn(r, r);
+    const float s = __fmul_rn(r, horner(SIN_TURNS, r2));
+    const float c = horner(COS_TURNS, r2);
+    // Quarter q: (sin, cos) = (s, c), (c, -s), (-s, -c), (-c, s), by selects and sign flips (no branch).
+    const bool odd = q & 1;
+    sine = flip_sign(odd ? c : s, q & 2);
+    cosine = flip_sign(odd ? s : c, (q + 1) & 2);
+}
+
+// Box-Muller on two 32-bit words: the radius from the first, the angle from the second.
 __device__ __forceinline__ float2 box_muller(unsigned w0, unsigned w1) {
-    const float u = mul((float)((w0 >> 8) + 1u), 0x1p-24f);
-    const float radius = __fsqrt_rn(mul(-2.f, ln(u)));
+    const float radius = __fsqrt_rn(minus_two_ln_unit(w0));
     float s, c;
-    sin_cos_turns(mul((float)(w1 >> 8), 0x1p-24f), s, c);
-    return make_float2(mul(radius, c), mul(radius, s));
+    sin_cos_turns(w1, s, c);
+    return make_float2(__fmul_rn(radius, c), __fmul_rn(radius, s));
 }
 }  // namespace exact
 
 template <bool LOG>
 __device__ __forceinline__ float shape_f32(float z, float mean, float stddev) {
-    const float x = exact::add(mean, exact::mul(stddev, z));
+    const float x = __fmaf_rn(stddev, z, mean);
     return LOG ? __double2float_rn(exp((double)x)) : x;
 }
 

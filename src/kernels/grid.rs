@@ -40,9 +40,30 @@ pub fn elementwise(n: usize, step: Step) -> LaunchConfig {
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (ELEMENTWISE_BLOCK, 1, 1), shared_mem_bytes: 0 }
 }
 
+/// A 1-D launch of an ALU-bound grid-stride kernel over `n` steps: one step per thread up to
+/// `STRIDED_BLOCKS_PER_SM` blocks per multiprocessor, beyond which threads loop. Philox normals
+/// (2^28 f32, H100) ran at 1721 GB/s with a thread per step and 1988 GB/s capped at 32 blocks
+/// per multiprocessor (16: 1975, 8: 1954); the block's fixed cost (the key schedule, the first
+/// loads of the constants) is paid fewer times.
+pub fn strided(n: usize, multiprocessors: u32) -> LaunchConfig {
+    let mut config = elementwise(n, Step::Scalar);
+    config.grid_dim.0 = config.grid_dim.0.min(multiprocessors.max(1).saturating_mul(STRIDED_BLOCKS_PER_SM));
+    config
+}
+
+/// Blocks per multiprocessor of [`strided`].
+const STRIDED_BLOCKS_PER_SM: u32 = 32;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strided_grids_stop_at_their_cap() {
+        assert_eq!(strided(1000, 132).grid_dim, (4, 1, 1));
+        assert_eq!(strided(1 << 26, 132).grid_dim, (132 * 32, 1, 1));
+        assert_eq!(strided(1 << 26, 0).grid_dim, (32, 1, 1));
+    }
 
     #[test]
     fn elementwise_grid_covers_each_element_once() {

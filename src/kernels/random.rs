@@ -112,6 +112,6 @@ unsafe fn launch<T: DeviceRepr>(
         builder.arg(mean).arg(std);
     }
     // SAFETY: the caller vouches for `ptr`; the kernel writes elements `0..n` and nothing else.
-    unsafe { builder.launch(grid::elementwise(n.div_ceil(per_block), grid::Step::Scalar)) }?;
+    unsafe { builder.launch(grid::strided(n.div_ceil(per_block), kernels.multiprocessors())) }?;
     Ok(())
 }
