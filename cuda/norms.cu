@@ -212,70 +212,79 @@ PRISM_KERNEL void prism_batch_norm_apply_f32(const float *x, float *out, const f
     }
 }
 
-// Training statistics, NCHW, in two kernels: a channel's n x hw values are cut into units (one row segment
-// of at most BN_UNIT values each); block (ch, s) of prism_batch_norm_partials_f32 folds units s, s + slices,
-// ... of channel ch into (count, mean, M2) (per-thread Welford in f32, combined across the block in f64) at
-// part[(ch * slices + s) * 3]; prism_batch_norm_finish_f32 merges a channel's slices in order (Chan et al.,
-// f64) into mean[c] and the biased var[c], and when running_mean/running_var are non-null updates
-// r = (1 - momentum) * r + momentum * stat with the unbiased variance (count / (count - 1)) for running_var.
-constexpr int BN_UNIT = 4096;
-constexpr int BN_LOADS = 4;
+// Training statistics, NCHW, in two kernels. Block (ch, s) of prism_batch_norm_partials_f32 reads its
+// channel's n x hw values as one sequence of vectors (n rows of hw / V vectors of V floats: V = 4 when hw % 4
+// == 0 and x is 16-byte aligned, else 1): the vectors s * T + t, s * T + t + S, ... for thread t (T = threads
+// per block, S = slices * T), BN_VALUES values loaded before each fold, folded into (count, mean, M2)
+// (per-thread Welford in f32, combined across the block in f64) at part[(ch * slices + s) * 3];
+// prism_batch_norm_finish_f32 merges a channel's slices in order (Chan et al., f64) into mean[c] and the
+// biased var[c], and when running_mean/running_var are non-null updates r = (1 - momentum) * r + momentum *
+// stat with the unbiased variance (count / (count - 1)) for running_var.
+// Every block strides over whole rows, so a short last segment of a row costs no more than its own loads
+// (cutting rows into 4096-value units left 12544-value rows a unit of 256 values, a quarter of the block's
+// steps nearly idle: 0.78x a copy on the H100).
+constexpr int BN_VALUES = 16;
+
+namespace {
+// V consecutive floats at p (16-byte aligned when V == 4).
+template <int V> __device__ __forceinline__ void load_values(const float *p, float *v) {
+    if constexpr (V == 4) {
+        const float4 a = __ldg(reinterpret_cast<const float4 *>(p));
+        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+    } else {
+        v[0] = __ldg(p);
+    }
+}
+
+template <int V>
+__device__ __forceinline__ void batch_norm_fold(const float *x, int n, int c, int hw, int slices, Welford &w) {
+    constexpr int LOADS = BN_VALUES / V;
+    const int ch = blockIdx.x;
+    const long long len = hw / V;  // vectors per row
+    const long long step = (long long)slices * blockDim.x, first = (long long)blockIdx.y * blockDim.x + threadIdx.x;
+    const long long step_rows = step / len, step_rest = step % len;
+    long long row = first / len, col = first % len;
+    while (row < n) {
+        float v[BN_VALUES];
+        int loaded = 0;
+        // The positions rise, so the loads in range are a prefix of the LOADS.
+#pragma unroll
+        for (int q = 0; q < LOADS; ++q) {
+            if (row < n) {
+                load_values<V>(x + (row * c + ch) * (long long)hw + col * V, v + q * V);
+                ++loaded;
+            }
+            col += step_rest;
+            row += step_rows;
+            if (col >= len) col -= len, ++row;
+        }
+        if (loaded == LOADS) {
+            w.operator()<BN_VALUES>(v);  // one division per BN_VALUES values
+        } else {
+#pragma unroll
+            for (int q = 0; q < LOADS; ++q)
+                if (q < loaded) w.operator()<V>(v + q * V);
+        }
+    }
+}
+}  // namespace
 
 // Launch: grid (c, slices), block 256 (a multiple of 32, at most 1024).
 PRISM_KERNEL void __launch_bounds__(1024)
     prism_batch_norm_partials_f32(const float *x, double *part, int n, int c, int hw, int slices) {
-    const int ch = blockIdx.x, s = blockIdx.y;
-    const int per_row = (hw + BN_UNIT - 1) / BN_UNIT;
-    const long long units = (long long)n * per_row;
-    const bool vec = hw % 4 == 0 && prism_aligned16(x);
     Welford w;
-    for (long long u = s; u < units; u += slices) {
-        const long long b = u / per_row;
-        const int j0 = (int)(u - b * per_row) * BN_UNIT, len = min(BN_UNIT, hw - j0);
-        const float *row = x + (b * c + ch) * (long long)hw + j0;
-        if (vec) {
-            // BN_LOADS float4 loads in flight per thread before any is folded in: one at a time left the
-            // kernel waiting on memory (0.60x a copy on an H200).
-            const int stride = blockDim.x * 4;
-            for (int j = threadIdx.x * 4; j < len; j += BN_LOADS * stride) {
-                float4 v4[BN_LOADS];
-#pragma unroll
-                for (int q = 0; q < BN_LOADS; ++q)
-                    if (j + q * stride < len) v4[q] = __ldg(reinterpret_cast<const float4 *>(row + j + q * stride));
-                if (j + (BN_LOADS - 1) * stride < len) {
-                    // All loads in range (every unit but a row's last): one fold of all of them, so one
-                    // division per 4 * BN_LOADS values.
-                    float v[4 * BN_LOADS];
-#pragma unroll
-                    for (int q = 0; q < BN_LOADS; ++q) {
-                        v[4 * q] = v4[q].x;
-                        v[4 * q + 1] = v4[q].y;
-                        v[4 * q + 2] = v4[q].z;
-                        v[4 * q + 3] = v4[q].w;
-                    }
-                    w.operator()<4 * BN_LOADS>(v);
-                } else {
-#pragma unroll
-                    for (int q = 0; q < BN_LOADS; ++q)
-                        if (j + q * stride < len) {
-                            const float v[4] = {v4[q].x, v4[q].y, v4[q].z, v4[q].w};
-                            w.operator()<4>(v);
-                        }
-                }
-            }
-        } else {
-            for (int j = threadIdx.x; j < len; j += blockDim.x) {
-                const float v = __ldg(row + j);
-                w.operator()<1>(&v);
-            }
-        }
+    if (hw > 0) {
+        if (hw % 4 == 0 && prism_aligned16(x))
+            batch_norm_fold<4>(x, n, c, hw, slices, w);
+        else
+            batch_norm_fold<1>(x, n, c, hw, slices, w);
     }
     const double count = block_allreduce_f64(w.n);
     const double mean = count > 0.0 ? block_allreduce_f64((double)w.n * w.mean) / count : 0.0;
     const double dm = (double)w.mean - mean;
     const double m2 = block_allreduce_f64((double)w.m2 + (double)w.n * dm * dm);
     if (threadIdx.x == 0) {
-        double *p = part + ((long long)ch * slices + s) * 3;
+        double *p = part + ((long long)blockIdx.x * slices + blockIdx.y) * 3;
         p[0] = count;
         p[1] = mean;
         p[2] = m2;

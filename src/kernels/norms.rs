@@ -15,8 +15,9 @@ use crate::kernels::{args, grid, shape, Kernels};
 use crate::ops::norms::Nchw;
 use crate::ops::norms::{check_batch, check_batch_train, check_rows};
 
-/// Values per unit of work of the batch-norm statistics (`BN_UNIT` in cuda/norms.cu).
-const BN_UNIT: usize = 4096;
+/// Values a thread of the batch-norm statistics loads before it folds them (`BN_VALUES` in
+/// cuda/norms.cu).
+const BN_VALUES: usize = 16;
 /// Threads per block of the batch-norm statistics kernels.
 const BLOCK: u32 = 256;
 
@@ -296,12 +297,12 @@ pub fn batch_norm_stats(
         Some(r) => (Some(r.mean), Some(r.var)),
         None => (None, None),
     };
-    // About three blocks per multiprocessor over all channels, each with at least one unit (a row
-    // segment of at most BN_UNIT values) of its channel. Fewer, longer blocks measured faster than
-    // more at 32 x 64 x 12544: three per SM beat four by 3-7% on the H100 and the H200, and six or
-    // more (a second wave) lost 15-20%.
-    let units = n * hw.div_ceil(BN_UNIT);
-    let slices = (3 * kernels.multiprocessors() as usize).div_ceil(c).clamp(1, units.min(grid::GRID_YZ_MAX));
+    // About three blocks per multiprocessor over all channels, each with at least one sweep
+    // (BN_VALUES values a thread) of its channel. Fewer, longer blocks measured faster than more at
+    // 32 x 64 x 12544: three per SM beat four by 3-7% on the H100 and the H200, and six or more (a
+    // second wave) lost 15-20%.
+    let sweeps = n.saturating_mul(hw).div_ceil(BLOCK as usize * BN_VALUES).max(1);
+    let slices = (3 * kernels.multiprocessors() as usize).div_ceil(c).clamp(1, sweeps.min(grid::GRID_YZ_MAX));
     let si = slices as i32;
     // SAFETY: the partials kernel writes all c * slices (count, mean, M2) triples before the finish
     // kernel, ordered after it on the stream, reads them.
