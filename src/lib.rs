@@ -122,6 +122,7 @@ mod probe;
 pub mod reservoir;
 pub mod rng;
 pub mod runtime;
+mod spec;
 pub mod sys;
 #[cfg(feature = "legacy-gpu")]
 pub use cudarc::nvrtc;

@@ -17,9 +17,9 @@ pub mod random;
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-use crate::ops::activations::Activation;
-use crate::ops::elementwise::Binary;
-use crate::ops::neuromorphic::{Csr, Reservoir};
+use crate::spec::activations::Activation;
+use crate::spec::elementwise::Binary;
+use crate::spec::neuromorphic::{Csr, Reservoir};
 
 /// Rows below this many elements in total are not worth splitting over threads.
 const PAR_MIN: usize = 1 << 14;

@@ -4,8 +4,8 @@
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::ops::nn::Optimizer;
-use crate::ops::shape;
+use crate::spec::nn::Optimizer;
+use crate::spec::shape;
 
 /// Rows of at least this many elements in all are worked on in parallel.
 const PAR_MIN: usize = 1 << 15;

@@ -8,6 +8,8 @@ use crate::driver::{
     CudaContext, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, SyncOnDrop,
 };
 use crate::error::{Error, Result};
+// The launchers check their optional operands with the same check as the operations' definitions.
+pub(crate) use crate::spec::shape::optional_len;
 
 /// `Ok` when `buffer_stream` (the stream a buffer was allocated on) belongs to the context of
 /// `stream`; a buffer of another context is refused with `CUDA_ERROR_INVALID_CONTEXT` (its
@@ -82,18 +84,6 @@ pub fn output<'a, T>(
     }
 }
 
-/// Checks that an optional per-column (or per-channel) operand has `len` elements.
-pub fn optional_len(op: &'static str, name: &str, len: Option<usize>, expected: usize) -> Result<()> {
-    match len {
-        Some(got) if got != expected => Err(Error::Shape {
-            op,
-            expected: format!("`{name}` of {expected} elements"),
-            got: format!("{got} elements"),
-        }),
-        _ => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,9 +96,5 @@ mod tests {
             err,
             "softmax: expected `cols` at most 2147483647 (the kernel takes an `int`), got 2147483648"
         );
-        assert!(optional_len("layer_norm", "gamma", None, 3).is_ok());
-        assert!(optional_len("layer_norm", "gamma", Some(3), 3).is_ok());
-        let err = optional_len("layer_norm", "gamma", Some(2), 3).unwrap_err().to_string();
-        assert_eq!(err, "layer_norm: expected `gamma` of 3 elements, got 2 elements");
     }
 }

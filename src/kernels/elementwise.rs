@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::{grid, shape, Kernels};
 
-use crate::ops::elementwise::Binary;
+use crate::spec::elementwise::Binary;
 
 /// `out = a ∘ b` elementwise; all three of one length.
 pub fn binary(

@@ -15,7 +15,7 @@ const COLUMNS_PER_BLOCK: usize = 128;
 /// Fewest rows worth a split of the transposed kernel.
 const MIN_ROWS_PER_SPLIT: usize = 64;
 
-use crate::ops::gemv::Gemv;
+use crate::spec::gemv::Gemv;
 
 /// The dimensions as the kernels' `int`s.
 fn ints(dims: &Gemv, op: &'static str) -> Result<(i32, i32, i32)> {

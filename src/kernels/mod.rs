@@ -20,7 +20,7 @@ pub mod rows;
 pub mod softmax;
 pub mod transpose;
 
-use crate::ops::shape;
+use crate::spec::shape;
 pub use catalogue::{family_of, Family, FAMILIES};
 pub use modules::Kernels;
 

@@ -13,7 +13,7 @@ use crate::kernels::{grid, shape, Kernels};
 /// Rows per block of the one-warp-per-row loss kernels (256 threads).
 const ROWS_PER_BLOCK: usize = 8;
 
-use crate::ops::nn::{check_dropout_rate, Optimizer};
+use crate::spec::nn::{check_dropout_rate, Optimizer};
 
 /// One block of 256 threads for every 8 rows.
 fn rows_config(rows: usize) -> LaunchConfig {

@@ -8,7 +8,7 @@ use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig,
 use crate::error::{Error, Result};
 use crate::kernels::{args, Kernels};
 
-use crate::ops::reductions::{check_rows, Reduce};
+use crate::spec::reductions::{check_rows, Reduce};
 
 /// Threads per block of the partial kernels.
 const PARTIAL_BLOCK: u32 = 256;
