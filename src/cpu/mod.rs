@@ -717,7 +717,7 @@ pub fn transpose(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// neuromorphic / reservoir computing
+// neuromorphic: reservoir matvecs, leaky integration, spikes, pattern correlation
 
 /// `W_in u`: `w_in` is `[n_reservoir, n_inputs]`. Assumes `w_in.len() == n_reservoir * n_inputs`,
 /// `u.len() == n_inputs`.

@@ -1,6 +1,12 @@
 //! Echo-state reservoirs and spikes (`cuda/neuromorphic.cu`): the host-side reservoir and pattern
 //! types with their checks, and the input matvec, leaky integration, spike encoding and pattern
 //! correlation.
+//!
+//! One name per thing: "neuromorphic" is this operation family in every layer
+//! (`cuda/neuromorphic.cu`, `ops`, `kernels`, `cpu`, the runtime's methods); the
+//! [`reservoir`](crate::reservoir) module is the application built on it (echo-state networks:
+//! run, ridge readout, free run); [`Reservoir`] is this family's matrix operand, a reservoir's
+//! recurrent `[n, n]` matrix.
 
 use crate::cpu;
 use crate::driver::CudaViewMut;
