@@ -42,7 +42,7 @@ pub const BUILT_WITH: &str = env!("PRISM_KERNELS_BUILT_WITH");
 static IMAGES: &[(&str, &[u8], bool)] = include!(concat!(env!("OUT_DIR"), "/kernel_images.rs"));
 
 /// Every embedded image, sorted by family name.
-pub fn images() -> impl Iterator<Item = KernelImage> {
+pub(crate) fn images() -> impl Iterator<Item = KernelImage> {
     IMAGES.iter().map(|&(family, bytes, is_ptx)| KernelImage { family, bytes, is_ptx })
 }
 

@@ -1,7 +1,7 @@
 //! Activation functions (`cuda/activations.cu`): which one, and its kernels' names.
 
 /// An activation function, as the `prism_<name>_f32` kernels compute it (the CPU fallback's
-/// arithmetic is [`Activation::forward`] and [`Activation::backward`]).
+/// arithmetic is `Activation::forward` and `Activation::backward`, in `cpu`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Activation {
     /// `max(x, 0)`

@@ -5,7 +5,7 @@ use crate::spec::shape;
 
 /// An optimiser's update rule; the step is one launch over all parameters (`prism_sgd_momentum_f32`,
 /// `prism_adam_f32`, `prism_adamw_f32`) with PyTorch's arithmetic, and the CPU fallback computes the
-/// same ([`crate::cpu::nn::optimizer_step`]).
+/// same (`cpu::nn::optimizer_step`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Optimizer {
     /// SGD with momentum (dampening 0): `g' = g + weight_decay p`, `v = momentum v + g'`, `p -= lr v`.
