@@ -6,6 +6,7 @@
 
 use super::plan::Plan;
 use super::spec::{Gemm, Precision};
+use super::table::{self, Choice, Class, Table, Tuned};
 use crate::error::Result;
 use crate::kernels::grid::GRID_YZ_MAX;
 
@@ -235,10 +236,29 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
 }
 
 /// The plan for a validated, non-empty `g` (k >= 1) at `precision` (already resolved for the
-/// element types): the [`heuristic`]'s kernel, resolved for this shape and device. Asked once per
-/// GEMM; the launches read everything from the plan.
+/// element types): the kernel of the device's tuning table for this shape or its nearest tuned
+/// class ([`super::table`]) when the device can run it for `g`, else the [`heuristic`]'s, resolved
+/// for this shape and device. Asked once per GEMM; the launches read everything from the plan.
 pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Result<Plan> {
-    heuristic(g, precision, device, tma).resolve(g, precision, device, tma)
+    plan_with(table::for_device(device), g, precision, device, tma)
+}
+
+/// [`plan`] with `table` as the tuning table.
+pub fn plan_with(
+    table: &Table,
+    g: &Gemm,
+    precision: Precision,
+    device: &Device,
+    tma: TmaReady,
+) -> Result<Plan> {
+    let tuned = table.nearest(&Class::of(g, Tuned::Gemm(precision))).and_then(|entry| match entry.choice {
+        Choice::Kernel(kernel) => kernel.resolve(g, precision, device, tma).ok(),
+        Choice::F64(_) => None,
+    });
+    match tuned {
+        Some(plan) => Ok(plan),
+        None => heuristic(g, precision, device, tma).resolve(g, precision, device, tma),
+    }
 }
 
 /// The hand-written rules: the kernel for `g` at `precision` (already resolved for the element

@@ -15,6 +15,7 @@ pub mod plan;
 mod sm90;
 mod spec;
 mod split;
+pub mod table;
 pub mod tensor_map;
 mod tiled;
 
