@@ -100,7 +100,7 @@ impl std::str::FromStr for PlanF64 {
 
 /// The kernel for `g` on `device`: the tuning table's for this shape or its nearest tuned class
 /// when the device can run it, else [`plan`]'s.
-fn tuned(g: &Gemm, device: &Device) -> PlanF64 {
+pub(super) fn tuned(g: &Gemm, device: &Device) -> PlanF64 {
     let entry = table::for_device(device).nearest(&Class::of(g, Tuned::F64));
     match entry.map(|e| e.choice) {
         Some(Choice::F64(p)) if p.check(g, device.capability, device.shared_optin).is_ok() => p,

@@ -18,6 +18,7 @@ mod split;
 pub mod table;
 pub mod tensor_map;
 mod tiled;
+pub mod tuning;
 
 use std::collections::BTreeMap;
 use std::mem::size_of;
