@@ -254,12 +254,12 @@ fn agree(g: &Gemm, ours: &[f32], theirs: &[f32]) -> Result<()> {
 }
 
 /// `x` as `T` (rounded), for uploads.
-fn narrow<T: Element>(x: &[f32]) -> Vec<T> {
+pub(crate) fn narrow<T: Element>(x: &[f32]) -> Vec<T> {
     x.iter().map(|&v| T::from_f32(v)).collect()
 }
 
 #[cfg(feature = "bench-anchors")]
-mod cublas {
+pub(crate) mod cublas {
     //! cuBLAS through cudarc 0.19 on its own context: the anchor.
 
     use std::ffi::c_void;
@@ -510,7 +510,7 @@ mod cublas {
 }
 
 #[cfg(not(feature = "bench-anchors"))]
-mod cublas {
+pub(crate) mod cublas {
     //! Without `bench-anchors` there is no cuBLAS to compare with: rows carry no anchor.
 
     use super::{Gemm, Precision, Settings};

@@ -21,6 +21,8 @@ pub mod report;
 pub mod suite;
 pub mod sweep;
 mod timing;
+#[cfg(not(feature = "legacy-gpu"))]
+pub mod tune;
 
 pub use timing::{time_gpu, time_host, Measured, Settings};
 
