@@ -372,3 +372,101 @@ fn large_slow_or_unreadable_pitches_are_copied() {
         }
     }
 }
+
+/// Every kernel the tuner may pick for `spec` (its candidates), run through
+/// `tuning::gemm_with_kernel`, against the f64 reference; and a kernel that cannot compute it is
+/// an error, not a launch.
+fn every_candidate<T: Element>(rt: &ProductionGpuRuntime, spec: &Spec, rng: &mut SplitMix64) -> usize {
+    use prism_gpu::kernels::gemm::{tuning, Workspace};
+    let ops = rt.gpu().expect("a GPU runtime");
+    let case = spec.build(rng);
+    let a: Vec<T> = case.a.iter().map(|&x| T::from_f32(x)).collect();
+    let b: Vec<T> = case.b.iter().map(|&x| T::from_f32(x)).collect();
+    let before: Vec<T> = case.c.iter().map(|&x| T::from_f32(x)).collect();
+    let before_f32: Vec<f32> = before.iter().map(|x| x.to_f32()).collect();
+    let want = reference(&case.g, &a, &b, |x: T| f64::from(x.to_f32()));
+    let (da, db) = (ops.upload(&a).unwrap(), ops.upload(&b).unwrap());
+    let (kernels, stream) = (ops.kernels(), ops.stream());
+    let plans =
+        tuning::candidates_of::<T, T>(kernels, stream, &case.g, &da.as_view(), &db.as_view(), 1 << 30)
+            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+    assert!(!plans.is_empty(), "{spec:?}: no candidates");
+    let workspace = Workspace::default();
+    for plan in &plans {
+        let mut dc = ops.upload(&before).unwrap();
+        tuning::gemm_with_kernel(
+            kernels,
+            stream,
+            &workspace,
+            &case.g,
+            plan.kernel,
+            &da.as_view(),
+            &db.as_view(),
+            &mut dc.as_view_mut(),
+        )
+        .unwrap_or_else(|e| panic!("{spec:?} on {plan}: {e}"));
+        let got = ops.download(&dc).unwrap();
+        let err =
+            compare(&case.g, &got, &before_f32, &want).unwrap_or_else(|e| panic!("{spec:?} on {plan}: {e}"));
+        let tol = spec.precision.tolerance();
+        assert!(err <= tol, "{spec:?} on {plan}: relative Frobenius error {err:.3e} > {tol:.0e}");
+    }
+    plans.len()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn small_every_candidate_kernel_matches_the_reference() {
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    let mut runs = 0;
+    for (m, n, k) in [(1, 1024, 1536), (5, 700, 2100), ALIGNED_ODD, (257, 257, 257)] {
+        for (ta, tb) in TRANSPOSES {
+            for (alpha, beta) in [(1.0, 0.0), (0.75, -0.5)] {
+                let spec = Spec::new(m, n, k).trans(ta, tb).scaled(alpha, beta);
+                runs += every_candidate::<f32>(&rt, &spec.precision(Precision::F32), &mut rng);
+                runs += every_candidate::<f32>(&rt, &spec.precision(Precision::Tf32), &mut rng);
+                runs += every_candidate::<bf16>(&rt, &spec.precision(Precision::Bf16), &mut rng);
+                runs += every_candidate::<f16>(&rt, &spec.precision(Precision::F16), &mut rng);
+            }
+        }
+    }
+    // Batched (split-K and skinny are not candidates there).
+    let batched = Spec::new(136, 200, 264).batch(3, 8).scaled(0.75, -0.5).precision(Precision::Bf16);
+    runs += every_candidate::<bf16>(&rt, &batched, &mut rng);
+    println!("{runs} candidate runs checked");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_kernel_that_cannot_run_the_gemm_is_an_error() {
+    use prism_gpu::kernels::gemm::tuning::{self, Feed, Kernel};
+    use prism_gpu::kernels::gemm::Workspace;
+    let rt = gpu();
+    let ops = rt.gpu().unwrap();
+    let g = Gemm::new(64, 64, 64).with_precision(Precision::Bf16);
+    let a = ops.upload(&vec![bf16::from_f32(1.0); 64 * 64]).unwrap();
+    let mut c = ops.upload(&vec![bf16::from_f32(f32::NAN); 64 * 64]).unwrap();
+    let workspace = Workspace::default();
+    for kernel in [
+        Kernel::Simt64,
+        Kernel::Sm90 { bn: 64, a: Feed::Transpose, b: Feed::InPlace },
+        Kernel::Skinny { rows: 1, splits: 1 },
+        Kernel::SplitK { splits: 4, mma: false },
+    ] {
+        let run = tuning::gemm_with_kernel(
+            ops.kernels(),
+            ops.stream(),
+            &workspace,
+            &g,
+            kernel,
+            &a.as_view(),
+            &a.as_view(),
+            &mut c.as_view_mut(),
+        );
+        match run {
+            Err(Error::Shape { op: "gemm plan", .. }) => {}
+            other => panic!("{kernel}: {other:?}"),
+        }
+    }
+    assert!(ops.download(&c).unwrap().iter().all(|x| x.to_f32().is_nan()), "nothing was launched");
+}

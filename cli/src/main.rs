@@ -8,7 +8,7 @@ use prism_gpu_cli::bench::suite;
 use prism_gpu_cli::selftest;
 
 const USAGE: &str =
-    "usage: prism-gpu [info | selftest | bench [OPTIONS] | replot FILE [DIR] | cache stats|clear | help]
+    "usage: prism-gpu [info | selftest | bench [OPTIONS] | tune [OPTIONS] | replot FILE [DIR] | cache stats|clear | help]
   info      what the machine offers (driver, devices), then the self-test (the default)
   selftest  every operation on the GPU and on the CPU fallback, against f64 references
   bench     side-by-side benchmarks (a short run by default), written as Markdown, JSON and SVG:
@@ -21,6 +21,12 @@ const USAGE: &str =
               --gemm MxNxK,...     GEMM shapes
               --elements N         elements of the elementwise kernels
               --out DIR            where to write bench.md, bench.json and the plots (default target/bench)
+  tune      time every GEMM kernel that can run each shape (against the default plan's answer, and
+            cuBLAS with bench-anchors) and write the winners as a tuning table (tune/sm_90.txt's format):
+              --shapes MxNxK,...   shapes (default: decode, vocabulary, small cubes, conv-like, n = 64, squares)
+              --precisions a,b     f32, tf32, bf16, f16, f64 (default: all)
+              --out PATH           where to write the table (default: only the summary)
+              --repeats N          timed repeats per candidate (default 7, after 2 warm-ups)
   replot FILE [DIR]  redraw the Markdown table and plots of a bench.json (default DIR: its folder)
             cudarc and cuBLAS anchors need the build feature bench-anchors:
               cargo run --release --features bench-anchors -- bench
@@ -42,6 +48,16 @@ fn main() -> ExitCode {
         ["bench", rest @ ..] => match suite::parse_args(rest) {
             Ok((options, out)) => {
                 suite::run_and_write(&options, &out, &format!("prism-gpu {}", args.join(" ")))
+            }
+            Err(why) => {
+                eprintln!("{why}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
+        #[cfg(not(feature = "legacy-gpu"))]
+        ["tune", rest @ ..] => match prism_gpu_cli::bench::tune::parse_args(rest) {
+            Ok(options) => {
+                prism_gpu_cli::bench::tune::run_and_write(&options, &format!("prism-gpu {}", args.join(" ")))
             }
             Err(why) => {
                 eprintln!("{why}\n{USAGE}");

@@ -30,6 +30,7 @@ pub fn run(settings: Settings, full: bool) -> Result<Vec<Row>> {
             anchor_value: None,
             unit: unit.into(),
             higher_is_better: true,
+            kernel: None,
         })
     };
     let t = time_host(settings, |_| cpu.add(&x, &y).map(drop))?;

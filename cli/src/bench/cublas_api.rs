@@ -126,6 +126,7 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
         anchor_value: anchor.map_err(|e| eprintln!("cublas bench: cuBLAS host cost: {e}")).ok(),
         unit: "us".into(),
         higher_is_better: false,
+        kernel: None,
     });
 
     for case in cases {
@@ -158,6 +159,7 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
             anchor_value,
             unit: "TFLOP/s".into(),
             higher_is_better: true,
+            kernel: None,
         });
     }
     Ok(rows)

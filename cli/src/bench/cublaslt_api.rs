@@ -114,6 +114,7 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
             anchor_value,
             unit: "TFLOP/s".into(),
             higher_is_better: true,
+            kernel: None,
         };
         rows.push(row("cuBLASLt", anchor_value));
         rows.push(row("ours unfused (GEMM, then bias_act)", Some(tflops(unfused_ms))));

@@ -72,6 +72,7 @@ fn push_rows(rows: &mut Vec<Row>, name: &str, unit: &str, higher_is_better: bool
         anchor_value: value,
         unit: unit.into(),
         higher_is_better,
+        kernel: None,
     };
     if cfg!(feature = "bench-anchors") {
         rows.push(row("cudarc 0.19", t.cudarc));

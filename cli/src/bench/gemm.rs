@@ -14,7 +14,7 @@ use half::{bf16, f16};
 
 use super::{teraflops, time_gpu, Row, Settings};
 use prism_gpu::driver::CudaSlice;
-use prism_gpu::kernels::gemm::{Element, Gemm, Precision};
+use prism_gpu::kernels::gemm::{tuning, Element, Gemm, Precision};
 use prism_gpu::{Error, Result};
 
 use prism_gpu::rng::SplitMix64;
@@ -84,7 +84,7 @@ pub fn run(
         for &precision in precisions {
             let g = Gemm::new(m, n, k).with_precision(precision);
             let inner = ((5e9 / g.flops()) as usize).clamp(1, 100);
-            let (ours, ours_c) = match precision {
+            let (ours, ours_c, kernel) = match precision {
                 Precision::F32 | Precision::Tf32 => time_ours::<f32>(ops, &g, &a, &b, settings, inner)?,
                 Precision::Bf16 => time_ours::<bf16>(ops, &g, &a, &b, settings, inner)?,
                 Precision::F16 => time_ours::<f16>(ops, &g, &a, &b, settings, inner)?,
@@ -111,6 +111,7 @@ pub fn run(
                 anchor_value,
                 unit: "TFLOP/s".into(),
                 higher_is_better: true,
+                kernel: Some(kernel),
             });
         }
     }
@@ -160,6 +161,7 @@ pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)], table: Ta
                 None
             }
         };
+        let kernel = tuning::plan_f64(ops.kernels(), &g.layout)?.to_string();
         rows.push(Row {
             group: table.group().into(),
             name: format!("dgemm {m}x{n}x{k}"),
@@ -169,6 +171,7 @@ pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)], table: Ta
             anchor_value,
             unit: "TFLOP/s".into(),
             higher_is_better: true,
+            kernel: Some(kernel),
         });
     }
     Ok(rows)
@@ -199,8 +202,8 @@ fn label(precision: Precision) -> &'static str {
     }
 }
 
-/// Median milliseconds of `inner` GEMMs with `T` inputs and outputs, and the result as f32 when
-/// it is small enough to check.
+/// Median milliseconds of `inner` GEMMs with `T` inputs and outputs, the result as f32 when it is
+/// small enough to check, and the kernel that ran (the dispatcher's plan for these operands).
 fn time_ours<T: Element>(
     ops: &GpuOps,
     g: &Gemm,
@@ -208,8 +211,9 @@ fn time_ours<T: Element>(
     b: &[f32],
     settings: Settings,
     inner: usize,
-) -> Result<(f64, Option<Vec<f32>>)> {
+) -> Result<(f64, Option<Vec<f32>>, String)> {
     let (da, db) = (ops.upload(&narrow::<T>(a))?, ops.upload(&narrow::<T>(b))?);
+    let plan = tuning::plan_of::<T, T>(ops.kernels(), ops.stream(), g, &da.as_view(), &db.as_view())?;
     // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
     let mut dc: CudaSlice<T> = unsafe { ops.stream().alloc(g.m * g.n) }?;
     let measured = time_gpu(ops.stream(), settings, |_| {
@@ -223,7 +227,7 @@ fn time_ours<T: Element>(
     } else {
         None
     };
-    Ok((measured.median_ms, c))
+    Ok((measured.median_ms, c, plan.to_string()))
 }
 
 /// Fails unless our result and cuBLAS's agree within the precision's tolerance (relative
@@ -250,12 +254,12 @@ fn agree(g: &Gemm, ours: &[f32], theirs: &[f32]) -> Result<()> {
 }
 
 /// `x` as `T` (rounded), for uploads.
-fn narrow<T: Element>(x: &[f32]) -> Vec<T> {
+pub(crate) fn narrow<T: Element>(x: &[f32]) -> Vec<T> {
     x.iter().map(|&v| T::from_f32(v)).collect()
 }
 
 #[cfg(feature = "bench-anchors")]
-mod cublas {
+pub(crate) mod cublas {
     //! cuBLAS through cudarc 0.19 on its own context: the anchor.
 
     use std::ffi::c_void;
@@ -506,7 +510,7 @@ mod cublas {
 }
 
 #[cfg(not(feature = "bench-anchors"))]
-mod cublas {
+pub(crate) mod cublas {
     //! Without `bench-anchors` there is no cuBLAS to compare with: rows carry no anchor.
 
     use super::{Gemm, Precision, Settings};

@@ -147,6 +147,7 @@ impl<'a> Bench<'a> {
             anchor_value: Some(copy),
             unit: "GB/s".into(),
             higher_is_better: true,
+            kernel: None,
         });
         Ok(())
     }
@@ -411,6 +412,7 @@ fn random_family(b: &mut Bench, n: usize) -> Result<()> {
             anchor_value,
             unit: "GB/s".into(),
             higher_is_better: true,
+            kernel: None,
         };
         b.rows.push(row("memset", Some(memset)));
         let curand = curand_philox(s, settings, &mut out, draw.is_some())
@@ -520,6 +522,7 @@ fn reservoir_step(b: &mut Bench, (n, n_in): (usize, usize)) -> Result<()> {
         anchor_value: Some(host.median_ms * 1e3 / STEPS as f64),
         unit: "us/step".into(),
         higher_is_better: false,
+        kernel: None,
     });
     Ok(())
 }

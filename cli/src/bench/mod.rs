@@ -21,6 +21,8 @@ pub mod report;
 pub mod suite;
 pub mod sweep;
 mod timing;
+#[cfg(not(feature = "legacy-gpu"))]
+pub mod tune;
 
 pub use timing::{time_gpu, time_host, Measured, Settings};
 
@@ -44,6 +46,9 @@ pub struct Row {
     pub unit: String,
     /// Whether a larger figure is better (throughputs) or smaller (latencies).
     pub higher_is_better: bool,
+    /// The kernel and configuration that produced our figure, where one choice did (GEMM rows:
+    /// the dispatcher's plan, e.g. `sm90 bn=128 a=inplace b=inplace`).
+    pub kernel: Option<String>,
 }
 
 impl Row {
@@ -79,6 +84,7 @@ mod tests {
             anchor_value: Some(4.0),
             unit: "us".into(),
             higher_is_better: false,
+            kernel: None,
         };
         assert_eq!(row.ratio(), Some(2.0)); // half the latency: twice as good
         row.higher_is_better = true;

@@ -95,6 +95,7 @@ pub fn run(settings: Settings, full: bool, note: &mut dyn FnMut(&str)) -> Result
                 anchor_value: anchor_ms.map(|t| bandwidth(bus, t)),
                 unit: "GB/s".into(),
                 higher_is_better: true,
+                kernel: None,
             });
         }
     }
@@ -335,6 +336,7 @@ fn training_throughput(world: usize, note: &mut dyn FnMut(&str)) -> Result<Row> 
         anchor_value: Some(one),
         unit: "samples/s".into(),
         higher_is_better: true,
+        kernel: None,
     })
 }
 

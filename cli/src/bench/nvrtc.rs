@@ -55,5 +55,6 @@ pub fn run(settings: Settings) -> Result<Vec<Row>> {
         anchor_value: Some(cold.median_ms * 1e3),
         unit: "us".into(),
         higher_is_better: false,
+        kernel: None,
     }])
 }

@@ -188,6 +188,7 @@ mod tests {
             anchor_value: Some(ours * 0.9),
             unit: unit.into(),
             higher_is_better: true,
+            kernel: None,
         }
     }
 

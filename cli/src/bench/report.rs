@@ -33,15 +33,23 @@ pub fn markdown(env: &Environment, rows: &[Row]) -> String {
     );
     let _ = writeln!(w, "Date: {} | commit: {} | command: `{}`", env.date, env.commit, env.command);
     for group in groups(rows) {
+        // A `kernel` column where a row of the group names the kernel that ran (GEMM groups).
+        let kernels = rows.iter().any(|r| r.group == group && r.kernel.is_some());
         let _ = writeln!(w, "\n### {group}\n");
-        let _ = writeln!(w, "| benchmark | ours | anchor | anchor figure | unit | ratio (>1: ours better) |");
-        let _ = writeln!(w, "|---|---|---|---|---|---|");
+        let (head, rule) = if kernels { (" kernel |", "---|") } else { ("", "") };
+        let _ = writeln!(
+            w,
+            "| benchmark | ours | anchor | anchor figure | unit | ratio (>1: ours better) |{head}"
+        );
+        let _ = writeln!(w, "|---|---|---|---|---|---|{rule}");
         for r in rows.iter().filter(|r| r.group == group) {
             let anchor = r.anchor_value.map_or_else(|| "n/a".to_string(), figure);
             let ratio = r.ratio().map_or_else(|| "-".to_string(), |x| format!("{x:.2}x"));
+            let kernel =
+                if kernels { format!(" {} |", r.kernel.as_deref().unwrap_or("-")) } else { String::new() };
             let _ = writeln!(
                 w,
-                "| {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} |{kernel}",
                 r.name,
                 figure(r.ours),
                 r.anchor,
@@ -71,6 +79,7 @@ pub fn json(env: &Environment, rows: &[Row]) -> String {
                 "unit": r.unit,
                 "higher_is_better": r.higher_is_better,
                 "ratio": r.ratio(),
+                "kernel": r.kernel,
             })
         })
         .collect();
@@ -118,6 +127,7 @@ pub fn from_json(text: &str) -> Result<(Environment, Vec<Row>), String> {
                 anchor_value: number(r, "anchor_value"),
                 unit: field(r, "unit")?,
                 higher_is_better: r["higher_is_better"].as_bool().ok_or("`higher_is_better` missing")?,
+                kernel: r["kernel"].as_str().map(str::to_string),
             })
         })
         .collect::<Result<_, String>>()?;
@@ -171,6 +181,7 @@ mod tests {
             anchor_value: anchor,
             unit: "TFLOP/s".into(),
             higher_is_better: true,
+            kernel: None,
         }
     }
 
@@ -195,8 +206,26 @@ mod tests {
     }
 
     #[test]
+    fn gemm_rows_name_their_kernel_in_a_column_of_their_own() {
+        let gemm = Row {
+            kernel: Some("sm90 bn=64 a=inplace b=inplace".into()),
+            ..row("gemm", "bf16 1024", 600.0, Some(500.0))
+        };
+        let md = markdown(&env(), &[gemm, row("kernels", "relu", 2.5, None)]);
+        assert!(md.contains("| ratio (>1: ours better) | kernel |"), "{md}");
+        assert!(
+            md.contains(
+                "| bf16 1024 | 600 | cuBLAS | 500 | TFLOP/s | 1.20x | sm90 bn=64 a=inplace b=inplace |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("| relu | 2.50 | cuBLAS | n/a | TFLOP/s | - |\n"), "{md}");
+    }
+
+    #[test]
     fn json_reads_back_what_it_wrote() {
-        let rows = vec![row("gemm", "bf16 1024", 600.0, Some(500.0)), row("kernels", "relu", 2.5, None)];
+        let gemm = Row { kernel: Some("simt64".into()), ..row("gemm", "bf16 1024", 600.0, Some(500.0)) };
+        let rows = vec![gemm, row("kernels", "relu", 2.5, None)];
         let (env_back, rows_back) = from_json(&json(&env(), &rows)).unwrap();
         assert_eq!(env_back, env());
         assert_eq!(rows_back, rows);

@@ -195,16 +195,7 @@ pub fn parse_args(args: &[&str]) -> std::result::Result<(Options, PathBuf), Stri
                     options.groups.push(Group::parse(g).ok_or_else(|| format!("unknown group `{g}`"))?);
                 }
             }
-            "--gemm" => {
-                let shapes = value()?
-                    .split(',')
-                    .map(|s| match s.split('x').map(str::parse).collect::<Result<Vec<usize>, _>>() {
-                        Ok(d) if d.len() == 3 && d.iter().all(|&x| x > 0) => Ok((d[0], d[1], d[2])),
-                        _ => Err(format!("`{s}` is not a GEMM shape MxNxK")),
-                    })
-                    .collect::<Result<_, _>>()?;
-                options.gemm_shapes = Some(shapes);
-            }
+            "--gemm" => options.gemm_shapes = Some(parse_shapes(value()?)?),
             "--elements" => {
                 let n = value()?;
                 options.elements = Some(match n.parse::<usize>() {
@@ -224,6 +215,16 @@ pub fn parse_args(args: &[&str]) -> std::result::Result<(Options, PathBuf), Stri
         }
     }
     Ok((options, out))
+}
+
+/// GEMM shapes `MxNxK,...` (each side at least 1).
+pub fn parse_shapes(list: &str) -> std::result::Result<Vec<(usize, usize, usize)>, String> {
+    list.split(',')
+        .map(|s| match s.split('x').map(str::parse).collect::<Result<Vec<usize>, _>>() {
+            Ok(d) if d.len() == 3 && d.iter().all(|&x| x > 0) => Ok((d[0], d[1], d[2])),
+            _ => Err(format!("`{s}` is not a GEMM shape MxNxK")),
+        })
+        .collect()
 }
 
 /// Runs the suite with progress on stderr, prints the Markdown table, and writes `bench.md`,

@@ -169,6 +169,7 @@ mod tests {
             anchor_value: cublas,
             unit: "TFLOP/s".into(),
             higher_is_better: true,
+            kernel: None,
         }
     }
 

@@ -1,8 +1,13 @@
 //! Which kernel runs a GEMM: decided from the device (compute capability, multiprocessors, whether
-//! the sm_90a module loads), the precision, the operands' alignment and the shape. Pure logic, so
-//! the rules are tested without a GPU; notes/gemm.md has the measurements behind them.
+//! the sm_90a module loads), the precision, the operands' alignment and the shape. [`plan`] is
+//! asked once per GEMM and returns everything the launches need; [`heuristic`] holds the
+//! hand-written rules. Pure logic, so the rules are tested without a GPU; notes/gemm.md has the
+//! measurements behind them.
 
+use super::plan::Plan;
 use super::spec::{Gemm, Precision};
+use super::table::{self, Choice, Class, Table, Tuned};
+use crate::error::Result;
 use crate::kernels::grid::GRID_YZ_MAX;
 
 /// What the dispatcher knows about the device.
@@ -21,7 +26,7 @@ pub struct Device {
 
 impl Device {
     /// Whether the device has the tensor cores the mma.sync kernels use (sm_80+).
-    fn tensor_cores(&self) -> bool {
+    pub(crate) fn tensor_cores(&self) -> bool {
         self.capability.0 >= 8
     }
 }
@@ -37,9 +42,10 @@ pub struct TmaReady {
     pub b: bool,
 }
 
-/// The kernel family (and its options) chosen for one GEMM.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
+/// The kernel family (and its options) chosen for one GEMM: what [`heuristic`] picks and a tuning
+/// table names; [`Kernel::resolve`] turns it into the [`Plan`] for one shape and device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kernel {
     /// `gemm_small_*`: one output per thread, for tiny problems.
     Small,
     /// `gemm_simt_*`: CUDA cores on 128 x 256 tiles (exact fp32, or the 16-bit fallback without
@@ -80,7 +86,7 @@ pub enum Plan {
 }
 
 /// How the sm_90a kernels read one operand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Feed {
     /// Through a tensor map over the caller's buffer.
     InPlace,
@@ -145,7 +151,7 @@ const SPLIT_FEW_OUTPUTS_MIN_DEPTH: usize = 4096;
 /// about 450, by the measured rates).
 const SPLIT_TF32_MAX_SIDE: usize = 256;
 /// The transpose kernel's tile edge (its grid.y covers rows / 32).
-const TRANSPOSE_TILE: usize = 32;
+pub(crate) const TRANSPOSE_TILE: usize = 32;
 
 /// The skinny kernels take C's short side up to this long with f32 data multiplied exactly (a
 /// 16-row product of 4-byte weights still waits on memory, not on the CUDA cores; H200, same run
@@ -206,7 +212,7 @@ pub fn skinny_tile(g: &Gemm, element_bytes: usize) -> usize {
 /// for `SKINNY_BLOCKS_PER_SM` blocks per multiprocessor, as long as the partial products (8 bytes
 /// per output and slice, written and read back) stay within a quarter of the long operand's bytes,
 /// and never fewer than the staged depth needs.
-fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
+fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
     let (short, long) = (g.m.min(g.n), g.m.max(g.n));
     let (max, element_bytes) = match precision {
         Precision::Bf16 | Precision::F16 => (SKINNY_MAX_16BIT, 2),
@@ -226,11 +232,38 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
         return None; // the slices are grid.y
     }
     let splits = wanted.min(traffic).min(SKINNY_SPLIT_MAX).min(g.k / SKINNY_SLICE_ALIGN).max(needed).max(1);
-    Some(Plan::Skinny { rows: rows as u32, splits: splits as u32 })
+    Some(Kernel::Skinny { rows: rows as u32, splits: splits as u32 })
 }
 
-/// Picks the kernel for `g` at `precision` (already resolved for the element types).
-pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Plan {
+/// The plan for a validated, non-empty `g` (k >= 1) at `precision` (already resolved for the
+/// element types): the kernel of the device's tuning table for this shape or its nearest tuned
+/// class ([`super::table`]) when the device can run it for `g`, else the [`heuristic`]'s, resolved
+/// for this shape and device. Asked once per GEMM; the launches read everything from the plan.
+pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Result<Plan> {
+    plan_with(table::for_device(device), g, precision, device, tma)
+}
+
+/// [`plan`] with `table` as the tuning table.
+pub fn plan_with(
+    table: &Table,
+    g: &Gemm,
+    precision: Precision,
+    device: &Device,
+    tma: TmaReady,
+) -> Result<Plan> {
+    let tuned = table.nearest(&Class::of(g, Tuned::Gemm(precision))).and_then(|entry| match entry.choice {
+        Choice::Kernel(kernel) => kernel.resolve(g, precision, device, tma).ok(),
+        Choice::F64(_) => None,
+    });
+    match tuned {
+        Some(plan) => Ok(plan),
+        None => heuristic(g, precision, device, tma).resolve(g, precision, device, tma),
+    }
+}
+
+/// The hand-written rules: the kernel for `g` at `precision` (already resolved for the element
+/// types).
+pub fn heuristic(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Kernel {
     let (m, n, k) = (g.m as u128, g.n as u128, g.k as u128);
     if let Some(plan) = skinny(g, precision, device) {
         return plan;
@@ -240,24 +273,24 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
     // (64x64x131072, H200: 0.17 TFLOP/s against cuBLAS's 21).
     let deep_few_outputs = m * n <= SMALL_OUTPUTS && g.k >= SPLIT_FEW_OUTPUTS_MIN_DEPTH;
     if small && !deep_few_outputs {
-        return Plan::Small;
+        return Kernel::Small;
     }
     let tensor_cores = device.tensor_cores();
     if let Some(plan) = split_k(g, precision, device) {
         return plan;
     }
     if small {
-        return Plan::Small;
+        return Kernel::Small;
     }
     match precision {
         Precision::F32 => {
             if large_tiles_finish_first(g, device.multiprocessors) {
-                Plan::Simt
+                Kernel::Simt
             } else {
-                Plan::Simt64
+                Kernel::Simt64
             }
         }
-        _ if !tensor_cores => Plan::Simt,
+        _ if !tensor_cores => Kernel::Simt,
         Precision::Bf16 | Precision::F16 if device.sm90 => {
             // A large single product copies an operand TMA cannot read to a 128-byte pitch (else
             // mma.sync), and an MN-major one whose pitch TMA reads slowly (3000x5000x2000 bf16 NN,
@@ -276,9 +309,9 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
             };
             match (feed(tma.a, g.lda, g.trans_a, g.n), feed(tma.b, g.ldb, !g.trans_b, g.m)) {
                 (Some(a), Some(b)) => {
-                    Plan::Sm90 { bn: tile_width(g, precision, false, device.multiprocessors), a, b }
+                    Kernel::Sm90 { bn: tile_width(g, precision, false, device.multiprocessors), a, b }
                 }
-                _ => Plan::Mma,
+                _ => Kernel::Mma,
             }
         }
         Precision::Tf32 if device.sm90 => {
@@ -300,12 +333,12 @@ pub fn plan(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> P
             match (feed(mn_a, stage_a, tma.a, g.n), feed(mn_b, stage_b, tma.b, g.m)) {
                 (Some(a), Some(b)) if transposable || !(stage_a || stage_b) => {
                     let bn = tile_width(g, precision, registers_b, device.multiprocessors);
-                    Plan::Sm90 { bn, a, b }
+                    Kernel::Sm90 { bn, a, b }
                 }
-                _ => Plan::Mma,
+                _ => Kernel::Mma,
             }
         }
-        _ => Plan::Mma,
+        _ => Kernel::Mma,
     }
 }
 
@@ -336,7 +369,7 @@ fn large_tiles_finish_first(g: &Gemm, multiprocessors: u32) -> bool {
 /// output tiles fill at most half of the multiprocessors: enough slices of k to fill them twice
 /// over, each at least `SPLIT_MIN_DEPTH` (mma.sync: `SPLIT_MIN_DEPTH_MMA`) deep (64x8192x8192: 64
 /// tiles, 4 slices).
-fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
+fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
     let mma = match precision {
         Precision::F32 => false,
         // sm_90's TF32 `tn` transposes A first; that copy outweighs the product when n is
@@ -380,7 +413,7 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Plan> {
     let min_depth = if mma { SPLIT_MIN_DEPTH_MMA } else { SPLIT_MIN_DEPTH };
     let most = if (g.m * g.n) as u128 <= SMALL_OUTPUTS { SPLIT_MAX_FEW_OUTPUTS } else { SPLIT_MAX };
     let splits = (SPLIT_BLOCKS_PER_SM * sms / tiles).min(g.k / min_depth).min(most);
-    (splits >= 2).then_some(Plan::SplitK { splits: splits as u32, mma })
+    (splits >= 2).then_some(Kernel::SplitK { splits: splits as u32, mma })
 }
 
 /// The narrowest sm_90 output tile.
@@ -429,82 +462,89 @@ mod tests {
         Device { capability: (8, 0), multiprocessors: 108, sm90: false, shared_optin: 166_912 };
     const ALIGNED: TmaReady = TmaReady { a: true, b: true };
 
-    fn sm90(bn: u32, stage_a: bool, stage_b: bool) -> Plan {
+    fn sm90(bn: u32, stage_a: bool, stage_b: bool) -> Kernel {
         let feed = |stage| if stage { Feed::Transpose } else { Feed::InPlace };
-        Plan::Sm90 { bn, a: feed(stage_a), b: feed(stage_b) }
+        Kernel::Sm90 { bn, a: feed(stage_a), b: feed(stage_b) }
     }
 
     #[test]
     fn tiny_problems_use_the_small_kernel() {
         for p in [Precision::F32, Precision::Tf32, Precision::Bf16] {
-            assert_eq!(plan(&Gemm::new(1, 1, 1), p, &H100, ALIGNED), Plan::Small);
-            assert_eq!(plan(&Gemm::new(64, 64, 4000), p, &H100, ALIGNED), Plan::Small);
-            assert_eq!(plan(&Gemm::new(64, 64, 64), p, &H100, ALIGNED), Plan::Small);
+            assert_eq!(heuristic(&Gemm::new(1, 1, 1), p, &H100, ALIGNED), Kernel::Small);
+            assert_eq!(heuristic(&Gemm::new(64, 64, 4000), p, &H100, ALIGNED), Kernel::Small);
+            assert_eq!(heuristic(&Gemm::new(64, 64, 64), p, &H100, ALIGNED), Kernel::Small);
         }
-        assert_ne!(plan(&Gemm::new(65, 65, 65), Precision::F32, &H100, ALIGNED), Plan::Small);
+        assert_ne!(heuristic(&Gemm::new(65, 65, 65), Precision::F32, &H100, ALIGNED), Kernel::Small);
     }
 
     #[test]
     fn deep_products_of_few_outputs_split_k() {
         // One tile, 4096 deep or more: slices of 128 (CUDA cores) or 256 (mma.sync), up to 64.
         let g = Gemm::new(64, 64, 8192);
-        assert_eq!(plan(&g, Precision::F32, &H100, ALIGNED), Plan::SplitK { splits: 64, mma: false });
+        assert_eq!(heuristic(&g, Precision::F32, &H100, ALIGNED), Kernel::SplitK { splits: 64, mma: false });
         for p in [Precision::Tf32, Precision::Bf16] {
-            assert_eq!(plan(&g, p, &H100, ALIGNED), Plan::SplitK { splits: 32, mma: true });
+            assert_eq!(heuristic(&g, p, &H100, ALIGNED), Kernel::SplitK { splits: 32, mma: true });
         }
         let deepest = Gemm::new(64, 64, 131_072);
-        assert_eq!(plan(&deepest, Precision::F16, &H100, ALIGNED), Plan::SplitK { splits: 64, mma: true });
+        assert_eq!(
+            heuristic(&deepest, Precision::F16, &H100, ALIGNED),
+            Kernel::SplitK { splits: 64, mma: true }
+        );
         // TF32 on sm_90 splits outputs of up to an eighth of a wave of 128 x 64 tiles (135168).
-        let tf32 = |g: Gemm| plan(&g, Precision::Tf32, &H100, ALIGNED);
-        assert_eq!(tf32(Gemm::new(41, 185, 2913)), Plan::SplitK { splits: 11, mma: true });
-        assert_eq!(tf32(Gemm::new(128, 1024, 8192)), Plan::SplitK { splits: 16, mma: true });
-        assert!(matches!(tf32(Gemm::new(128, 1280, 8192)), Plan::Sm90 { .. }));
+        let tf32 = |g: Gemm| heuristic(&g, Precision::Tf32, &H100, ALIGNED);
+        assert_eq!(tf32(Gemm::new(41, 185, 2913)), Kernel::SplitK { splits: 11, mma: true });
+        assert_eq!(tf32(Gemm::new(128, 1024, 8192)), Kernel::SplitK { splits: 16, mma: true });
+        assert!(matches!(tf32(Gemm::new(128, 1280, 8192)), Kernel::Sm90 { .. }));
         // Batched: the small kernel (the split takes one product).
         let batched = Gemm::new(64, 64, 8192).batched(2, 0, 0, 64 * 64);
-        assert_eq!(plan(&batched, Precision::F32, &H100, ALIGNED), Plan::Small);
+        assert_eq!(heuristic(&batched, Precision::F32, &H100, ALIGNED), Kernel::Small);
     }
 
     #[test]
     fn exact_f32_always_uses_the_cuda_cores() {
-        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), Precision::F32, &H100, ALIGNED), Plan::Simt);
-        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), Precision::F32, &A100, ALIGNED), Plan::Simt);
+        assert_eq!(heuristic(&Gemm::new(4096, 4096, 4096), Precision::F32, &H100, ALIGNED), Kernel::Simt);
+        assert_eq!(heuristic(&Gemm::new(4096, 4096, 4096), Precision::F32, &A100, ALIGNED), Kernel::Simt);
     }
 
     #[test]
     fn exact_f32_tiles_follow_whole_waves() {
-        let f32 = |m, n| plan(&Gemm::new(m, n, 512), Precision::F32, &H100, ALIGNED);
-        assert_eq!(f32(1024, 1024), Plan::Simt64); // 32 large tiles (1 wave) vs 128 small (1)
-        assert_eq!(f32(2048, 2048), Plan::Simt); // 128 (1) vs 512 (2)
-        assert_eq!(f32(1921, 2000), Plan::Simt); // 128 (1) vs 496 (2): tests/gemm_gpu.rs's shape
-        assert_eq!(f32(1000, 5000), Plan::Simt64); // 160 (2) vs 640 (3)
-        assert_eq!(f32(2100, 2100), Plan::Simt64); // 153 (2) vs 561 (3)
-        assert_eq!(f32(3000, 5000), Plan::Simt); // 480 (4) vs 1880 (8)
-        assert_eq!(f32(8192, 8192), Plan::Simt); // 2048 (16) vs 8192 (32)
+        let f32 = |m, n| heuristic(&Gemm::new(m, n, 512), Precision::F32, &H100, ALIGNED);
+        assert_eq!(f32(1024, 1024), Kernel::Simt64); // 32 large tiles (1 wave) vs 128 small (1)
+        assert_eq!(f32(2048, 2048), Kernel::Simt); // 128 (1) vs 512 (2)
+        assert_eq!(f32(1921, 2000), Kernel::Simt); // 128 (1) vs 496 (2): tests/gemm_gpu.rs's shape
+        assert_eq!(f32(1000, 5000), Kernel::Simt64); // 160 (2) vs 640 (3)
+        assert_eq!(f32(2100, 2100), Kernel::Simt64); // 153 (2) vs 561 (3)
+        assert_eq!(f32(3000, 5000), Kernel::Simt); // 480 (4) vs 1880 (8)
+        assert_eq!(f32(8192, 8192), Kernel::Simt); // 2048 (16) vs 8192 (32)
         let batched = Gemm::new(1024, 1024, 512).batched(4, 0, 0, 1 << 20);
-        assert_eq!(plan(&batched, Precision::F32, &H100, ALIGNED), Plan::Simt); // 128 (1) vs 512 (2)
+        assert_eq!(heuristic(&batched, Precision::F32, &H100, ALIGNED), Kernel::Simt);
+        // 128 (1) vs 512 (2)
     }
 
     #[test]
     fn skinny_deep_f32_gemms_split_k() {
-        let split = |splits, mma| Plan::SplitK { splits, mma };
+        let split = |splits, mma| Kernel::SplitK { splits, mma };
         let g = Gemm::new(64, 8192, 8192); // 64 tiles of 64x128 (or 128x128): 4 slices fill 2 x 132
-        assert_eq!(plan(&g, Precision::F32, &H100, ALIGNED), split(4, false));
-        assert_eq!(plan(&g, Precision::Tf32, &H100, ALIGNED), sm90(64, false, false)); // see below
-        assert_eq!(plan(&Gemm::new(40, 300, 1500), Precision::F32, &H100, ALIGNED), split(11, false));
-        assert_eq!(plan(&Gemm::new(70, 200, 1100), Precision::Tf32, &A100, ALIGNED), split(4, true));
-        assert_eq!(plan(&Gemm::new(256, 256, 256), Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
+        assert_eq!(heuristic(&g, Precision::F32, &H100, ALIGNED), split(4, false));
+        assert_eq!(heuristic(&g, Precision::Tf32, &H100, ALIGNED), sm90(64, false, false)); // see below
+        assert_eq!(heuristic(&Gemm::new(40, 300, 1500), Precision::F32, &H100, ALIGNED), split(11, false));
+        assert_eq!(heuristic(&Gemm::new(70, 200, 1100), Precision::Tf32, &A100, ALIGNED), split(4, true));
+        assert_eq!(
+            heuristic(&Gemm::new(256, 256, 256), Precision::Bf16, &H100, ALIGNED),
+            sm90(64, false, false)
+        );
         // Too shallow, too many tiles, batched, 16-bit on a wave of sm_90 tiles, or TF32 without
         // tensor cores: no split.
-        assert_eq!(plan(&Gemm::new(64, 8192, 250), Precision::F32, &H100, ALIGNED), Plan::Simt64);
-        assert_eq!(plan(&Gemm::new(512, 512, 512), Precision::F32, &H100, ALIGNED), split(4, false));
-        assert_eq!(plan(&Gemm::new(1024, 1024, 8192), Precision::F32, &H100, ALIGNED), Plan::Simt64);
+        assert_eq!(heuristic(&Gemm::new(64, 8192, 250), Precision::F32, &H100, ALIGNED), Kernel::Simt64);
+        assert_eq!(heuristic(&Gemm::new(512, 512, 512), Precision::F32, &H100, ALIGNED), split(4, false));
+        assert_eq!(heuristic(&Gemm::new(1024, 1024, 8192), Precision::F32, &H100, ALIGNED), Kernel::Simt64);
         let batched = Gemm::new(64, 8192, 8192).batched(2, 0, 0, 64 * 8192);
-        assert_eq!(plan(&batched, Precision::F32, &H100, ALIGNED), Plan::Simt64);
-        assert_eq!(plan(&g, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
+        assert_eq!(heuristic(&batched, Precision::F32, &H100, ALIGNED), Kernel::Simt64);
+        assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
         let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false, shared_optin: 98_304 };
-        assert_eq!(plan(&g, Precision::Tf32, &volta, ALIGNED), Plan::Simt);
+        assert_eq!(heuristic(&g, Precision::Tf32, &volta, ALIGNED), Kernel::Simt);
         // TF32 on sm_90: split only where n is short and A is transposed first (tn).
-        let tf32 = |g: Gemm, device: &Device| plan(&g, Precision::Tf32, device, ALIGNED);
+        let tf32 = |g: Gemm, device: &Device| heuristic(&g, Precision::Tf32, device, ALIGNED);
         assert_eq!(tf32(Gemm::new(1024, 1024, 1024), &H100), sm90(64, false, false));
         assert_eq!(tf32(Gemm::new(512, 512, 4096), &A100), split(13, true));
         assert_eq!(tf32(g.transposed(false, true), &H100), sm90(64, false, false));
@@ -514,8 +554,8 @@ mod tests {
 
     #[test]
     fn short_sides_stream_the_long_operand() {
-        let skinny = |rows, splits| Plan::Skinny { rows, splits };
-        let on = |g: Gemm, p| plan(&g, p, &H100, ALIGNED);
+        let skinny = |rows, splits| Kernel::Skinny { rows, splits };
+        let on = |g: Gemm, p| heuristic(&g, p, &H100, ALIGNED);
         // Decode, x * W (W k x n, long side contiguous: 256-column bf16 tiles, 16 blocks): 33
         // slices for 4 blocks per multiprocessor.
         assert_eq!(on(Gemm::new(1, 4096, 4096), Precision::Bf16), skinny(1, 33));
@@ -530,7 +570,7 @@ mod tests {
         // Deep: at least the staged depth (512 for 16 rows), whatever the traffic.
         assert_eq!(on(Gemm::new(16, 300, 100_000), Precision::F32), skinny(16, 196));
         // Beyond each precision's rows, unless C's outputs are few: other kernels.
-        let skinny_plan = |g: Gemm, p| matches!(on(g, p), Plan::Skinny { .. });
+        let skinny_plan = |g: Gemm, p| matches!(on(g, p), Kernel::Skinny { .. });
         assert!(skinny_plan(Gemm::new(16, 4096, 4096), Precision::F32));
         assert!(!skinny_plan(Gemm::new(17, 4096, 4096), Precision::F32));
         assert!(skinny_plan(Gemm::new(4, 4096, 4096), Precision::Tf32));
@@ -538,7 +578,7 @@ mod tests {
         assert!(!skinny_plan(Gemm::new(2, 4096, 4096), Precision::F16));
         assert!(!skinny_plan(Gemm::new(8, 768, 768), Precision::Bf16));
         // Tiny, batched, or too deep for grid.y.
-        assert_eq!(on(Gemm::new(4, 4, 4), Precision::F32), Plan::Small);
+        assert_eq!(on(Gemm::new(4, 4, 4), Precision::F32), Kernel::Small);
         let batched = Gemm::new(1, 4096, 4096).batched(2, 0, 4096 * 4096, 4096);
         assert!(!skinny_plan(batched, Precision::Bf16));
         assert!(!skinny_plan(Gemm::new(16, 64, 1 << 26), Precision::F32));
@@ -546,45 +586,57 @@ mod tests {
 
     #[test]
     fn skinny_deep_sixteen_bit_gemms_split_k_on_mma() {
-        let split = |splits| Plan::SplitK { splits, mma: true };
+        let split = |splits| Kernel::SplitK { splits, mma: true };
         // 2^17 outputs (16 tiles of 128 x 64 for 132 multiprocessors): 32 mma.sync tiles, 8 slices.
         let g = Gemm::new(32, 4096, 16384);
-        assert_eq!(plan(&g, Precision::Bf16, &H100, ALIGNED), split(8));
-        assert_eq!(plan(&g, Precision::F16, &H100, ALIGNED), split(8));
-        assert_eq!(plan(&g, Precision::Bf16, &A100, ALIGNED), split(6));
-        assert_eq!(plan(&Gemm::new(128, 1024, 8192), Precision::F16, &H100, ALIGNED), split(16));
+        assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), split(8));
+        assert_eq!(heuristic(&g, Precision::F16, &H100, ALIGNED), split(8));
+        assert_eq!(heuristic(&g, Precision::Bf16, &A100, ALIGNED), split(6));
+        assert_eq!(heuristic(&Gemm::new(128, 1024, 8192), Precision::F16, &H100, ALIGNED), split(16));
         // More outputs (sm_90 tiles 32 of 128 x 64, or 128), or batched: the sm_90 kernel.
-        assert_eq!(plan(&Gemm::new(512, 512, 2048), Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
-        assert_eq!(plan(&Gemm::new(64, 8192, 8192), Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
+        assert_eq!(
+            heuristic(&Gemm::new(512, 512, 2048), Precision::Bf16, &H100, ALIGNED),
+            sm90(64, false, false)
+        );
+        assert_eq!(
+            heuristic(&Gemm::new(64, 8192, 8192), Precision::Bf16, &H100, ALIGNED),
+            sm90(64, false, false)
+        );
         let batched = g.batched(2, 0, 0, 32 * 4096);
-        assert_eq!(plan(&batched, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
+        assert_eq!(heuristic(&batched, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
     }
 
     #[test]
     fn sixteen_bit_on_hopper_uses_tma_when_aligned_else_mma() {
         let g = Gemm::new(4096, 4096, 4096);
-        let repitch_b = Plan::Sm90 { bn: 256, a: Feed::InPlace, b: Feed::Repitch };
-        assert_eq!(plan(&g, Precision::Bf16, &H100, ALIGNED), sm90(256, false, false));
-        assert_eq!(plan(&g, Precision::F16, &H100, TmaReady { a: true, b: false }), repitch_b);
+        let repitch_b = Kernel::Sm90 { bn: 256, a: Feed::InPlace, b: Feed::Repitch };
+        assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), sm90(256, false, false));
+        assert_eq!(heuristic(&g, Precision::F16, &H100, TmaReady { a: true, b: false }), repitch_b);
         // B unreadable by TMA: copied when the product is large enough and m not too short.
         let b_unreadable = TmaReady { a: true, b: false };
-        let repitch_b_64 = Plan::Sm90 { bn: 64, a: Feed::InPlace, b: Feed::Repitch };
-        assert_eq!(plan(&Gemm::new(1000, 1000, 1000), Precision::F16, &H100, b_unreadable), repitch_b_64);
-        assert_eq!(plan(&Gemm::new(150, 150, 150), Precision::F16, &H100, b_unreadable), Plan::Mma);
-        assert_eq!(plan(&Gemm::new(64, 8192, 8192), Precision::F16, &H100, b_unreadable), Plan::Mma);
-        let repitch_b_128 = Plan::Sm90 { bn: 128, a: Feed::InPlace, b: Feed::Repitch };
-        assert_eq!(plan(&Gemm::new(200, 8192, 8192), Precision::F16, &H100, b_unreadable), repitch_b_128);
-        assert_eq!(plan(&g, Precision::F16, &A100, ALIGNED), Plan::Mma);
+        let repitch_b_64 = Kernel::Sm90 { bn: 64, a: Feed::InPlace, b: Feed::Repitch };
+        assert_eq!(
+            heuristic(&Gemm::new(1000, 1000, 1000), Precision::F16, &H100, b_unreadable),
+            repitch_b_64
+        );
+        assert_eq!(heuristic(&Gemm::new(150, 150, 150), Precision::F16, &H100, b_unreadable), Kernel::Mma);
+        assert_eq!(heuristic(&Gemm::new(64, 8192, 8192), Precision::F16, &H100, b_unreadable), Kernel::Mma);
+        let repitch_b_128 = Kernel::Sm90 { bn: 128, a: Feed::InPlace, b: Feed::Repitch };
+        assert_eq!(
+            heuristic(&Gemm::new(200, 8192, 8192), Precision::F16, &H100, b_unreadable),
+            repitch_b_128
+        );
+        assert_eq!(heuristic(&g, Precision::F16, &A100, ALIGNED), Kernel::Mma);
         let failed = Device { sm90: false, ..H100 };
-        assert_eq!(plan(&g, Precision::Bf16, &failed, ALIGNED), Plan::Mma);
+        assert_eq!(heuristic(&g, Precision::Bf16, &failed, ALIGNED), Kernel::Mma);
         let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false, shared_optin: 98_304 };
-        assert_eq!(plan(&g, Precision::Bf16, &volta, ALIGNED), Plan::Simt);
+        assert_eq!(heuristic(&g, Precision::Bf16, &volta, ALIGNED), Kernel::Simt);
     }
 
     #[test]
     fn large_sixteen_bit_gemms_copy_slow_pitches() {
-        let bf = |g: &Gemm, tma| plan(g, Precision::Bf16, &H100, tma);
-        let repitch = |bn, a, b| Plan::Sm90 { bn, a, b };
+        let bf = |g: &Gemm, tma| heuristic(g, Precision::Bf16, &H100, tma);
+        let repitch = |bn, a, b| Kernel::Sm90 { bn, a, b };
         // NN: B (k x n, MN-major) has a 10000-byte pitch: copied; A (K-major, 4000 bytes) is not.
         let g = Gemm::new(3000, 5000, 2000);
         assert_eq!(bf(&g, ALIGNED), repitch(256, Feed::InPlace, Feed::Repitch));
@@ -596,9 +648,9 @@ mod tests {
         // Misaligned for TMA: copied when large, whatever the layout; mma.sync otherwise.
         let unaligned = TmaReady { a: false, b: true };
         assert_eq!(bf(&padded, unaligned), repitch(256, Feed::Repitch, Feed::InPlace));
-        assert_eq!(bf(&Gemm::new(150, 150, 150), unaligned), Plan::Mma);
-        assert_eq!(bf(&Gemm::new(300, 80, 200), unaligned), Plan::Mma);
-        assert_eq!(bf(&Gemm::new(2881, 1717, 51), unaligned), Plan::Mma);
+        assert_eq!(bf(&Gemm::new(150, 150, 150), unaligned), Kernel::Mma);
+        assert_eq!(bf(&Gemm::new(300, 80, 200), unaligned), Kernel::Mma);
+        assert_eq!(bf(&Gemm::new(2881, 1717, 51), unaligned), Kernel::Mma);
         assert_eq!(bf(&Gemm::new(209, 1113, 2443), unaligned), repitch(64, Feed::Repitch, Feed::InPlace));
         // A short other side: the copy would cost more than it saves.
         let short_m = Gemm::new(1000, 5000, 3000);
@@ -610,7 +662,7 @@ mod tests {
 
     #[test]
     fn tile_width_follows_the_measured_rule() {
-        let bf = |m, n, k| plan(&Gemm::new(m, n, k), Precision::Bf16, &H100, ALIGNED);
+        let bf = |m, n, k| heuristic(&Gemm::new(m, n, k), Precision::Bf16, &H100, ALIGNED);
         assert_eq!(bf(1024, 1024, 1024), sm90(64, false, false)); // 64 tiles of 128x128: too few
         assert_eq!(bf(2048, 2048, 2048), sm90(256, false, false)); // 128 tiles of 128x256
         assert_eq!(bf(64, 8192, 8192), sm90(64, false, false));
@@ -618,13 +670,13 @@ mod tests {
         assert_eq!(bf(16384, 128, 1024), sm90(128, false, false)); // n too narrow for 256
         assert_eq!(bf(100_000, 64, 64), sm90(64, false, false));
         let batched = Gemm::new(1024, 1024, 1024).batched(4, 0, 0, 1 << 20);
-        assert_eq!(plan(&batched, Precision::Bf16, &H100, ALIGNED), sm90(256, false, false));
+        assert_eq!(heuristic(&batched, Precision::Bf16, &H100, ALIGNED), sm90(256, false, false));
     }
 
     #[test]
     fn tf32_on_hopper_transposes_only_what_registers_cannot_take() {
         let g = Gemm::new(2048, 2048, 2048);
-        let tf32 = |g: &Gemm, tma: TmaReady| plan(g, Precision::Tf32, &H100, tma);
+        let tf32 = |g: &Gemm, tma: TmaReady| heuristic(g, Precision::Tf32, &H100, tma);
         // nn (B through registers), nt, tt (A through registers): no copy.
         assert_eq!(tf32(&g, ALIGNED), sm90(256, false, false));
         assert_eq!(tf32(&g.transposed(false, true), ALIGNED), sm90(256, false, false));
@@ -637,18 +689,18 @@ mod tests {
         assert_eq!(tf32(&g, TmaReady { a: true, b: false }), sm90(256, false, true));
         assert_eq!(tf32(&tt, TmaReady { a: false, b: true }), sm90(256, true, false));
         // A K-major operand TMA cannot read is copied to a new pitch in large single products.
-        let repitch_b = Plan::Sm90 { bn: 256, a: Feed::InPlace, b: Feed::Repitch };
+        let repitch_b = Kernel::Sm90 { bn: 256, a: Feed::InPlace, b: Feed::Repitch };
         assert_eq!(tf32(&tt, TmaReady { a: true, b: false }), repitch_b);
         assert_eq!(
             tf32(&Gemm::new(150, 150, 150).transposed(true, true), TmaReady { a: true, b: false }),
-            Plan::Mma
+            Kernel::Mma
         );
-        assert_eq!(tf32(&tt.batched(2, 0, 0, 2048 * 2048), TmaReady { a: true, b: false }), Plan::Mma);
-        assert_eq!(plan(&g, Precision::Tf32, &A100, ALIGNED), Plan::Mma);
+        assert_eq!(tf32(&tt.batched(2, 0, 0, 2048 * 2048), TmaReady { a: true, b: false }), Kernel::Mma);
+        assert_eq!(heuristic(&g, Precision::Tf32, &A100, ALIGNED), Kernel::Mma);
         // Deeper than the transpose grid covers: fine without a copy, not with one.
         let deep = Gemm::new(2048, 2048, 3_000_000);
         assert_eq!(tf32(&deep, ALIGNED), sm90(256, false, false));
-        assert_eq!(tf32(&deep.transposed(true, false), ALIGNED), Plan::Mma);
+        assert_eq!(tf32(&deep.transposed(true, false), ALIGNED), Kernel::Mma);
     }
 
     #[test]
@@ -658,9 +710,9 @@ mod tests {
         let g = Gemm::new(300, 8192, 1024);
         assert_eq!(sm90_tile(Precision::Tf32, true, 256), (256, TILE_M));
         assert_eq!(sm90_tile(Precision::Bf16, true, 256), (TILE_M, 256));
-        assert_eq!(plan(&g, Precision::Tf32, &H100, ALIGNED), sm90(256, false, false));
+        assert_eq!(heuristic(&g, Precision::Tf32, &H100, ALIGNED), sm90(256, false, false));
         assert_eq!(
-            plan(&g.transposed(false, true), Precision::Tf32, &H100, ALIGNED),
+            heuristic(&g.transposed(false, true), Precision::Tf32, &H100, ALIGNED),
             sm90(128, false, false)
         );
     }

@@ -2,11 +2,14 @@
 //! for products large enough to fill 128 x 128 tiles, a SIMT kernel otherwise. The layout rules are
 //! [`Gemm`]'s; the scales are [`GemmF64`]'s f64 `alpha` and `beta`.
 
+use std::fmt;
 use std::sync::Arc;
 
+use super::dispatch::Device;
+use super::table::{self, Choice, Class, Tuned};
 use super::{device, function_with_smem, Gemm, GemmF64};
 use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::grid::GRID_YZ_MAX;
 use crate::kernels::Kernels;
@@ -28,7 +31,7 @@ const DMMA_MIN_VOLUME: u128 = 1 << 18;
 const DMMA_MIN_SIDE: usize = 32;
 
 /// The kernel family chosen for one f64 GEMM.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PlanF64 {
     /// `gemm_f64_simt`: CUDA cores, 16 x 16 tiles.
     Simt,
@@ -49,8 +52,64 @@ pub fn plan(g: &Gemm, capability: (i32, i32), shared_optin: u32) -> PlanF64 {
     }
 }
 
+impl PlanF64 {
+    /// Both kernels, in the tuner's order.
+    pub const ALL: [PlanF64; 2] = [PlanF64::Simt, PlanF64::Dmma];
+
+    /// [`Error::Shape`] naming why a device of compute capability `capability` whose blocks may
+    /// opt into `shared_optin` bytes of shared memory cannot run this kernel for `g`.
+    pub fn check(self, g: &Gemm, capability: (i32, i32), shared_optin: u32) -> Result<()> {
+        let why = match self {
+            PlanF64::Simt => return Ok(()),
+            PlanF64::Dmma if capability.0 < 8 => "FP64 tensor cores (sm_80+) for dmma".to_string(),
+            PlanF64::Dmma if shared_optin < DMMA_SMEM => {
+                format!("{DMMA_SMEM} bytes of shared memory per block for dmma")
+            }
+            PlanF64::Dmma if g.k == 0 => "k >= 1 for dmma".to_string(),
+            PlanF64::Dmma => return Ok(()),
+        };
+        Err(Error::Shape {
+            op: "gemm plan",
+            expected: why,
+            got: format!("{}x{}x{} on sm_{}{}", g.m, g.n, g.k, capability.0, capability.1),
+        })
+    }
+}
+
+/// The table's name: `simt` or `dmma`.
+impl fmt::Display for PlanF64 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PlanF64::Simt => "simt",
+            PlanF64::Dmma => "dmma",
+        })
+    }
+}
+
+impl std::str::FromStr for PlanF64 {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        match text.trim() {
+            "simt" => Ok(PlanF64::Simt),
+            "dmma" => Ok(PlanF64::Dmma),
+            other => Err(format!("unknown f64 kernel `{other}` (simt, dmma)")),
+        }
+    }
+}
+
+/// The kernel for `g` on `device`: the tuning table's for this shape or its nearest tuned class
+/// when the device can run it, else [`plan`]'s.
+pub(super) fn tuned(g: &Gemm, device: &Device) -> PlanF64 {
+    let entry = table::for_device(device).nearest(&Class::of(g, Tuned::F64));
+    match entry.map(|e| e.choice) {
+        Some(Choice::F64(p)) if p.check(g, device.capability, device.shared_optin).is_ok() => p,
+        _ => plan(g, device.capability, device.shared_optin),
+    }
+}
+
 /// `C = alpha * op(A) * op(B) + beta * C` in f64 on device buffers, ordered on `stream`, for every
-/// batch entry of `g.layout` (see [`Gemm`]). Checks the shape first ([`Error::Shape`](crate::Error::Shape));
+/// batch entry of `g.layout` (see [`Gemm`]). Checks the shape first ([`Error::Shape`]);
 /// m, n or batch 0 does nothing, k = 0 scales C by beta (beta 0 writes zeros without reading C).
 pub fn gemm_f64(
     kernels: &Kernels,
@@ -68,7 +127,7 @@ pub fn gemm_f64(
     let (pb, _read_b) = b.checked_ptr(stream)?;
     let (pc, _write_c) = c.checked_ptr_mut(stream)?;
     // SAFETY: `validate` checked that the three views hold every element `g` touches.
-    unsafe { run(kernels, stream, g, [pa, pb, pc]) }
+    unsafe { run(kernels, stream, g, [pa, pb, pc], None) }
 }
 
 /// [`gemm_f64`] on raw device addresses `[A, B, C]` (for the cuBLAS-shaped API): the same checks
@@ -89,7 +148,7 @@ pub unsafe fn gemm_f64_raw(
         return Ok(());
     }
     // SAFETY: the caller vouches for the operands.
-    unsafe { run(kernels, stream, g, ptrs) }
+    unsafe { run(kernels, stream, g, ptrs, None) }
 }
 
 /// Nothing to compute or write: an empty product, or k = 0 with C kept as it is.
@@ -98,19 +157,27 @@ fn nothing_to_do(g: &GemmF64) -> bool {
 }
 
 /// The launches of a validated, non-empty `g` on `[A, B, C]`: batches of at most 65 535 entries
-/// (grid.z) and row blocks within grid.y's limit per launch.
+/// (grid.z) and row blocks within grid.y's limit per launch. `choice`: the caller's kernel (checked
+/// for this device and shape) instead of the dispatcher's.
 ///
 /// # Safety
 /// As [`gemm_f64_raw`]; `g.layout` has passed `validate`.
-unsafe fn run(
+pub(super) unsafe fn run(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     g: &GemmF64,
     [pa, pb, pc]: [u64; 3],
+    choice: Option<PlanF64>,
 ) -> Result<()> {
     let l = &g.layout;
     let device = device(kernels)?;
-    let plan = plan(l, device.capability, device.shared_optin);
+    let plan = match choice {
+        Some(p) => {
+            p.check(l, device.capability, device.shared_optin)?;
+            p
+        }
+        None => tuned(l, &device),
+    };
     let (tile, smem, function) = match plan {
         PlanF64::Simt => (SIMT_TILE, 0, kernels.function("gemm_f64_simt")?),
         PlanF64::Dmma => {

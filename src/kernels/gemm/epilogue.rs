@@ -7,7 +7,14 @@
 //! case) the kernels apply the epilogue to the accumulators before their store; with `beta != 0`
 //! C must be read first, so the GEMM runs plain and `gemm_epilogue_<type>` makes one more pass.
 
-use crate::driver::CudaView;
+use std::mem::size_of;
+use std::sync::Arc;
+
+use super::{Element, Gemm, BLOCK};
+use crate::driver::{CudaStream, CudaView, LaunchConfig, PushKernelArg};
+use crate::error::Result;
+use crate::kernels::grid::GRID_YZ_MAX;
+use crate::kernels::Kernels;
 use crate::spec::activations::Activation;
 
 /// The activation applied after the bias.
@@ -79,4 +86,46 @@ impl RawEpilogue {
             None => (0, 0, self.act.code()),
         }
     }
+}
+
+/// `C = epilogue(C)` on the m x n block of every batch entry (`gemm_epilogue_<out>`).
+///
+/// # Safety
+/// `c` holds the validated C of `g`; the epilogue's bias covers every entry.
+pub(super) unsafe fn pass<TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &Gemm,
+    c: u64,
+    epilogue: &RawEpilogue,
+) -> Result<()> {
+    let function = kernels.function(&format!("gemm_epilogue_{}", TOut::NAME))?;
+    let (m, n, ldc, stride_c) = (g.m as i32, g.n as i32, g.ldc as i32, g.stride_c as i64);
+    let blocks = (g.m * g.n).div_ceil(BLOCK as usize).min(kernels.multiprocessors() as usize * 8);
+    for z0 in (0..g.batch).step_by(GRID_YZ_MAX) {
+        let entries = (g.batch - z0).min(GRID_YZ_MAX);
+        let c = c + (z0 * g.stride_c * size_of::<TOut>()) as u64;
+        let (bias, bias_stride, act) = epilogue.args_from(z0, size_of::<TOut>());
+        let cfg = LaunchConfig {
+            grid_dim: (blocks as u32, 1, entries as u32),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: `(m, n, C, ldc, strideC, bias, biasStride, act)`: C advanced to entry z0 holds
+        // the m x n blocks of entries z0..z0+entries (validated), the bias theirs (checked).
+        unsafe {
+            stream
+                .launch_builder(&function)
+                .arg(&m)
+                .arg(&n)
+                .arg(&c)
+                .arg(&ldc)
+                .arg(&stride_c)
+                .arg(&bias)
+                .arg(&bias_stride)
+                .arg(&act)
+                .launch(cfg)?;
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,456 @@
+//! `prism-gpu tune`: for each shape and precision, every kernel that can run it on device 0
+//! ([`tuning::candidates_of`]), each timed with CUDA events (warm-up, median of repeats) and its
+//! answer checked against the default plan's (relative Frobenius difference within twice the
+//! precision's tolerance; a wrong candidate is reported and never chosen), then a tuning table of
+//! the winners in the checked-in format (`tune/sm_90.txt`) and a summary: best against today's
+//! choice and, with `bench-anchors`, against cuBLAS.
+//!
+//! A candidate whose first timed run takes more than [`SLOW`] times the default's median is
+//! reported as slow and not timed further (the small kernel on a large cube would take seconds).
+//! An entry is written only where the best candidate beats the default by more than [`MARGIN`],
+//! so the table holds what the built-in rules get wrong, not repeats of what they get right.
+
+use std::fmt::Write as _;
+
+use half::{bf16, f16};
+
+use super::gemm::{cublas::Anchor, narrow};
+use super::{time_gpu, Settings};
+use prism_gpu::driver::CudaSlice;
+use prism_gpu::kernels::gemm::tuning::{self, Choice, Class, Entry, PlanF64, Table, Tuned};
+use prism_gpu::kernels::gemm::{Element, Gemm, Precision, Workspace};
+use prism_gpu::rng::SplitMix64;
+use prism_gpu::runtime::{GpuOps, ProductionGpuRuntime};
+use prism_gpu::Result;
+
+/// A candidate slower than this many times the default's median on its first run is not timed
+/// further.
+pub const SLOW: f64 = 4.0;
+/// The best candidate must beat the default by more than this fraction to get a table entry.
+pub const MARGIN: f64 = 0.03;
+/// Candidates needing more workspace than this are skipped.
+const MAX_WORKSPACE: usize = 2 << 30;
+
+/// The default shapes (m, n, k): the families issue 32 measured losing (decode against wide
+/// weights, the vocabulary projection, small cubes, a convolution-like product, tall-skinny n = 64)
+/// and the squares 1024-8192.
+pub fn default_shapes() -> Vec<(usize, usize, usize)> {
+    let mut shapes = Vec::new();
+    for m in [1, 8, 16, 32, 64] {
+        for (n, k) in [(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096), (4096, 14336)] {
+            shapes.push((m, n, k));
+        }
+    }
+    shapes.extend([(128, 50257, 768), (192, 192, 192), (257, 257, 257), (320, 320, 320), (1568, 512, 4608)]);
+    shapes.extend([(8192, 64, 4096), (32768, 64, 1024)]);
+    shapes.extend([1024, 2048, 4096, 8192].map(|s| (s, s, s)));
+    shapes
+}
+
+/// What to tune.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Shapes (m, n, k), packed row-major NN, batch 1.
+    pub shapes: Vec<(usize, usize, usize)>,
+    /// Precisions.
+    pub precisions: Vec<Tuned>,
+    /// Where to write the table (none: only the summary).
+    pub out: Option<std::path::PathBuf>,
+    /// Warm-up and repeats per candidate.
+    pub settings: Settings,
+}
+
+/// Parses `prism-gpu tune`'s options: `--shapes MxNxK,...`, `--precisions f32,tf32,bf16,f16,f64`,
+/// `--out PATH`, `--repeats N`.
+pub fn parse_args(args: &[&str]) -> std::result::Result<Options, String> {
+    let mut options = Options {
+        shapes: default_shapes(),
+        precisions: Tuned::ALL.to_vec(),
+        out: None,
+        settings: Settings { warmup: 2, repeats: 7 },
+    };
+    let mut args = args.iter();
+    while let Some(&arg) = args.next() {
+        let value = args.next().copied().ok_or_else(|| format!("{arg} needs a value"))?;
+        match arg {
+            "--shapes" => options.shapes = super::suite::parse_shapes(value)?,
+            "--precisions" => {
+                options.precisions = value
+                    .split(',')
+                    .map(|p| {
+                        Tuned::parse(p)
+                            .ok_or_else(|| format!("unknown precision `{p}` (f32 tf32 bf16 f16 f64)"))
+                    })
+                    .collect::<std::result::Result<_, _>>()?
+            }
+            "--out" => options.out = Some(value.into()),
+            "--repeats" => {
+                options.settings.repeats = value
+                    .parse()
+                    .ok()
+                    .filter(|&r| r > 0)
+                    .ok_or_else(|| format!("--repeats {value}: a count >= 1"))?
+            }
+            _ => return Err(format!("unknown option `{arg}`")),
+        }
+    }
+    Ok(options)
+}
+
+/// One shape at one precision, tuned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// What was tuned.
+    pub class: Class,
+    /// The default plan and its median milliseconds.
+    pub default: (String, f64),
+    /// The fastest correct candidate and its median milliseconds.
+    pub best: (Choice, f64),
+    /// cuBLAS's median milliseconds (with `bench-anchors`).
+    pub cublas: Option<f64>,
+    /// Candidates timed.
+    pub timed: usize,
+    /// Candidates left out, with why (slow, wrong, failed).
+    pub rejected: Vec<(String, String)>,
+}
+
+impl Outcome {
+    /// Whether the best candidate earns a table entry.
+    pub fn worth_an_entry(&self) -> bool {
+        self.best.1 < self.default.1 * (1.0 - MARGIN)
+    }
+}
+
+/// Tunes every shape at every precision on device 0; `progress` gets a line per outcome.
+pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, Vec<Outcome>)> {
+    let runtime = ProductionGpuRuntime::with_device(0)?;
+    let ops = runtime.gpu()?;
+    let mut anchor = Anchor::new();
+    let mut rng = SplitMix64::from_time();
+    let mut outcomes = Vec::new();
+    for &(m, n, k) in &options.shapes {
+        let a = rng.vec(m * k, -1.0, 1.0);
+        let b = rng.vec(k * n, -1.0, 1.0);
+        for &precision in &options.precisions {
+            let g = Gemm::new(m, n, k);
+            let inner = ((1e9 / g.flops()) as usize).clamp(1, 50);
+            let settings = options.settings;
+            let mut outcome = match precision {
+                Tuned::Gemm(p @ (Precision::F32 | Precision::Tf32)) => {
+                    tune::<f32>(ops, &g.with_precision(p), &a, &b, settings, inner)?
+                }
+                Tuned::Gemm(Precision::Bf16) => {
+                    tune::<bf16>(ops, &g.with_precision(Precision::Bf16), &a, &b, settings, inner)?
+                }
+                Tuned::Gemm(Precision::F16) => {
+                    tune::<f16>(ops, &g.with_precision(Precision::F16), &a, &b, settings, inner)?
+                }
+                Tuned::F64 => tune_f64(ops, &g, &a, &b, settings, inner)?,
+            };
+            let cublas = match precision {
+                Tuned::Gemm(p) => {
+                    anchor.time(p, &g.with_precision(p), &a, &b, settings, inner, false).map(|t| t.0)
+                }
+                Tuned::F64 => {
+                    let wide = |x: &[f32]| x.iter().map(|&v| f64::from(v)).collect::<Vec<_>>();
+                    anchor.time_dgemm((m, n, k), &wide(&a), &wide(&b), settings, inner, false).map(|t| t.0)
+                }
+            };
+            outcome.cublas = cublas.ok().map(|ms| ms / inner as f64);
+            progress(&line(&outcome));
+            outcomes.push(outcome);
+        }
+    }
+    let entries = outcomes
+        .iter()
+        .filter(|o| o.worth_an_entry())
+        .map(|o| Entry { class: o.class, choice: o.best.0 })
+        .collect();
+    Ok((Table { entries }, outcomes))
+}
+
+/// Times every candidate of `g` with `T` data; milliseconds are per GEMM.
+fn tune<T: Element>(
+    ops: &GpuOps,
+    g: &Gemm,
+    a: &[f32],
+    b: &[f32],
+    settings: Settings,
+    inner: usize,
+) -> Result<Outcome> {
+    let (kernels, stream) = (ops.kernels(), ops.stream());
+    let (da, db) = (ops.upload(&narrow::<T>(a))?, ops.upload(&narrow::<T>(b))?);
+    // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
+    let mut dc: CudaSlice<T> = unsafe { stream.alloc(g.m * g.n) }?;
+    let workspace = Workspace::default();
+    let default = tuning::plan_of::<T, T>(kernels, stream, g, &da.as_view(), &db.as_view())?;
+    let candidates =
+        tuning::candidates_of::<T, T>(kernels, stream, g, &da.as_view(), &db.as_view(), MAX_WORKSPACE)?;
+    let time = |kernel, settings: Settings, dc: &mut CudaSlice<T>| {
+        time_gpu(stream, settings, |_| {
+            for _ in 0..inner {
+                tuning::gemm_with_kernel(
+                    kernels,
+                    stream,
+                    &workspace,
+                    g,
+                    kernel,
+                    &da.as_view(),
+                    &db.as_view(),
+                    &mut dc.as_view_mut(),
+                )?;
+            }
+            Ok(())
+        })
+        .map(|t| t.median_ms / inner as f64)
+    };
+    let default_ms = time(default.kernel, settings, &mut dc)?;
+    let reference: Vec<f64> = ops.download(&dc)?.iter().map(|x| f64::from(x.to_f32())).collect();
+    let tolerance = 2.0 * g.precision.tolerance();
+    let mut outcome = Outcome {
+        class: Class::of(g, Tuned::Gemm(g.precision)),
+        default: (default.to_string(), default_ms),
+        best: (Choice::Kernel(default.kernel), default_ms),
+        cublas: None,
+        timed: 1,
+        rejected: Vec::new(),
+    };
+    for plan in candidates.iter().filter(|p| p.kernel != default.kernel) {
+        let name = plan.to_string();
+        let first = match time(plan.kernel, Settings { warmup: 1, repeats: 1 }, &mut dc) {
+            Ok(ms) => ms,
+            Err(e) => {
+                outcome.rejected.push((name, format!("failed: {e}")));
+                continue;
+            }
+        };
+        let got: Vec<f64> = ops.download(&dc)?.iter().map(|x| f64::from(x.to_f32())).collect();
+        let err = relative_difference(&got, &reference);
+        if err.is_nan() || err > tolerance {
+            outcome.rejected.push((name, format!("WRONG: relative difference {err:.2e} > {tolerance:.0e}")));
+            continue;
+        }
+        if first > SLOW * default_ms {
+            outcome.rejected.push((name, format!("slow: {:.3} ms on its first run", first)));
+            continue;
+        }
+        let ms = time(plan.kernel, settings, &mut dc)?;
+        outcome.timed += 1;
+        if ms < outcome.best.1 {
+            outcome.best = (Choice::Kernel(plan.kernel), ms);
+        }
+    }
+    Ok(outcome)
+}
+
+/// [`tune`] for the f64 GEMM (its two kernels).
+fn tune_f64(
+    ops: &GpuOps,
+    g: &Gemm,
+    a: &[f32],
+    b: &[f32],
+    settings: Settings,
+    inner: usize,
+) -> Result<Outcome> {
+    let (kernels, stream) = (ops.kernels(), ops.stream());
+    let wide = |x: &[f32]| x.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>();
+    let (da, db) = (ops.upload(&wide(a))?, ops.upload(&wide(b))?);
+    // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
+    let mut dc: CudaSlice<f64> = unsafe { stream.alloc(g.m * g.n) }?;
+    let g64 = g.with_f64_scales(1.0, 0.0);
+    let default = tuning::plan_f64(kernels, g)?;
+    let time = |plan, dc: &mut CudaSlice<f64>| {
+        time_gpu(stream, settings, |_| {
+            for _ in 0..inner {
+                tuning::gemm_f64_with_plan(
+                    kernels,
+                    stream,
+                    &g64,
+                    plan,
+                    &da.as_view(),
+                    &db.as_view(),
+                    &mut dc.as_view_mut(),
+                )?;
+            }
+            Ok(())
+        })
+        .map(|t| t.median_ms / inner as f64)
+    };
+    let default_ms = time(default, &mut dc)?;
+    let reference = ops.download(&dc)?;
+    let mut outcome = Outcome {
+        class: Class::of(g, Tuned::F64),
+        default: (default.to_string(), default_ms),
+        best: (Choice::F64(default), default_ms),
+        cublas: None,
+        timed: 1,
+        rejected: Vec::new(),
+    };
+    for plan in PlanF64::ALL.into_iter().filter(|&p| p != default) {
+        let ms = match time(plan, &mut dc) {
+            Ok(ms) => ms,
+            Err(e) => {
+                outcome.rejected.push((plan.to_string(), format!("cannot run: {e}")));
+                continue;
+            }
+        };
+        let err = relative_difference(&ops.download(&dc)?, &reference);
+        if err.is_nan() || err > 1e-12 {
+            outcome
+                .rejected
+                .push((plan.to_string(), format!("WRONG: relative difference {err:.2e} > 1e-12")));
+            continue;
+        }
+        outcome.timed += 1;
+        if ms < outcome.best.1 {
+            outcome.best = (Choice::F64(plan), ms);
+        }
+    }
+    Ok(outcome)
+}
+
+/// Relative Frobenius difference of `got` from `want` (NaN when either holds a NaN).
+fn relative_difference(got: &[f64], want: &[f64]) -> f64 {
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (x, y) in got.iter().zip(want) {
+        diff += (x - y) * (x - y);
+        norm += y * y;
+    }
+    if got.len() != want.len() {
+        return f64::NAN;
+    }
+    (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
+}
+
+/// One outcome as a summary line.
+pub fn line(o: &Outcome) -> String {
+    let (m, n, k) = o.class.shape;
+    let tflops = |ms: f64| 2.0 * m as f64 * n as f64 * k as f64 / (ms * 1e-3) / 1e12;
+    let mut out = format!(
+        "{:<4} {m}x{n}x{k}: default {} {:.1} TFLOP/s; best {} {:.1} TFLOP/s ({:.2}x)",
+        o.class.precision.name(),
+        o.default.0,
+        tflops(o.default.1),
+        o.best.0,
+        tflops(o.best.1),
+        o.default.1 / o.best.1
+    );
+    if let Some(cublas) = o.cublas {
+        let _ = write!(out, "; cuBLAS {:.1} TFLOP/s, best/cuBLAS {:.2}x", tflops(cublas), cublas / o.best.1);
+    }
+    let _ = write!(out, "; {} timed", o.timed);
+    for (name, why) in &o.rejected {
+        if why.starts_with("WRONG") || why.starts_with("failed") {
+            let _ = write!(out, "\n    {name}: {why}");
+        }
+    }
+    let slow = o.rejected.iter().filter(|(_, why)| why.starts_with("slow")).count();
+    if slow > 0 {
+        let _ = write!(out, ", {slow} slow");
+    }
+    out
+}
+
+/// The table file's header: the format, and where and when it was measured.
+pub fn header(device: &str, command: &str) -> String {
+    format!(
+        "prism-gpu GEMM tuning table, read by the dispatcher (src/kernels/gemm/table.rs) and written by\n\
+         `prism-gpu tune`. One tuned shape per line:\n\
+         \n  precision layout batch m n k -> kernel\n\n\
+         precision: f32 tf32 bf16 f16 f64. layout: nn nt tn tt (t: that operand stored transposed, A then B).\n\
+         batch: 1 (one product) or many. m n k: the shape measured.\n\
+         kernel: small | simt | simt64 | mma | splitk mma|simt64 splits=S | skinny rows=R splits=S\n        \
+         | sm90 bn=256|128|64 a=inplace|transpose|repitch b=inplace|transpose|repitch\n        \
+         (f64: simt | dmma)\n\
+         A GEMM uses the entry of its precision, layout and batch class whose m, n and k are each within a\n\
+         factor of 2 of its own, the nearest by the sum of |ln(ours / entry's)| over m, n, k (the first in\n\
+         the file on a tie), when the device can run that kernel for it; otherwise the built-in rules.\n\
+         \n\
+         Measured on {device} by `{command}`; entries only where the best kernel beat the built-in\n\
+         rules' choice by more than {:.0}%.",
+        MARGIN * 100.0
+    )
+}
+
+/// Writes the table (if asked) and prints the summary; the exit status fails when a candidate
+/// gave a wrong answer.
+pub fn run_and_write(options: &Options, command: &str) -> std::process::ExitCode {
+    let device = prism_gpu::driver::CudaContext::new(0)
+        .and_then(|ctx| ctx.name())
+        .unwrap_or_else(|e| format!("no device ({e})"));
+    let result = run(options, |line| println!("{line}"));
+    let (table, outcomes) = match result {
+        Ok(done) => done,
+        Err(e) => {
+            eprintln!("tune failed: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let geomean =
+        |ratios: Vec<f64>| (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len().max(1) as f64).exp();
+    println!(
+        "\n{} shapes x precisions, {} table entries; best / default geometric mean {:.3}x",
+        outcomes.len(),
+        table.entries.len(),
+        geomean(outcomes.iter().map(|o| o.default.1 / o.best.1).collect())
+    );
+    let wrong = outcomes.iter().flat_map(|o| &o.rejected).filter(|(_, why)| why.starts_with("WRONG")).count();
+    if let Some(path) = &options.out {
+        let text = table.to_text(&header(&device, command));
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("could not write {}: {e}", path.display());
+            return std::process::ExitCode::FAILURE;
+        }
+        println!("wrote {}", path.display());
+    }
+    if wrong > 0 {
+        eprintln!("{wrong} candidate(s) gave a WRONG answer (listed above): a kernel bug to fix");
+        return std::process::ExitCode::FAILURE;
+    }
+    std::process::ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_shapes_cover_the_losing_families() {
+        let shapes = default_shapes();
+        for m in [1, 8, 16, 32, 64] {
+            assert!(
+                shapes.contains(&(m, 14336, 4096)) && shapes.contains(&(m, 4096, 11008)),
+                "decode m = {m}"
+            );
+        }
+        for s in [(128, 50257, 768), (257, 257, 257), (1568, 512, 4608), (8192, 64, 4096), (8192, 8192, 8192)]
+        {
+            assert!(shapes.contains(&s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn options_parse() {
+        let o = parse_args(&[
+            "--shapes",
+            "1x4096x4096,257x257x257",
+            "--precisions",
+            "bf16,f64",
+            "--out",
+            "t.txt",
+        ])
+        .unwrap();
+        assert_eq!(o.shapes, vec![(1, 4096, 4096), (257, 257, 257)]);
+        assert_eq!(o.precisions, vec![Tuned::Gemm(Precision::Bf16), Tuned::F64]);
+        assert_eq!(o.out.as_deref(), Some(std::path::Path::new("t.txt")));
+        assert!(parse_args(&["--precisions", "f8"]).unwrap_err().contains("unknown precision `f8`"));
+        assert!(parse_args(&["--shapes"]).unwrap_err().contains("needs a value"));
+        assert!(parse_args(&["--fast", "1"]).unwrap_err().contains("unknown option"));
+    }
+
+    #[test]
+    fn the_written_header_parses_as_comments() {
+        let table = Table::parse(&Table::default().to_text(&header("H100", "prism-gpu tune"))).unwrap();
+        assert!(table.entries.is_empty());
+    }
+}

@@ -1,0 +1,693 @@
+//! A GEMM's [`Plan`]: the [`Kernel`] chosen for it (by the heuristic in [`super::dispatch`], a
+//! tuning table or a caller) resolved against the shape and the device into everything its launches
+//! need: the family, the tile, the layout as the kernel reads it, how each operand is fed, the
+//! slices of k and the workspace. [`Kernel::resolve`] is also the validity check: a kernel the
+//! device cannot run, or one that cannot compute this shape, is an [`Error::Shape`] naming why.
+//! Pure logic, tested without a GPU.
+
+use std::fmt;
+
+use super::dispatch::{
+    skinny_depth, skinny_long_contiguous, skinny_tile, sm90_tile, Device, Feed, Kernel, TmaReady,
+    SIMT64_TILE_M, SIMT_TILE_N, SKINNY_SLICE_ALIGN, TILE_M, TMA_FAST_PITCH, TRANSPOSE_TILE,
+};
+use super::spec::{Gemm, Precision};
+use super::tensor_map::Dtype;
+use crate::error::{Error, Result};
+use crate::kernels::grid::GRID_YZ_MAX;
+use crate::kernels::shape;
+
+/// Dynamic shared memory of the mma.sync kernels (4-stage cp.async ring).
+pub(crate) const MMA_SMEM: u32 = 81_920;
+/// Dynamic shared memory of every sm_90a kernel (stages x (128 + BN) x 128 + 1024 bytes).
+pub(crate) const SM90_SMEM: u32 = 197_632;
+/// Rows (and columns) per block of the small kernel.
+pub(crate) const SMALL_TILE: usize = 16;
+/// Workspace rows of transposed TF32 operands are padded to this many f32 (128-byte pitch).
+const STAGE_PITCH: usize = 32;
+/// Split-K slices start a multiple of this many elements apart along k (keeps 16-byte alignment).
+const SPLIT_SLICE_ALIGN: usize = 32;
+/// The most slices of k a split-K plan may ask for (a skinny plan: grid.y's limit).
+pub(crate) const MAX_SPLITS: u32 = 64;
+/// The skinny kernels' row counts.
+pub(crate) const SKINNY_ROWS: [u32; 5] = [1, 2, 4, 8, 16];
+/// The sm_90a tile widths.
+pub(crate) const SM90_WIDTHS: [u32; 3] = [256, 128, 64];
+
+/// The kernel families that share the common argument list (notes/gemm.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// `gemm_small_*`.
+    Small,
+    /// `gemm_simt_*`.
+    Simt,
+    /// `gemm_simt64_f32_f32` (f32 data only).
+    Simt64,
+    /// `gemm_mma_*` (tensor cores, sm_80+).
+    Mma,
+}
+
+impl Family {
+    /// Whether the kernels apply the epilogue in their stores (and take its arguments). The
+    /// others store plainly and the epilogue follows as a pass over C: compiled into their stores
+    /// it cost the plain GEMM registers and speed (cuda/gemm_common.cuh).
+    pub fn fuses_epilogue(self) -> bool {
+        self == Family::Small
+    }
+
+    /// (rows, columns) of C per block.
+    pub fn tile(self) -> (usize, usize) {
+        match self {
+            Family::Small => (SMALL_TILE, SMALL_TILE),
+            Family::Simt => (TILE_M, SIMT_TILE_N),
+            Family::Simt64 => (SIMT64_TILE_M, TILE_M),
+            Family::Mma => (TILE_M, TILE_M),
+        }
+    }
+
+    /// Dynamic shared memory per block.
+    pub fn smem(self) -> u32 {
+        match self {
+            Family::Mma => MMA_SMEM,
+            _ => 0,
+        }
+    }
+}
+
+/// Everything the launches of one GEMM need, decided once: the chosen [`Kernel`] and what follows
+/// from it for this shape on this device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// The kernel (family and options) as chosen.
+    pub kernel: Kernel,
+    /// How it is launched.
+    pub launch: Launch,
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kernel.fmt(f)
+    }
+}
+
+/// The launches of a [`Plan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    /// One kernel of a [`Family`] over the whole problem (batches and rows chunked to the grid's
+    /// limits).
+    Tiled(Family),
+    /// Batch 1, k in slices: the family's f32 partial products into the workspace, summed into C
+    /// by `gemm_splitk_reduce_<out>`.
+    SplitK(SplitK),
+    /// Batch 1, C's short side at most 16: `gemm_skinny_*` slices, then the reduction.
+    Skinny(Skinny),
+    /// The sm_90a TMA + wgmma kernels.
+    Sm90(Sm90),
+}
+
+/// A split-K launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitK {
+    /// The kernels of the partial products (f32 out).
+    pub family: Family,
+    /// Depth of every slice but the last (a multiple of 32).
+    pub depth: usize,
+    /// Slices: `k / depth` full ones, then the rest (if any).
+    pub parts: usize,
+    /// Workspace bytes (the partial products).
+    pub workspace: usize,
+}
+
+/// A skinny launch: X (the short side's operand) staged, W (the long one) streamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Skinny {
+    /// The kernel's row count (a power of two, at least C's short side).
+    pub rows: u32,
+    /// Depth of every slice but the last (a multiple of 64, at most [`skinny_depth`]`(rows)`).
+    pub depth: usize,
+    /// Slices of k (grid.y).
+    pub parts: usize,
+    /// W read along C's long side (`wl`) rather than along k (`wk`).
+    pub long_contiguous: bool,
+    /// Columns of C's long side per block (grid.x covers the long side with them).
+    pub block_cols: usize,
+    /// Workspace bytes (the partial products).
+    pub workspace: usize,
+}
+
+/// An sm_90a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sm90 {
+    /// Tile width (256, 128 or 64).
+    pub bn: u32,
+    /// How A and B reach the kernel.
+    pub feeds: [Feed; 2],
+    /// Whether the kernel reads A, B transposed (after any transpose into the workspace): the
+    /// entry's `<ta><tb>`.
+    pub read_transposed: (bool, bool),
+    /// (rows, columns) of C per tile.
+    pub tile: (usize, usize),
+    /// Tiles per batch entry.
+    pub tiles: usize,
+    /// The tensor maps' element type.
+    pub dtype: Dtype,
+    /// The k-step (box depth) of the tensor maps.
+    pub bk: u32,
+    /// Leading dimension of a transposed operand in the workspace.
+    pub staged_ld: usize,
+    /// Bytes of the workspace regions of A (rounded to 128 bytes) and B.
+    pub regions: [usize; 2],
+}
+
+impl Sm90 {
+    /// The workspace's whole size.
+    pub fn workspace(&self) -> usize {
+        self.regions[0] + self.regions[1]
+    }
+
+    /// Leading dimension of an operand of `cols` columns copied to a 128-byte pitch.
+    pub fn repitched_ld(&self, cols: usize) -> usize {
+        cols.next_multiple_of(TMA_FAST_PITCH / self.dtype.size() as usize)
+    }
+}
+
+impl Plan {
+    /// Workspace bytes the launches need.
+    pub fn workspace(&self) -> usize {
+        match self.launch {
+            Launch::Tiled(_) => 0,
+            Launch::SplitK(s) => s.workspace,
+            Launch::Skinny(s) => s.workspace,
+            Launch::Sm90(s) => s.workspace(),
+        }
+    }
+}
+
+impl Kernel {
+    /// This kernel's plan for a validated, non-empty `g` (k >= 1) at `precision` (resolved for the
+    /// element types) on `device`, whose operands TMA can read as `tma` says; [`Error::Shape`]
+    /// naming the reason when the device cannot run it or it cannot compute `g`.
+    pub fn resolve(self, g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Result<Plan> {
+        let invalid = |expected: String| {
+            Err(Error::Shape {
+                op: "gemm plan",
+                expected,
+                got: format!(
+                    "`{self}` for {precision:?} {}{} {}x{}x{} batch {} on sm_{}{}",
+                    layout_char(g.trans_a),
+                    layout_char(g.trans_b),
+                    g.m,
+                    g.n,
+                    g.k,
+                    g.batch,
+                    device.capability.0,
+                    device.capability.1
+                ),
+            })
+        };
+        let family = |family: Family| -> std::result::Result<Family, String> {
+            match family {
+                Family::Simt64 if !matches!(precision, Precision::F32 | Precision::Tf32) => {
+                    Err("f32 data for simt64".into())
+                }
+                Family::Mma if precision == Precision::F32 => {
+                    Err("TF32, BF16 or FP16 for mma (it multiplies on the tensor cores)".into())
+                }
+                Family::Mma if !device.tensor_cores() => Err("tensor cores (sm_80+) for mma".into()),
+                Family::Mma if device.shared_optin < MMA_SMEM => {
+                    Err(format!("{MMA_SMEM} bytes of shared memory per block for mma"))
+                }
+                _ => Ok(family),
+            }
+        };
+        let bytes = |what: &[usize]| shape::elements("gemm", "workspace", what);
+        let launch = match self {
+            Kernel::Small => Launch::Tiled(Family::Small),
+            Kernel::Simt => Launch::Tiled(Family::Simt),
+            Kernel::Simt64 | Kernel::Mma => {
+                let f = if self == Kernel::Simt64 { Family::Simt64 } else { Family::Mma };
+                match family(f) {
+                    Ok(f) => Launch::Tiled(f),
+                    Err(why) => return invalid(why),
+                }
+            }
+            Kernel::SplitK { splits, mma } => {
+                if g.batch != 1 {
+                    return invalid("one product (batch 1) for split-K".into());
+                }
+                if !(2..=MAX_SPLITS).contains(&splits) {
+                    return invalid(format!("2 to {MAX_SPLITS} slices"));
+                }
+                let family = match family(if mma { Family::Mma } else { Family::Simt64 }) {
+                    Ok(f) => f,
+                    Err(why) => return invalid(why),
+                };
+                let depth = g.k.div_ceil(splits as usize).next_multiple_of(SPLIT_SLICE_ALIGN);
+                let parts = g.k.div_ceil(depth);
+                let workspace = bytes(&[parts, g.m, g.n, size_of::<f32>()])?;
+                Launch::SplitK(SplitK { family, depth, parts, workspace })
+            }
+            Kernel::Skinny { rows, splits } => {
+                let short = g.m.min(g.n);
+                if g.batch != 1 {
+                    return invalid("one product (batch 1) for skinny".into());
+                }
+                if !SKINNY_ROWS.contains(&rows) || short > rows as usize {
+                    return invalid(format!("rows of 1, 2, 4, 8 or 16, at least C's short side ({short})"));
+                }
+                if !(1..=GRID_YZ_MAX as u32).contains(&splits) {
+                    return invalid(format!("1 to {GRID_YZ_MAX} slices"));
+                }
+                let depth = g.k.div_ceil(splits as usize).next_multiple_of(SKINNY_SLICE_ALIGN);
+                if depth > skinny_depth(rows) {
+                    let needed = g.k.div_ceil(skinny_depth(rows));
+                    return invalid(format!(
+                        "at least {needed} slices (at most {} deep)",
+                        skinny_depth(rows)
+                    ));
+                }
+                let parts = g.k.div_ceil(depth);
+                let workspace = bytes(&[parts, g.m, g.n, size_of::<f32>()])?;
+                let long_contiguous = skinny_long_contiguous(g);
+                let block_cols = skinny_tile(g, element_bytes(precision));
+                Launch::Skinny(Skinny { rows, depth, parts, long_contiguous, block_cols, workspace })
+            }
+            Kernel::Sm90 { bn, a, b } => match sm90(g, precision, device, tma, bn, [a, b]) {
+                Ok(Ok(plan)) => Launch::Sm90(plan),
+                Ok(Err(why)) => return invalid(why),
+                Err(e) => return Err(e),
+            },
+        };
+        Ok(Plan { kernel: self, launch })
+    }
+}
+
+/// `n` or `t` for an operand stored as given or transposed.
+pub(crate) fn layout_char(trans: bool) -> char {
+    if trans {
+        't'
+    } else {
+        'n'
+    }
+}
+
+/// Bytes per input element at `precision` (f32 data for F32 and TF32).
+fn element_bytes(precision: Precision) -> usize {
+    match precision {
+        Precision::Bf16 | Precision::F16 => 2,
+        Precision::F32 | Precision::Tf32 => 4,
+    }
+}
+
+/// The sm_90a launch of tile width `bn` with operands fed as `feeds`, or why it cannot run (the
+/// outer error: a workspace whose size overflows).
+fn sm90(
+    g: &Gemm,
+    precision: Precision,
+    device: &Device,
+    tma: TmaReady,
+    bn: u32,
+    feeds: [Feed; 2],
+) -> Result<std::result::Result<Sm90, String>> {
+    let (dtype, bk) = match precision {
+        Precision::Bf16 => (Dtype::Bf16, 64),
+        Precision::F16 => (Dtype::F16, 64),
+        Precision::Tf32 => (Dtype::F32, 32),
+        Precision::F32 => return Ok(Err("TF32, BF16 or FP16 for sm90 (exact fp32 has no wgmma)".into())),
+    };
+    if !device.sm90 {
+        return Ok(Err("an sm_90 device whose sm_90a module loads, for sm90".into()));
+    }
+    if device.shared_optin < SM90_SMEM {
+        return Ok(Err(format!("{SM90_SMEM} bytes of shared memory per block for sm90")));
+    }
+    if !SM90_WIDTHS.contains(&bn) {
+        return Ok(Err("bn of 256, 128 or 64".into()));
+    }
+    // Whether each operand is MN-major as stored (A stored k x m, B stored k x n).
+    let (mn_a, mn_b) = (g.trans_a, !g.trans_b);
+    for (name, feed, ready, mn_major) in [("a", feeds[0], tma.a, mn_a), ("b", feeds[1], tma.b, mn_b)] {
+        let why = match feed {
+            Feed::InPlace if !ready => Some(format!("{name}=inplace only for an operand TMA can read")),
+            Feed::Repitch if g.batch != 1 => Some(format!("{name}=repitch only for one product (batch 1)")),
+            Feed::Transpose if precision != Precision::Tf32 => {
+                Some(format!("{name}=transpose only for TF32"))
+            }
+            Feed::Transpose if !mn_major => Some(format!(
+                "{name}=transpose only for an MN-major operand (a stored k x m, b stored k x n)"
+            )),
+            Feed::Transpose if g.k > GRID_YZ_MAX * TRANSPOSE_TILE => {
+                Some(format!("{name}=transpose only for k <= {}", GRID_YZ_MAX * TRANSPOSE_TILE))
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Ok(Err(why));
+        }
+    }
+    // Transposing turns A (stored k x m) into m x k and B (stored k x n) into n x k.
+    let read_transposed =
+        (g.trans_a && feeds[0] != Feed::Transpose, g.trans_b || feeds[1] == Feed::Transpose);
+    if precision == Precision::Tf32 && read_transposed == (true, false) {
+        return Ok(Err("TF32 reads at most one MN-major operand (there is no tn kernel)".into()));
+    }
+    let tile = sm90_tile(precision, !read_transposed.1, bn);
+    let tiles = g.m.div_ceil(tile.0) * g.n.div_ceil(tile.1);
+    let staged_ld = g.k.next_multiple_of(STAGE_PITCH);
+    let es = dtype.size() as usize;
+    // The fed operands of one launch (at most GRID_YZ_MAX entries; one when copied to a new
+    // pitch), A's then B's, in one workspace; every matrix starts on a 128-byte boundary.
+    let most = g.batch.min(GRID_YZ_MAX);
+    let region = |feed: Feed, (rows, cols): (usize, usize), k_major_rows: usize| match feed {
+        Feed::InPlace => Ok(0),
+        Feed::Transpose => {
+            shape::elements("gemm", "workspace", &[most, k_major_rows, staged_ld, size_of::<f32>()])
+        }
+        Feed::Repitch => {
+            shape::elements("gemm", "workspace", &[rows, cols.next_multiple_of(TMA_FAST_PITCH / es), es])
+        }
+    };
+    let (bytes_a, bytes_b) = (region(feeds[0], g.a_dims(), g.m)?, region(feeds[1], g.b_dims(), g.n)?);
+    let fits = bytes_a
+        .checked_next_multiple_of(TMA_FAST_PITCH)
+        .and_then(|bytes_a| Some((bytes_a, bytes_a.checked_add(bytes_b)?)));
+    let Some((bytes_a, _)) = fits else {
+        return Err(Error::Shape {
+            op: "gemm",
+            expected: "a workspace that fits in usize".into(),
+            got: format!("{bytes_a} + {bytes_b} bytes"),
+        });
+    };
+    Ok(Ok(Sm90 {
+        bn,
+        feeds,
+        read_transposed,
+        tile,
+        tiles,
+        dtype,
+        bk,
+        staged_ld,
+        regions: [bytes_a, bytes_b],
+    }))
+}
+
+impl fmt::Display for Feed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Feed::InPlace => "inplace",
+            Feed::Transpose => "transpose",
+            Feed::Repitch => "repitch",
+        })
+    }
+}
+
+/// The kernel as the tuning table writes it: `small`, `simt`, `simt64`, `mma`,
+/// `splitk simt64|mma splits=S`, `skinny rows=R splits=S`, `sm90 bn=B a=FEED b=FEED`.
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kernel::Small => f.write_str("small"),
+            Kernel::Simt => f.write_str("simt"),
+            Kernel::Simt64 => f.write_str("simt64"),
+            Kernel::Mma => f.write_str("mma"),
+            Kernel::SplitK { splits, mma } => {
+                write!(f, "splitk {} splits={splits}", if *mma { "mma" } else { "simt64" })
+            }
+            Kernel::Skinny { rows, splits } => write!(f, "skinny rows={rows} splits={splits}"),
+            Kernel::Sm90 { bn, a, b } => write!(f, "sm90 bn={bn} a={a} b={b}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Kernel {
+    type Err = String;
+
+    /// Reads what [`Display`](fmt::Display) writes (words separated by spaces, options in the
+    /// order shown).
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let number = |word: &str, key: &str| -> std::result::Result<u32, String> {
+            word.strip_prefix(key)
+                .and_then(|v| v.strip_prefix('='))
+                .ok_or_else(|| format!("expected `{key}=N`, found `{word}`"))?
+                .parse()
+                .map_err(|_| format!("`{word}`: not a number"))
+        };
+        let feed = |word: &str, key: &str| -> std::result::Result<Feed, String> {
+            match word.strip_prefix(key).and_then(|v| v.strip_prefix('=')) {
+                Some("inplace") => Ok(Feed::InPlace),
+                Some("transpose") => Ok(Feed::Transpose),
+                Some("repitch") => Ok(Feed::Repitch),
+                _ => Err(format!("expected `{key}=inplace|transpose|repitch`, found `{word}`")),
+            }
+        };
+        let kernel = match words.as_slice() {
+            ["small"] => Kernel::Small,
+            ["simt"] => Kernel::Simt,
+            ["simt64"] => Kernel::Simt64,
+            ["mma"] => Kernel::Mma,
+            ["splitk", family, splits] => {
+                let mma = match *family {
+                    "mma" => true,
+                    "simt64" => false,
+                    other => return Err(format!("split-K runs on `mma` or `simt64`, not `{other}`")),
+                };
+                Kernel::SplitK { splits: number(splits, "splits")?, mma }
+            }
+            ["skinny", rows, splits] => {
+                Kernel::Skinny { rows: number(rows, "rows")?, splits: number(splits, "splits")? }
+            }
+            ["sm90", bn, a, b] => Kernel::Sm90 { bn: number(bn, "bn")?, a: feed(a, "a")?, b: feed(b, "b")? },
+            _ => {
+                return Err(format!(
+                    "unknown kernel `{text}` (small, simt, simt64, mma, splitk mma|simt64 splits=S, \
+                     skinny rows=R splits=S, sm90 bn=B a=FEED b=FEED)"
+                ))
+            }
+        };
+        kernel.check_options()?;
+        Ok(kernel)
+    }
+}
+
+impl Kernel {
+    /// Whether the options name a kernel that exists (whatever the shape and device).
+    pub(crate) fn check_options(self) -> std::result::Result<(), String> {
+        match self {
+            Kernel::SplitK { splits, .. } if !(2..=MAX_SPLITS).contains(&splits) => {
+                Err(format!("split-K takes 2 to {MAX_SPLITS} slices, not {splits}"))
+            }
+            Kernel::Skinny { rows, .. } if !SKINNY_ROWS.contains(&rows) => {
+                Err(format!("skinny kernels have 1, 2, 4, 8 or 16 rows, not {rows}"))
+            }
+            Kernel::Skinny { splits, .. } if !(1..=GRID_YZ_MAX as u32).contains(&splits) => {
+                Err(format!("skinny takes 1 to {GRID_YZ_MAX} slices, not {splits}"))
+            }
+            Kernel::Sm90 { bn, .. } if !SM90_WIDTHS.contains(&bn) => {
+                Err(format!("sm90 tiles are 256, 128 or 64 wide, not {bn}"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::dispatch::{heuristic, plan};
+    use super::*;
+
+    const H100: Device =
+        Device { capability: (9, 0), multiprocessors: 132, sm90: true, shared_optin: 232_448 };
+    const A100: Device =
+        Device { capability: (8, 0), multiprocessors: 108, sm90: false, shared_optin: 166_912 };
+    const VOLTA: Device =
+        Device { capability: (7, 0), multiprocessors: 80, sm90: false, shared_optin: 98_304 };
+    const ALIGNED: TmaReady = TmaReady { a: true, b: true };
+
+    /// The launch the dispatcher plans for `g` on `device` with aligned operands.
+    fn launch(g: Gemm, precision: Precision, device: &Device) -> Launch {
+        let p = plan(&g, precision, device, ALIGNED).unwrap();
+        assert_eq!(p.kernel, heuristic(&g, precision, device, ALIGNED), "the plan carries the choice");
+        p.launch
+    }
+
+    #[test]
+    fn plans_of_representative_shapes_are_pinned() {
+        use Precision::{Bf16, Tf32, F16, F32};
+        assert_eq!(launch(Gemm::new(8, 8, 8), F32, &H100), Launch::Tiled(Family::Small));
+        assert_eq!(launch(Gemm::new(4096, 4096, 4096), F32, &H100), Launch::Tiled(Family::Simt));
+        assert_eq!(launch(Gemm::new(1024, 1024, 512), F32, &H100), Launch::Tiled(Family::Simt64));
+        assert_eq!(launch(Gemm::new(4096, 4096, 4096), Bf16, &A100), Launch::Tiled(Family::Mma));
+        assert_eq!(launch(Gemm::new(4096, 4096, 4096), F16, &VOLTA), Launch::Tiled(Family::Simt));
+        // Split-K: 64x8192x8192 f32, 4 slices of 2048 on simt64; 32x4096x16384 bf16, 8 of 2048.
+        let split = |family, depth, parts, m: usize, n: usize| {
+            Launch::SplitK(SplitK { family, depth, parts, workspace: parts * m * n * 4 })
+        };
+        assert_eq!(launch(Gemm::new(64, 8192, 8192), F32, &H100), split(Family::Simt64, 2048, 4, 64, 8192));
+        assert_eq!(launch(Gemm::new(32, 4096, 16384), Bf16, &H100), split(Family::Mma, 2048, 8, 32, 4096));
+        // 41x185x2913 TF32: 11 slices of 288 (the last 33).
+        assert_eq!(launch(Gemm::new(41, 185, 2913), Tf32, &H100), split(Family::Mma, 288, 11, 41, 185));
+        // Skinny: decode bf16 x W (33 slices asked: 128 deep, 32 parts), W read along n.
+        let skinny = |rows, depth, parts, long_contiguous, block_cols, outputs: usize| {
+            Launch::Skinny(Skinny {
+                rows,
+                depth,
+                parts,
+                long_contiguous,
+                block_cols,
+                workspace: parts * outputs * 4,
+            })
+        };
+        assert_eq!(launch(Gemm::new(1, 4096, 4096), Bf16, &H100), skinny(1, 128, 32, true, 256, 4096));
+        let xwt = Gemm::new(3, 4096, 4096).transposed(false, true);
+        assert_eq!(launch(xwt, F32, &H100), skinny(4, 832, 5, false, 32, 3 * 4096));
+        // sm_90: 16-bit in place, and TF32 tn with A transposed into the workspace (nn kernel,
+        // 256-row tiles along m).
+        let sm90 = |bn, feeds, read_transposed, tile, tiles, dtype, bk, staged_ld, regions| {
+            Launch::Sm90(Sm90 { bn, feeds, read_transposed, tile, tiles, dtype, bk, staged_ld, regions })
+        };
+        let inplace = [Feed::InPlace, Feed::InPlace];
+        assert_eq!(
+            launch(Gemm::new(4096, 4096, 4096), Bf16, &H100),
+            sm90(256, inplace, (false, false), (128, 256), 512, Dtype::Bf16, 64, 4096, [0, 0])
+        );
+        assert_eq!(
+            launch(Gemm::new(2048, 2048, 2048).transposed(true, false), Tf32, &H100),
+            sm90(
+                256,
+                [Feed::Transpose, Feed::InPlace],
+                (false, false),
+                (256, 128),
+                128,
+                Dtype::F32,
+                32,
+                2048,
+                [2048 * 2048 * 4, 0]
+            )
+        );
+        // B repitched (3000x5000x2000 bf16 NN: B's 10000-byte pitch) to 5056 columns.
+        assert_eq!(
+            launch(Gemm::new(3000, 5000, 2000), Bf16, &H100),
+            sm90(
+                256,
+                [Feed::InPlace, Feed::Repitch],
+                (false, false),
+                (128, 256),
+                24 * 20,
+                Dtype::Bf16,
+                64,
+                2016,
+                [0, 2000 * 5056 * 2]
+            )
+        );
+    }
+
+    #[test]
+    fn every_heuristic_choice_resolves() {
+        let sides = [1, 2, 3, 16, 17, 64, 100, 257, 1000, 4096, 12288, 100_000];
+        let tmas = [ALIGNED, TmaReady { a: false, b: true }, TmaReady { a: true, b: false }];
+        let shapes: Vec<(usize, usize, usize)> =
+            sides.iter().flat_map(|&m| sides.iter().flat_map(move |&n| sides.map(|k| (m, n, k)))).collect();
+        for device in [H100, A100, VOLTA] {
+            for p in [Precision::F32, Precision::Tf32, Precision::Bf16, Precision::F16] {
+                for &(m, n, k) in &shapes {
+                    for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                        for batch in [1, 3] {
+                            let g = Gemm::new(m, n, k).transposed(ta, tb);
+                            let g = if batch > 1 { g.batched(batch, m * k, k * n, m * n) } else { g };
+                            for tma in tmas {
+                                let kernel = heuristic(&g, p, &device, tma);
+                                if let Err(e) = kernel.resolve(&g, p, &device, tma) {
+                                    panic!("{kernel} for {g:?} at {p:?}: {e}");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn kernels_that_cannot_run_are_errors_naming_why() {
+        let err = |kernel: Kernel, g: Gemm, p: Precision, device: &Device, tma: TmaReady| {
+            kernel.resolve(&g, p, device, tma).unwrap_err().to_string()
+        };
+        let g = Gemm::new(1024, 1024, 1024);
+        let sm90 = |bn, a, b| Kernel::Sm90 { bn, a, b };
+        let e = err(sm90(128, Feed::InPlace, Feed::InPlace), g, Precision::Bf16, &A100, ALIGNED);
+        assert!(e.contains("sm_90 device") && e.contains("sm_80"), "{e}");
+        let e = err(sm90(128, Feed::InPlace, Feed::InPlace), g, Precision::F32, &H100, ALIGNED);
+        assert!(e.contains("exact fp32"), "{e}");
+        let unaligned = TmaReady { a: true, b: false };
+        let e = err(sm90(128, Feed::InPlace, Feed::InPlace), g, Precision::F16, &H100, unaligned);
+        assert!(e.contains("b=inplace only for an operand TMA can read"), "{e}");
+        let batched = g.batched(2, 1 << 20, 1 << 20, 1 << 20);
+        let e = err(sm90(128, Feed::InPlace, Feed::Repitch), batched, Precision::F16, &H100, ALIGNED);
+        assert!(e.contains("b=repitch only for one product"), "{e}");
+        let e = err(sm90(128, Feed::InPlace, Feed::Transpose), g, Precision::Bf16, &H100, ALIGNED);
+        assert!(e.contains("only for TF32"), "{e}");
+        // TF32: B stored n x k is K-major already; tn (both MN-major as read) has no kernel.
+        let nt = g.transposed(false, true);
+        let e = err(sm90(128, Feed::InPlace, Feed::Transpose), nt, Precision::Tf32, &H100, ALIGNED);
+        assert!(e.contains("only for an MN-major operand"), "{e}");
+        let tn = g.transposed(true, false);
+        let e = err(sm90(128, Feed::InPlace, Feed::InPlace), tn, Precision::Tf32, &H100, ALIGNED);
+        assert!(e.contains("no tn kernel"), "{e}");
+        assert!(sm90(128, Feed::Transpose, Feed::InPlace)
+            .resolve(&tn, Precision::Tf32, &H100, ALIGNED)
+            .is_ok());
+        // mma: tensor cores and not exact fp32; simt64: f32 data.
+        assert!(err(Kernel::Mma, g, Precision::Bf16, &VOLTA, ALIGNED).contains("tensor cores"));
+        assert!(err(Kernel::Mma, g, Precision::F32, &H100, ALIGNED).contains("TF32, BF16 or FP16"));
+        assert!(err(Kernel::Simt64, g, Precision::Bf16, &H100, ALIGNED).contains("f32 data"));
+        // Split-K and skinny: one product; skinny rows cover the short side, slices its depth.
+        let split = Kernel::SplitK { splits: 4, mma: true };
+        assert!(err(split, batched, Precision::Bf16, &H100, ALIGNED).contains("batch 1"));
+        let skinny = |rows, splits| Kernel::Skinny { rows, splits };
+        let decode = Gemm::new(2, 4096, 4096);
+        assert!(err(skinny(1, 4), decode, Precision::F32, &H100, ALIGNED).contains("short side (2)"));
+        assert!(err(skinny(2, 1), decode, Precision::F32, &H100, ALIGNED).contains("at least 2 slices"));
+        assert!(skinny(2, 2).resolve(&decode, Precision::F32, &H100, ALIGNED).is_ok());
+        // Anything runs Small and Simt.
+        for device in [H100, A100, VOLTA] {
+            for p in [Precision::F32, Precision::Tf32, Precision::Bf16, Precision::F16] {
+                assert!(Kernel::Small.resolve(&g, p, &device, ALIGNED).is_ok());
+                assert!(Kernel::Simt.resolve(&g, p, &device, ALIGNED).is_ok());
+            }
+        }
+    }
+
+    #[test]
+    fn kernels_read_back_what_they_write() {
+        let kernels = [
+            Kernel::Small,
+            Kernel::Simt,
+            Kernel::Simt64,
+            Kernel::Mma,
+            Kernel::SplitK { splits: 4, mma: true },
+            Kernel::SplitK { splits: 64, mma: false },
+            Kernel::Skinny { rows: 16, splits: 196 },
+            Kernel::Sm90 { bn: 128, a: Feed::Transpose, b: Feed::Repitch },
+        ];
+        for kernel in kernels {
+            assert_eq!(kernel.to_string().parse::<Kernel>(), Ok(kernel), "{kernel}");
+        }
+        assert_eq!(
+            "sm90 bn=64 a=inplace b=inplace".parse(),
+            Ok(Kernel::Sm90 { bn: 64, a: Feed::InPlace, b: Feed::InPlace })
+        );
+        for (bad, why) in [
+            ("sm90 bn=96 a=inplace b=inplace", "256, 128 or 64"),
+            ("sm90 bn=64 a=copy b=inplace", "a=inplace|transpose|repitch"),
+            ("splitk simt splits=4", "`mma` or `simt64`"),
+            ("splitk mma splits=1", "2 to 64"),
+            ("skinny rows=3 splits=2", "1, 2, 4, 8 or 16"),
+            ("skinny rows=4 splits=x", "not a number"),
+            ("cublas", "unknown kernel"),
+        ] {
+            let e = bad.parse::<Kernel>().unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! The sm_90a kernels (`cuda/gemm_sm90.cu`: TMA + wgmma, warp-specialised, persistent): each
+//! operand fed as the plan says (read in place through a tensor map, transposed into a K-major
+//! workspace first, or copied to a 128-byte pitch first), the tensor maps encoded, one launch per
+//! 65 535 batch entries.
+
+use std::mem::size_of;
+use std::sync::Arc;
+
+use super::dispatch::{Device, Feed, TMA_FAST_PITCH};
+use super::plan::{layout_char, Sm90, SM90_SMEM};
+use super::tensor_map::Operand;
+use super::tiled::input_name;
+use super::{function_with_smem, grow, Element, Gemm, Precision, RawEpilogue, Workspace, BLOCK};
+use crate::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use crate::error::{Error, Result};
+use crate::kernels::args::CheckedPtrMut as _;
+use crate::kernels::grid::GRID_YZ_MAX;
+use crate::kernels::Kernels;
+
+/// Threads per block (a producer and two consumer warpgroups).
+const SM90_BLOCK: u32 = 384;
+
+/// One operand as an sm_90a kernel reads it: device address, leading dimension, batch stride,
+/// stored transposed.
+#[derive(Debug, Clone, Copy)]
+struct Fed {
+    base: u64,
+    ld: usize,
+    stride: usize,
+    trans: bool,
+}
+
+/// Runs `g` on the sm_90a kernel the plan names, feeding its operands as the plan says.
+///
+/// # Safety
+/// As [`super::tiled::launch`]; `plan` was resolved for `g`, `precision` and the operands' TMA
+/// readiness on `device`.
+#[allow(clippy::too_many_arguments)] // the GEMM's operands, its plan and the epilogue
+pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    workspace: &Workspace,
+    device: &Device,
+    g: &Gemm,
+    precision: Precision,
+    plan: &Sm90,
+    [pa, pb, pc]: [u64; 3],
+    epilogue: &RawEpilogue,
+) -> Result<()> {
+    let [feed_a, feed_b] = plan.feeds;
+    let es = plan.dtype.size();
+    let io = format!("{}_{}", input_name::<TIn>(precision), TOut::NAME);
+    let fused = if epilogue.is_active() { "_fused" } else { "" };
+    let (ta, tb) = plan.read_transposed;
+    let name = format!("gemm_sm90_{io}_{}{}_n{}{fused}", layout_char(ta), layout_char(tb), plan.bn);
+    let function = function_with_smem(kernels, &name, SM90_SMEM)?;
+    let staging = feed_a == Feed::Transpose || feed_b == Feed::Transpose;
+    let transpose = if staging { Some(kernels.function("gemm_transpose_f32")?) } else { None };
+    let (tile_rows, tile_cols) = plan.tile;
+    let (m, n, k, ldc, stride_c) = (g.m as i32, g.n as i32, g.k as i32, g.ldc as i32, g.stride_c as i64);
+    let staged_ld = plan.staged_ld;
+    let need = plan.workspace();
+    let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: each launch's transposes and copies write every element that its GEMM reads (rows x
+    // k of each entry, or the stored matrix) before the GEMM runs; the pitch padding is never read
+    // (TMA stops at the matrix edge).
+    unsafe { grow(&mut scratch, stream, need) }?;
+    // The guard orders the workspace writes after the buffer's earlier uses and records them.
+    let (scratch_base, _write_scratch) = match scratch.as_mut() {
+        Some(ws) if need > 0 => {
+            let (base, guard) = ws.checked_ptr_mut(stream)?;
+            (base, Some(guard))
+        }
+        _ => (0, None),
+    };
+    let regions = [scratch_base, scratch_base + plan.regions[0] as u64];
+
+    for z0 in (0..g.batch).step_by(GRID_YZ_MAX) {
+        let entries = (g.batch - z0).min(GRID_YZ_MAX);
+        let at = |base: u64, stride: usize| base + (z0 * stride) as u64 * es;
+        let operand = |base: u64,
+                       ld: usize,
+                       stride: usize,
+                       trans: bool,
+                       feed: Feed,
+                       stored: (usize, usize),
+                       ws: u64| {
+            match feed {
+                Feed::InPlace => Ok::<_, Error>(Fed { base: at(base, stride), ld, stride, trans }),
+                Feed::Repitch => {
+                    let pitch = plan.repitched_ld(stored.1);
+                    let (es, src) = (es as usize, at(base, stride));
+                    // SAFETY: copies the validated stored matrix (batch 1: the plan repitches
+                    // single GEMMs only) into this operand's workspace region, sized for
+                    // `stored.0` rows at `pitch >= stored.1`.
+                    unsafe {
+                        copy_rows(kernels, stream, (ws, pitch * es), (src, ld * es), stored.1 * es, stored.0)
+                    }?;
+                    Ok(Fed { base: ws, ld: pitch, stride: stored.0 * pitch, trans })
+                }
+                Feed::Transpose => {
+                    // Stored k x rows: transpose to rows x k with a 128-byte pitch into the workspace.
+                    let rows = stored.1;
+                    let transpose = transpose.as_ref().expect("loaded when transposing");
+                    let staged_stride = rows * staged_ld;
+                    let (cols, depth) = (rows as i32, g.k as i32);
+                    let (ld_in, stride_in, ld_out) = (ld as i32, stride as i64, staged_ld as i32);
+                    let (input, stride_out) = (at(base, stride), staged_stride as i64);
+                    let cfg = LaunchConfig {
+                        grid_dim: (rows.div_ceil(32) as u32, g.k.div_ceil(32) as u32, entries as u32),
+                        block_dim: (32, 8, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    // SAFETY: `gemm_transpose_f32(rows, cols, in, ld_in, stride_in, out, ld_out,
+                    // stride_out)`: reads the validated k x rows operand of each entry, writes
+                    // rows x k at `ws`, this operand's workspace region, which holds
+                    // `entries <= most` such matrices at pitch `staged_ld >= k` (sized by the
+                    // plan); the plan transposes only where k / 32 fits grid.y.
+                    unsafe {
+                        stream
+                            .launch_builder(transpose)
+                            .arg(&depth)
+                            .arg(&cols)
+                            .arg(&input)
+                            .arg(&ld_in)
+                            .arg(&stride_in)
+                            .arg(&ws)
+                            .arg(&ld_out)
+                            .arg(&stride_out)
+                            .launch(cfg)?;
+                    }
+                    Ok(Fed { base: ws, ld: staged_ld, stride: staged_stride, trans: !trans })
+                }
+            }
+        };
+        let a = operand(pa, g.lda, g.stride_a, g.trans_a, feed_a, g.a_dims(), regions[0])?;
+        let b = operand(pb, g.ldb, g.stride_b, g.trans_b, feed_b, g.b_dims(), regions[1])?;
+
+        let map = |o: Fed, rows: usize, cols: usize, box_cols: u32, box_rows: u32| {
+            Operand {
+                base: o.base,
+                dtype: plan.dtype,
+                rows: rows as u64,
+                cols: cols as u64,
+                ld: o.ld as u64,
+                batch: entries as u64,
+                stride: o.stride as u64,
+                box_cols,
+                box_rows,
+            }
+            .encode()
+        };
+        // Boxes per notes/gemm.md: K-major operands {BK, the tile's side}, MN-major {128 bytes, BK}.
+        let (mn_box, bk) = ((TMA_FAST_PITCH as u64 / es) as u32, plan.bk);
+        let map_a =
+            if a.trans { map(a, g.k, g.m, mn_box, bk)? } else { map(a, g.m, g.k, bk, tile_rows as u32)? };
+        let map_b =
+            if b.trans { map(b, g.n, g.k, bk, tile_cols as u32)? } else { map(b, g.k, g.n, mn_box, bk)? };
+        let c = pc + (z0 * g.stride_c * size_of::<TOut>()) as u64;
+        let (bias, bias_stride, act) = epilogue.args_from(z0, size_of::<TOut>());
+        let per_entry = (device.multiprocessors as usize / entries).max(1);
+        let cfg = LaunchConfig {
+            grid_dim: (plan.tiles.min(per_entry) as u32, 1, entries as u32),
+            block_dim: (SM90_BLOCK, 1, 1),
+            shared_mem_bytes: SM90_SMEM,
+        };
+        let mut launch = stream.launch_builder(&function);
+        launch
+            .arg(&map_a)
+            .arg(&map_b)
+            .arg(&m)
+            .arg(&n)
+            .arg(&k)
+            .arg(&g.alpha)
+            .arg(&g.beta)
+            .arg(&c)
+            .arg(&ldc)
+            .arg(&stride_c);
+        if epilogue.is_active() {
+            launch.arg(&bias).arg(&bias_stride).arg(&act);
+        }
+        // SAFETY: `(tmA, tmB, m, n, k, alpha, beta, C, ldc, strideC)`, then `(bias, biasStride,
+        // act)` for the `_fused` entry, as the sm_90a entries take them. The maps cover exactly the
+        // validated operands (or the workspace regions, kept while the lock is held) of entries
+        // z0..z0+entries; C and the bias are advanced to entry z0 and hold every m x n block and
+        // bias vector of them (validated, checked).
+        unsafe { launch.launch(cfg) }?;
+    }
+    Ok(())
+}
+
+/// Copies `rows` rows of `width` bytes from device address `src` (rows `src_pitch` bytes apart)
+/// to `dst` (rows `dst_pitch` bytes apart) with `gemm_copy_rows`, ordered on `stream` (2.8 TB/s
+/// on an H100 where cuMemcpy2DAsync moved these pitches at 1.5).
+///
+/// # Safety
+/// Both blocks must lie in live device allocations, width and pitches must be even, and nothing
+/// else may use the destination until the copy is done.
+unsafe fn copy_rows(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    (dst, dst_pitch): (u64, usize),
+    (src, src_pitch): (u64, usize),
+    width: usize,
+    rows: usize,
+) -> Result<()> {
+    let function = kernels.function("gemm_copy_rows")?;
+    let blocks = rows.min(kernels.multiprocessors() as usize * 16);
+    let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+    let (rows, width) = (rows as i64, width as i64);
+    let (src_pitch, dst_pitch) = (src_pitch as i64, dst_pitch as i64);
+    // SAFETY: `(rows, width, src, src_pitch, dst, dst_pitch)` as the kernel takes them; the caller
+    // vouches for both blocks.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&rows)
+            .arg(&width)
+            .arg(&src)
+            .arg(&src_pitch)
+            .arg(&dst)
+            .arg(&dst_pitch)
+            .launch(cfg)
+    }?;
+    Ok(())
+}

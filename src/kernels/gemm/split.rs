@@ -1,0 +1,198 @@
+//! The launches that slice k: split-K (one GEMM whose tiles leave most multiprocessors idle, run as
+//! f32 partial products on a [`Family`]'s kernels) and the skinny kernels (C's short side at most
+//! 16: the long operand streamed once), both summed into C by `gemm_splitk_reduce_<out>` with the
+//! epilogue.
+
+use std::mem::size_of;
+use std::sync::Arc;
+
+use super::plan::{Skinny, SplitK};
+use super::{grow, tiled, Element, Gemm, Precision, RawEpilogue, Workspace, BLOCK};
+use crate::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use crate::error::Result;
+use crate::kernels::args::CheckedPtrMut as _;
+use crate::kernels::grid;
+use crate::kernels::Kernels;
+
+/// Runs a batch-1 `g` as `plan.parts` f32 partial products over slices of k (packed m x n matrices
+/// in `workspace`, through the family's batch dimension; the last, shorter slice by its own
+/// launch), then `gemm_splitk_reduce_<out>` writes `C = epilogue(alpha * sum + beta * C)` summing
+/// in slice order.
+///
+/// # Safety
+/// As [`tiled::launch`]; `plan` was resolved for `g` and `precision`.
+#[allow(clippy::too_many_arguments)] // the GEMM's operands, its plan and the epilogue
+pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    workspace: &Workspace,
+    g: &Gemm,
+    precision: Precision,
+    plan: &SplitK,
+    [pa, pb, pc]: [u64; 3],
+    epilogue: &RawEpilogue,
+) -> Result<()> {
+    let depth = plan.depth;
+    let (full, rest) = (g.k / depth, g.k % depth);
+    let outputs = g.m * g.n;
+    let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: the partial launches write every element of the `parts` m x n matrices before
+    // the reduction reads them.
+    unsafe { grow(&mut scratch, stream, plan.workspace) }?;
+    let (partials, _write_partials) = scratch.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+
+    // The next slice of k is `depth` columns further along A stored m x k, rows along k x m.
+    let step_a = if g.trans_a { depth * g.lda } else { depth };
+    let step_b = if g.trans_b { depth } else { depth * g.ldb };
+    let slices = Gemm {
+        k: depth,
+        batch: full,
+        alpha: 1.0,
+        beta: 0.0,
+        ldc: g.n,
+        stride_a: step_a,
+        stride_b: step_b,
+        stride_c: outputs,
+        ..*g
+    };
+    let none = RawEpilogue::default();
+    let es = size_of::<TIn>() as u64;
+    if full > 0 {
+        // SAFETY: the slices are `full` batch entries of depth `depth` inside the validated
+        // operands (entry z starts z * depth along k), written to the workspace grown for `parts`
+        // packed m x n f32 products.
+        unsafe {
+            tiled::launch::<TIn, f32>(
+                kernels,
+                stream,
+                plan.family,
+                precision,
+                &slices,
+                [pa, pb, partials],
+                &none,
+            )
+        }?;
+    }
+    if rest > 0 {
+        let last = Gemm { k: rest, batch: 1, ..slices };
+        let at = [
+            pa + (full * step_a) as u64 * es,
+            pb + (full * step_b) as u64 * es,
+            partials + (full * outputs * size_of::<f32>()) as u64,
+        ];
+        // SAFETY: the last `rest` of k, after the full slices, into the last partial product.
+        unsafe { tiled::launch::<TIn, f32>(kernels, stream, plan.family, precision, &last, at, &none) }?;
+    }
+    // SAFETY: the launches above write all `parts` partial products; C and the bias are the
+    // caller's (validated, checked).
+    unsafe { reduce_partials::<TOut>(kernels, stream, g, plan.parts, partials, pc, epilogue) }
+}
+
+/// Runs a batch-1 `g` on `gemm_skinny_<wl|wk>_<in>_s<rows>`: C = op(A) op(B) as X (the short
+/// side's operand, staged) times W (the long one, streamed): X = op(A), W = op(B) when m is the
+/// short side, else X = op(B)^T, W = op(A)^T. Each of the `plan.parts` slices of k writes an m x n
+/// f32 partial product to the workspace; [`reduce_partials`] sums them into C with the epilogue.
+///
+/// # Safety
+/// As [`tiled::launch`]; `plan` was resolved for `g`.
+pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    workspace: &Workspace,
+    g: &Gemm,
+    plan: &Skinny,
+    [pa, pb, pc]: [u64; 3],
+    epilogue: &RawEpilogue,
+) -> Result<()> {
+    // (X, its element strides along the short side and k), (W, its pitch), the partial's strides
+    // for (short, long), and the two sides' lengths.
+    let (x, x_strides, w, w_pitch, p_strides, short, long) = if g.m <= g.n {
+        let x_strides = if g.trans_a { (1, g.lda) } else { (g.lda, 1) };
+        (pa, x_strides, pb, g.ldb, (g.n, 1), g.m, g.n)
+    } else {
+        let x_strides = if g.trans_b { (g.ldb, 1) } else { (1, g.ldb) };
+        (pb, x_strides, pa, g.lda, (1, g.n), g.n, g.m)
+    };
+    let layout = if plan.long_contiguous { "wl" } else { "wk" };
+    let function = kernels.function(&format!("gemm_skinny_{layout}_{}_s{}", TIn::NAME, plan.rows))?;
+    let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: the slice launch writes every element of the `parts` m x n partial products
+    // before the reduction reads them.
+    unsafe { grow(&mut scratch, stream, plan.workspace) }?;
+    let (partials, _write_partials) = scratch.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+    let cfg = LaunchConfig {
+        grid_dim: (long.div_ceil(plan.block_cols) as u32, plan.parts as u32, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (short, long, k, depth) = (short as i32, long as i32, g.k as i32, plan.depth as i32);
+    let (xs, xk, w_pitch) = (x_strides.0 as i64, x_strides.1 as i64, w_pitch as i64);
+    let (ps, pl) = (p_strides.0 as i64, p_strides.1 as i64);
+    // SAFETY: `(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl)` as the skinny entries take them;
+    // the plan holds the short side within the kernel's rows and each slice within its staged
+    // depth. X and W are A and B (or B and A), which `validate` checked hold every element of
+    // op(A) and op(B) with these leading dimensions; the kernel reads X's `short` x k and W's
+    // k x `long` elements through exactly those strides, and writes `parts` packed m x n f32
+    // blocks into the workspace grown to hold them above.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&short)
+            .arg(&long)
+            .arg(&k)
+            .arg(&depth)
+            .arg(&x)
+            .arg(&xs)
+            .arg(&xk)
+            .arg(&w)
+            .arg(&w_pitch)
+            .arg(&partials)
+            .arg(&ps)
+            .arg(&pl)
+            .launch(cfg)?;
+    }
+    // SAFETY: the slices above wrote all `parts` partial products; C and the bias are the
+    // caller's (validated, checked).
+    unsafe { reduce_partials::<TOut>(kernels, stream, g, plan.parts, partials, pc, epilogue) }
+}
+
+/// `gemm_splitk_reduce_<out>`: `C = epilogue(alpha * sum + beta * C)` of a batch-1 `g` from `parts`
+/// packed m x n f32 partial products at device address `partials`, summed in order.
+///
+/// # Safety
+/// `partials` must hold the `parts` products (written, in stream order, before this launch) and
+/// `c` the validated m x n block of C; the epilogue's bias its n values.
+unsafe fn reduce_partials<TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &Gemm,
+    parts: usize,
+    partials: u64,
+    c: u64,
+    epilogue: &RawEpilogue,
+) -> Result<()> {
+    let reduce = kernels.function(&format!("gemm_splitk_reduce_{}", TOut::NAME))?;
+    let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
+    let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
+    // One output per thread per step, blocks of 256 (the kernel's own block size).
+    let cfg = grid::elementwise(g.m * g.n, grid::Step::Scalar);
+    // SAFETY: `(m, n, splits, part, alpha, beta, C, ldc, bias, act)`: reads the `parts` packed
+    // m x n partial products, writes C's m x n block (batch 1), reads n bias values: the caller's
+    // obligations.
+    unsafe {
+        stream
+            .launch_builder(&reduce)
+            .arg(&m)
+            .arg(&n)
+            .arg(&parts)
+            .arg(&partials)
+            .arg(&g.alpha)
+            .arg(&g.beta)
+            .arg(&c)
+            .arg(&ldc)
+            .arg(&bias)
+            .arg(&act)
+            .launch(cfg)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! For the tuner (`prism-gpu tune`), the benchmarks and tests: the plan a GEMM would run, every
+//! kernel that can run it, and a GEMM run on a kernel of the caller's choice (checked for the
+//! device, the shape and the operands first: an [`Error::Shape`](crate::Error::Shape) naming why
+//! it cannot run, never a launch). Ordinary callers use [`super::gemm`], which plans by itself.
+
+use std::sync::Arc;
+
+pub use super::dispatch::{Device, Feed, Kernel, TmaReady};
+pub use super::double::PlanF64;
+pub use super::plan::{Launch, Plan};
+pub use super::table::{Choice, Class, Entry, Table, Tuned};
+
+use super::plan::{Family, MAX_SPLITS, SKINNY_ROWS, SM90_WIDTHS};
+use super::{effective_precision, Element, Gemm, GemmF64, Precision, RawEpilogue, Workspace};
+use crate::driver::{CudaStream, CudaView, CudaViewMut};
+use crate::error::Result;
+use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
+use crate::kernels::Kernels;
+
+/// What the dispatcher knows about `kernels`' device.
+pub fn device(kernels: &Kernels) -> Result<Device> {
+    super::device(kernels)
+}
+
+/// The plan [`super::gemm`] runs for `g` on these operands (checked as it checks them). A
+/// product with nothing to multiply (m, n or batch 0, or k = 0) reports the small kernel, which
+/// scales C.
+pub fn plan_of<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &Gemm,
+    a: &CudaView<TIn>,
+    b: &CudaView<TIn>,
+) -> Result<Plan> {
+    let (precision, device, tma) = context::<TIn, TOut>(kernels, stream, g, a, b)?;
+    if g.is_empty() || g.k == 0 {
+        return Ok(Plan { kernel: Kernel::Small, launch: Launch::Tiled(Family::Small) });
+    }
+    super::dispatch::plan(g, precision, &device, tma)
+}
+
+/// Every kernel that can run `g` on these operands with at most `max_workspace` bytes of
+/// workspace, as plans: the built-in rules' choice first, then every family with each option the
+/// kernels take (sm90 widths and feeds, split-K and skinny slice counts), each once.
+pub fn candidates_of<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &Gemm,
+    a: &CudaView<TIn>,
+    b: &CudaView<TIn>,
+    max_workspace: usize,
+) -> Result<Vec<Plan>> {
+    let (precision, device, tma) = context::<TIn, TOut>(kernels, stream, g, a, b)?;
+    if g.is_empty() || g.k == 0 {
+        return Ok(Vec::new());
+    }
+    Ok(candidates(g, precision, &device, tma, max_workspace))
+}
+
+/// The slice counts tried for split-K and skinny plans (and the rules' own).
+const SPLITS: [u32; 12] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
+
+/// [`candidates_of`] for a validated, non-empty `g` (k >= 1) at `precision` on `device`.
+pub fn candidates(
+    g: &Gemm,
+    precision: Precision,
+    device: &Device,
+    tma: TmaReady,
+    max_workspace: usize,
+) -> Vec<Plan> {
+    let mut kernels = vec![super::dispatch::heuristic(g, precision, device, tma)];
+    kernels.extend([Kernel::Small, Kernel::Simt, Kernel::Simt64, Kernel::Mma]);
+    for splits in SPLITS.into_iter().filter(|s| (2..=MAX_SPLITS).contains(s)) {
+        kernels.extend([Kernel::SplitK { splits, mma: true }, Kernel::SplitK { splits, mma: false }]);
+    }
+    for rows in SKINNY_ROWS {
+        // The fewest slices that stage k, then the listed counts above it.
+        let fewest = g.k.div_ceil(super::dispatch::skinny_depth(rows)).min(u32::MAX as usize) as u32;
+        kernels.push(Kernel::Skinny { rows, splits: fewest.max(1) });
+        kernels
+            .extend(SPLITS.into_iter().filter(|&s| s > fewest).map(|splits| Kernel::Skinny { rows, splits }));
+    }
+    let feeds = [Feed::InPlace, Feed::Transpose, Feed::Repitch];
+    for bn in SM90_WIDTHS {
+        for a in feeds {
+            kernels.extend(feeds.map(|b| Kernel::Sm90 { bn, a, b }));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    kernels
+        .into_iter()
+        .filter(|k| seen.insert(*k))
+        .filter_map(|k| k.resolve(g, precision, device, tma).ok())
+        .filter(|plan| plan.workspace() <= max_workspace)
+        .collect()
+}
+
+/// [`super::gemm`] on `kernel` instead of the dispatcher's choice: the same checks of `g` and the
+/// operands, then `kernel` resolved for them ([`Kernel::resolve`]), whose error is returned
+/// before anything is launched when the device cannot run it for `g`. k = 0 scales C by beta
+/// whatever the kernel.
+#[allow(clippy::too_many_arguments)] // the GEMM's operands and the kernel
+pub fn gemm_with_kernel<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    workspace: &Workspace,
+    g: &Gemm,
+    kernel: Kernel,
+    a: &CudaView<TIn>,
+    b: &CudaView<TIn>,
+    c: &mut CudaViewMut<TOut>,
+) -> Result<()> {
+    let precision = effective_precision::<TIn, TOut>(g.precision)?;
+    g.validate(a.len(), b.len(), c.len())?;
+    if g.is_empty() || (g.k == 0 && g.beta == 1.0) {
+        return Ok(());
+    }
+    let (pa, _read_a) = a.checked_ptr(stream)?;
+    let (pb, _read_b) = b.checked_ptr(stream)?;
+    let (pc, _write_c) = c.checked_ptr_mut(stream)?;
+    let none = RawEpilogue::default();
+    // SAFETY: `validate` checked that the views hold every element `g` touches; `run` resolves
+    // `kernel` for `g`, the device and these operands before it launches anything.
+    unsafe {
+        super::run::<TIn, TOut>(kernels, stream, workspace, g, precision, [pa, pb, pc], &none, Some(kernel))
+    }
+}
+
+/// The f64 kernel [`super::double::gemm_f64`] runs for `g` (the layout) on `kernels`' device.
+pub fn plan_f64(kernels: &Kernels, g: &Gemm) -> Result<PlanF64> {
+    Ok(super::double::tuned(g, &device(kernels)?))
+}
+
+/// [`super::double::gemm_f64`] on `plan` instead of the dispatcher's choice, checked first
+/// ([`PlanF64::check`]).
+pub fn gemm_f64_with_plan(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &GemmF64,
+    plan: PlanF64,
+    a: &CudaView<f64>,
+    b: &CudaView<f64>,
+    c: &mut CudaViewMut<f64>,
+) -> Result<()> {
+    g.layout.validate(a.len(), b.len(), c.len())?;
+    if g.layout.is_empty() || (g.layout.k == 0 && g.beta == 1.0) {
+        return Ok(());
+    }
+    let (pa, _read_a) = a.checked_ptr(stream)?;
+    let (pb, _read_b) = b.checked_ptr(stream)?;
+    let (pc, _write_c) = c.checked_ptr_mut(stream)?;
+    // SAFETY: `validate` checked that the three views hold every element `g` touches; `run`
+    // checks `plan` for the device and shape before it launches anything.
+    unsafe { super::double::run(kernels, stream, g, [pa, pb, pc], Some(plan)) }
+}
+
+/// The precision, device and TMA readiness of `g` on these operands, after `gemm`'s checks of `g`
+/// against them (C's length is not known here and not needed).
+fn context<TIn: Element, TOut: Element>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &Gemm,
+    a: &CudaView<TIn>,
+    b: &CudaView<TIn>,
+) -> Result<(Precision, Device, TmaReady)> {
+    let precision = effective_precision::<TIn, TOut>(g.precision)?;
+    g.validate(a.len(), b.len(), usize::MAX)?;
+    let (pa, _read_a) = a.checked_ptr(stream)?;
+    let (pb, _read_b) = b.checked_ptr(stream)?;
+    Ok((precision, device(kernels)?, super::tma_ready::<TIn>(g, pa, pb)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H100: Device =
+        Device { capability: (9, 0), multiprocessors: 132, sm90: true, shared_optin: 232_448 };
+    const ALIGNED: TmaReady = TmaReady { a: true, b: true };
+
+    #[test]
+    fn candidates_are_valid_distinct_and_start_with_the_rules_choice() {
+        for (g, p) in [
+            (Gemm::new(1, 4096, 4096), Precision::Bf16),
+            (Gemm::new(128, 50257, 768).transposed(false, true), Precision::Tf32),
+            (Gemm::new(257, 257, 257), Precision::F32),
+            (Gemm::new(2048, 2048, 2048).transposed(true, false), Precision::Tf32),
+        ] {
+            let all = candidates(&g, p, &H100, ALIGNED, usize::MAX);
+            assert_eq!(all[0].kernel, super::super::dispatch::heuristic(&g, p, &H100, ALIGNED));
+            let distinct: std::collections::HashSet<_> = all.iter().map(|c| c.kernel).collect();
+            assert_eq!(distinct.len(), all.len());
+            for c in &all {
+                assert_eq!(c.kernel.resolve(&g, p, &H100, ALIGNED).unwrap(), *c);
+            }
+        }
+        // Decode bf16: skinny (16 rows: at least 8 slices of 512), sm90 and split-K on mma among them.
+        let decode = candidates(&Gemm::new(1, 4096, 4096), Precision::Bf16, &H100, ALIGNED, usize::MAX);
+        assert!(decode.iter().any(|c| c.kernel == Kernel::Skinny { rows: 16, splits: 8 }));
+        assert!(decode.iter().any(|c| matches!(c.kernel, Kernel::Sm90 { bn: 64, .. })));
+        assert!(decode.iter().any(|c| c.kernel == Kernel::SplitK { splits: 64, mma: true }));
+        assert!(!decode.iter().any(|c| c.kernel == Kernel::Simt64));
+        // The workspace cap drops split-K's larger partial products.
+        let capped = candidates(&Gemm::new(1024, 1024, 8192), Precision::F32, &H100, ALIGNED, 16 << 20);
+        assert!(capped.iter().all(|c| c.workspace() <= 16 << 20));
+        assert!(capped.iter().any(|c| c.kernel == Kernel::SplitK { splits: 4, mma: false }));
+        assert!(!capped.iter().any(|c| c.kernel == Kernel::SplitK { splits: 6, mma: false }));
+    }
+}
