@@ -68,6 +68,9 @@ fn small_unaligned_leading_dims_and_batches() {
                 Spec::new(m, n, k).trans(ta, tb).padded([8, 16, 1]).batch(3, 8).precision(precision);
             run_f32(&rt, &aligned, &mut rng);
             run_f32(&rt, &aligned.scaled(-1.5, 0.25), &mut rng);
+            // One operand broadcast to every batch entry (batch stride 0): TMA reads it in place.
+            run_f32(&rt, &aligned.broadcast(false, true), &mut rng);
+            run_f32(&rt, &aligned.broadcast(true, false).scaled(0.5, 1.0), &mut rng);
         }
     }
 }

@@ -32,6 +32,8 @@ pub struct Spec {
     pub pad: [usize; 3],
     /// Extra elements between batch entries.
     pub gap: usize,
+    /// A and B read as one matrix for every batch entry (batch stride 0).
+    pub broadcast: (bool, bool),
     pub precision: Precision,
 }
 
@@ -48,6 +50,7 @@ impl Spec {
             batch: 1,
             pad: [0; 3],
             gap: 0,
+            broadcast: (false, false),
             precision: Precision::F32,
         }
     }
@@ -59,6 +62,9 @@ impl Spec {
     }
     pub fn batch(self, batch: usize, gap: usize) -> Self {
         Spec { batch, gap, ..self }
+    }
+    pub fn broadcast(self, a: bool, b: bool) -> Self {
+        Spec { broadcast: (a, b), ..self }
     }
     pub fn padded(self, pad: [usize; 3]) -> Self {
         Spec { pad, ..self }
@@ -75,12 +81,13 @@ impl Spec {
             .scaled(self.alpha, self.beta)
             .with_precision(self.precision);
         g = g.leading_dims(g.lda + self.pad[0], g.ldb + self.pad[1], g.ldc + self.pad[2]);
-        let stride = |rows: usize, ld: usize| rows * ld + self.gap;
+        let stride =
+            |rows: usize, ld: usize, broadcast: bool| if broadcast { 0 } else { rows * ld + self.gap };
         g = g.batched(
             self.batch,
-            stride(g.a_dims().0, g.lda),
-            stride(g.b_dims().0, g.ldb),
-            stride(self.m, g.ldc),
+            stride(g.a_dims().0, g.lda, self.broadcast.0),
+            stride(g.b_dims().0, g.ldb, self.broadcast.1),
+            stride(self.m, g.ldc, false),
         );
         let (la, lb, lc) = g.min_lens().expect("test shapes fit in usize");
         let c = if self.beta == 0.0 { vec![f32::NAN; lc] } else { rng.vec(lc, -1.0, 1.0) };

@@ -32,8 +32,8 @@ impl Device {
 }
 
 /// Whether each operand, as given, can be read through a TMA tensor map: 16-byte aligned base,
-/// leading dimension and batch stride in bytes multiples of 16, stride nonzero and at least one
-/// whole matrix when batched.
+/// leading dimension and batch stride in bytes multiples of 16, and when batched a stride of at
+/// least one whole matrix or 0 (one matrix broadcast to every entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TmaReady {
     /// A qualifies.

@@ -80,10 +80,14 @@ pub struct Operand {
 
 impl Operand {
     /// Whether TMA can read this operand: 16-byte aligned base, row pitch and (batched) matrix
-    /// pitch multiples of 16 bytes, and batched matrices that do not overlap.
+    /// pitch multiples of 16 bytes, and batched matrices that do not overlap or are one matrix
+    /// for every entry (stride 0, which the map encodes as it is: the driver accepts a zero
+    /// stride, and every batch coordinate then reads the same matrix).
     pub fn tma_ready(base: u64, es: u64, rows: u64, ld: u64, batch: u64, stride: u64) -> bool {
         let pitch_ok = |elements: u64| (elements * es) % 16 == 0;
-        base % 16 == 0 && pitch_ok(ld) && (batch <= 1 || (stride >= rows * ld && pitch_ok(stride)))
+        base % 16 == 0
+            && pitch_ok(ld)
+            && (batch <= 1 || stride == 0 || (stride >= rows * ld && pitch_ok(stride)))
     }
 
     /// Encodes the map: rank 3 (columns, rows, batch), 128-byte swizzle, 256-byte L2 promotion,
@@ -136,7 +140,7 @@ mod tests {
         assert!(Operand::tma_ready(256, 4, 100, 4, 1, 0));
         assert!(!Operand::tma_ready(256, 4, 100, 6, 1, 0));
         assert!(Operand::tma_ready(256, 2, 100, 64, 3, 6400));
-        assert!(!Operand::tma_ready(256, 2, 100, 64, 3, 0)); // broadcast
+        assert!(Operand::tma_ready(256, 2, 100, 64, 3, 0)); // broadcast
         assert!(!Operand::tma_ready(256, 2, 100, 64, 3, 6300)); // overlapping
         assert!(!Operand::tma_ready(256, 2, 100, 64, 3, 6404)); // pitch 12808 bytes
     }
