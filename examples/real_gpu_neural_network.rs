@@ -18,7 +18,8 @@ use std::error::Error;
 use std::time::Instant;
 
 use plotters::prelude::*;
-use prism_gpu::nn::{idx, Device, History, Labels, Network, Optimizer, Sequential, Tensor, TrainingConfig};
+use prism_gpu::nn::{idx, Device, History, Labels, Network, Sequential, Tensor, TrainingConfig};
+use prism_gpu::ops::nn::Optimizer;
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::Precision;
 

@@ -122,6 +122,7 @@ mod probe;
 pub mod reservoir;
 pub mod rng;
 pub mod runtime;
+mod spec;
 pub mod sys;
 #[cfg(feature = "legacy-gpu")]
 pub use cudarc::nvrtc;
@@ -143,15 +144,17 @@ pub use cudarc::curand;
 #[cfg(all(feature = "legacy-gpu", feature = "nccl"))]
 pub use cudarc::nccl;
 
-/// The CUDA driver API of the real cudarc 0.19 (`cudarc::driver`), plus the legacy cudarc 0.9–0.13
-/// [`CudaDevice`](driver::CudaDevice) / [`LaunchAsync`](driver::LaunchAsync) API under the same paths
-/// as with prism-gpu's own engine.
+/// The CUDA driver API of the real cudarc 0.19 (`cudarc::driver`), plus cudarc 0.9–0.13's
+/// [`CudaDevice`](driver::CudaDevice) / [`LaunchAsync`](driver::LaunchAsync) API (the `CudaDevice`
+/// API, written over the modern one) under the same paths as with prism-gpu's own engine.
 #[cfg(feature = "legacy-gpu")]
 pub mod driver {
     pub use crate::cuda_device_api::{CudaDevice, LaunchAsync, LaunchParam, SliceDevice};
     pub use cudarc::driver::*;
 
-    /// cudarc 0.9–0.13's raw-pointer traits, which clash with the modern ones of the same names.
+    /// The `CudaDevice` API's raw-pointer traits (cudarc 0.9–0.13), which clash with the modern ones
+    /// of the same names. The module's name is the public path users already write; elsewhere
+    /// "legacy" means only the `legacy-gpu` engine.
     pub mod legacy {
         pub use crate::cuda_device_api::ptr::*;
     }

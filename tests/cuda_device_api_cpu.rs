@@ -1,5 +1,5 @@
 //! Host-side checks of the cudarc 0.9–0.13 `CudaDevice` API: which argument tuples `LaunchAsync`
-//! takes (a wrong impl fails to compile), and the legacy raw-pointer type. No GPU needed.
+//! takes (a wrong impl fails to compile), and its raw-pointer type. No GPU needed.
 
 use std::ffi::c_void;
 

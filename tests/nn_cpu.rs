@@ -4,7 +4,9 @@
 mod nn_checks;
 
 use nn_checks as checks;
-use prism_gpu::nn::{self, Activation, Device, Network, Optimizer, Sequential, Tensor, TrainingConfig};
+use prism_gpu::nn::{self, Device, Network, Sequential, Tensor, TrainingConfig};
+use prism_gpu::ops::activations::Activation;
+use prism_gpu::ops::nn::Optimizer;
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 

@@ -7,7 +7,8 @@ mod nn_checks;
 
 use nn_checks as checks;
 use prism_gpu::kernels::nn::LossRows;
-use prism_gpu::nn::{Activation, Device, Labels, Network, Sequential, Tensor, TrainingConfig};
+use prism_gpu::nn::{Device, Labels, Network, Sequential, Tensor, TrainingConfig};
+use prism_gpu::ops::activations::Activation;
 use prism_gpu::ProductionGpuRuntime;
 
 /// Parameters after the same steps taken two ways: Adam's `m / sqrt(v)` turns a one-ulp
@@ -166,7 +167,7 @@ fn a_training_step_queues_on_the_device_and_evaluation_matches_the_cpu() {
     let y = Labels::new(&device, &labels[..256], 3).unwrap();
     let (before, _) = net.evaluate(&data, &labels, 100).unwrap();
     for _ in 0..50 {
-        net.train_step(&x.rows(0, 256).unwrap(), &y, prism_gpu::nn::Optimizer::ADAM, 1e-2).unwrap();
+        net.train_step(&x.rows(0, 256).unwrap(), &y, prism_gpu::ops::nn::Optimizer::ADAM, 1e-2).unwrap();
     }
     let (after, acc) = net.evaluate(&data, &labels, 100).unwrap();
     assert!(after < before, "loss {before} -> {after}");
@@ -183,7 +184,7 @@ fn a_training_step_queues_on_the_device_and_evaluation_matches_the_cpu() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_scheduled_optimizer_step_matches_the_host_scheduled_one() {
-    use prism_gpu::nn::Optimizer;
+    use prism_gpu::ops::nn::Optimizer;
     let mut rng = checks::fresh_rng("scheduled_optimizer");
     let device = Device::gpu_for_graphs(0).expect("a usable CUDA GPU");
     let ops = device.runtime().gpu().unwrap();
@@ -226,7 +227,7 @@ fn the_scheduled_optimizer_step_matches_the_host_scheduled_one() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_captured_step_replays_like_eager_steps() {
-    use prism_gpu::nn::Optimizer;
+    use prism_gpu::ops::nn::Optimizer;
     let mut rng = checks::fresh_rng("captured_step");
     let device = Device::gpu_for_graphs(0).expect("a usable CUDA GPU");
     let (data, labels) = checks::blobs(&mut rng, 256, 40, 6);

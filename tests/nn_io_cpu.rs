@@ -5,7 +5,8 @@
 mod nn_checks;
 
 use nn_checks as checks;
-use prism_gpu::nn::{idx, Activation, Device, Network, Sequential, TrainingConfig};
+use prism_gpu::nn::{idx, Device, Network, Sequential, TrainingConfig};
+use prism_gpu::ops::activations::Activation;
 
 // ---------------------------------------------------------------------------------------------
 // IDX files

@@ -17,9 +17,9 @@ pub mod random;
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-use crate::ops::activations::Activation;
-use crate::ops::elementwise::Binary;
-use crate::ops::neuromorphic::{Csr, Reservoir};
+use crate::spec::activations::Activation;
+use crate::spec::elementwise::Binary;
+use crate::spec::neuromorphic::{Csr, Reservoir};
 
 /// Rows below this many elements in total are not worth splitting over threads.
 const PAR_MIN: usize = 1 << 14;
@@ -39,21 +39,21 @@ fn binary_fn(op: Binary) -> fn(f32, f32) -> f32 {
 }
 
 /// `a ∘ b` elementwise. Assumes `a.len() == b.len()`.
-pub fn binary(op: Binary, a: &[f32], b: &[f32]) -> Vec<f32> {
+pub(crate) fn binary(op: Binary, a: &[f32], b: &[f32]) -> Vec<f32> {
     debug_assert_eq!(a.len(), b.len());
     let f = binary_fn(op);
     a.par_iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
 }
 
 /// `a = a ∘ b` in place. Assumes `a.len() == b.len()`.
-pub fn binary_inplace(op: Binary, a: &mut [f32], b: &[f32]) {
+pub(crate) fn binary_inplace(op: Binary, a: &mut [f32], b: &[f32]) {
     debug_assert_eq!(a.len(), b.len());
     let f = binary_fn(op);
     a.par_iter_mut().zip(b).for_each(|(x, &y)| *x = f(*x, y));
 }
 
 /// `alpha * x + y` with a fused multiply-add, as the kernel computes it. Assumes equal lengths.
-pub fn axpy(alpha: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
+pub(crate) fn axpy(alpha: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
     debug_assert_eq!(x.len(), y.len());
     x.par_iter().zip(y).map(|(&x, &y)| alpha.mul_add(x, y)).collect()
 }
@@ -65,12 +65,12 @@ pub fn axpy_inplace(alpha: f32, x: &[f32], y: &mut [f32]) {
 }
 
 /// `alpha * x`.
-pub fn scale(alpha: f32, x: &[f32]) -> Vec<f32> {
+pub(crate) fn scale(alpha: f32, x: &[f32]) -> Vec<f32> {
     x.par_iter().map(|&x| alpha * x).collect()
 }
 
 /// `x = alpha * x` in place.
-pub fn scale_inplace(alpha: f32, x: &mut [f32]) {
+pub(crate) fn scale_inplace(alpha: f32, x: &mut [f32]) {
     x.par_iter_mut().for_each(|x| *x *= alpha);
 }
 
@@ -88,27 +88,27 @@ pub fn fill_inplace(x: &mut [f32], value: f32) {
 // conversions (round to nearest even, as `__float2half_rn` / `__float2bfloat16_rn`)
 
 /// `f32 -> f16`, round to nearest even (overflow gives infinity).
-pub fn f32_to_f16(x: &[f32]) -> Vec<f16> {
+pub(crate) fn f32_to_f16(x: &[f32]) -> Vec<f16> {
     x.par_iter().map(|&v| f16::from_f32(v)).collect()
 }
 
 /// `f16 -> f32` (exact).
-pub fn f16_to_f32(x: &[f16]) -> Vec<f32> {
+pub(crate) fn f16_to_f32(x: &[f16]) -> Vec<f32> {
     x.par_iter().map(|&v| v.to_f32()).collect()
 }
 
 /// `f32 -> bf16`, round to nearest even.
-pub fn f32_to_bf16(x: &[f32]) -> Vec<bf16> {
+pub(crate) fn f32_to_bf16(x: &[f32]) -> Vec<bf16> {
     x.par_iter().map(|&v| bf16::from_f32(v)).collect()
 }
 
 /// `bf16 -> f32` (exact).
-pub fn bf16_to_f32(x: &[bf16]) -> Vec<f32> {
+pub(crate) fn bf16_to_f32(x: &[bf16]) -> Vec<f32> {
     x.par_iter().map(|&v| v.to_f32()).collect()
 }
 
 /// `f32 -> f64` (exact).
-pub fn f32_to_f64(x: &[f32]) -> Vec<f64> {
+pub(crate) fn f32_to_f64(x: &[f32]) -> Vec<f64> {
     x.par_iter().map(|&v| f64::from(v)).collect()
 }
 
@@ -131,7 +131,7 @@ fn gelu_t(x: f32) -> f32 {
 /// The CPU arithmetic of each activation, as the kernels compute it.
 impl Activation {
     /// `f(x)`.
-    pub fn forward(self, x: f32) -> f32 {
+    pub(crate) fn forward(self, x: f32) -> f32 {
         match self {
             Activation::Relu => {
                 if x > 0.0 {
@@ -154,7 +154,7 @@ impl Activation {
     }
 
     /// `dy * f'(x)`, where `x` is the forward input.
-    pub fn backward(self, dy: f32, x: f32) -> f32 {
+    pub(crate) fn backward(self, dy: f32, x: f32) -> f32 {
         match self {
             Activation::Relu => {
                 if x > 0.0 {
@@ -189,23 +189,23 @@ impl Activation {
 }
 
 /// `f(x)` elementwise.
-pub fn activation(act: Activation, x: &[f32]) -> Vec<f32> {
+pub(crate) fn activation(act: Activation, x: &[f32]) -> Vec<f32> {
     x.par_iter().map(|&v| act.forward(v)).collect()
 }
 
 /// `x = f(x)` in place.
-pub fn activation_inplace(act: Activation, x: &mut [f32]) {
+pub(crate) fn activation_inplace(act: Activation, x: &mut [f32]) {
     x.par_iter_mut().for_each(|v| *v = act.forward(*v));
 }
 
 /// `dx = dy * f'(x)` elementwise (`x` is the forward input). Assumes `dy.len() == x.len()`.
-pub fn activation_backward(act: Activation, dy: &[f32], x: &[f32]) -> Vec<f32> {
+pub(crate) fn activation_backward(act: Activation, dy: &[f32], x: &[f32]) -> Vec<f32> {
     debug_assert_eq!(dy.len(), x.len());
     dy.par_iter().zip(x).map(|(&g, &v)| act.backward(g, v)).collect()
 }
 
 /// `dy = dy * f'(x)` in place. Assumes `dy.len() == x.len()`.
-pub fn activation_backward_inplace(act: Activation, dy: &mut [f32], x: &[f32]) {
+pub(crate) fn activation_backward_inplace(act: Activation, dy: &mut [f32], x: &[f32]) {
     debug_assert_eq!(dy.len(), x.len());
     dy.par_iter_mut().zip(x).for_each(|(g, &v)| *g = act.backward(*g, v));
 }
@@ -245,7 +245,7 @@ fn softmax_row(xr: &[f32], or: &mut [f32], log: bool) {
 
 /// Softmax of each row of `x` (`[rows, cols]`), the row maximum subtracted first.
 /// Assumes `x.len() == rows * cols` and `cols >= 1`.
-pub fn softmax_rows(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+pub(crate) fn softmax_rows(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     debug_assert!(cols >= 1 && x.len() == rows * cols);
     let mut out = vec![0.0; x.len()];
     for_rows(x, &mut out, cols, |xr, or, _| softmax_row(xr, or, false));
@@ -253,7 +253,7 @@ pub fn softmax_rows(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 }
 
 /// Log-softmax of each row: `x - max - ln(sum(exp(x - max)))`. Assumes `x.len() == rows * cols`, `cols >= 1`.
-pub fn log_softmax_rows(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+pub(crate) fn log_softmax_rows(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     debug_assert!(cols >= 1 && x.len() == rows * cols);
     let mut out = vec![0.0; x.len()];
     for_rows(x, &mut out, cols, |xr, or, _| softmax_row(xr, or, true));
@@ -261,13 +261,13 @@ pub fn log_softmax_rows(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 }
 
 /// Softmax of each row in place. Assumes `x.len() == rows * cols` and `cols >= 1`.
-pub fn softmax_rows_inplace(x: &mut [f32], rows: usize, cols: usize) {
+pub(crate) fn softmax_rows_inplace(x: &mut [f32], rows: usize, cols: usize) {
     let y = softmax_rows(x, rows, cols);
     x.copy_from_slice(&y);
 }
 
 /// Log-softmax of each row in place. Assumes `x.len() == rows * cols` and `cols >= 1`.
-pub fn log_softmax_rows_inplace(x: &mut [f32], rows: usize, cols: usize) {
+pub(crate) fn log_softmax_rows_inplace(x: &mut [f32], rows: usize, cols: usize) {
     let y = log_softmax_rows(x, rows, cols);
     x.copy_from_slice(&y);
 }
@@ -312,7 +312,7 @@ fn rms_apply(v: f32, j: usize, r: f32, g: Option<&[f32]>) -> f32 {
 /// Layer norm of each row: `(x - mean) * rsqrt(var + eps) * gamma + beta` (biased variance; `None`
 /// gamma/beta mean ones/zeros), with each row's mean and rstd. Assumes `x.len() == rows * cols`,
 /// `cols >= 1`, and gamma/beta of length `cols`.
-pub fn layer_norm_with_stats(
+pub(crate) fn layer_norm_with_stats(
     x: &[f32],
     rows: usize,
     cols: usize,
@@ -340,7 +340,7 @@ pub fn layer_norm_with_stats(
 
 /// RMS norm of each row: `x * rsqrt(mean(x^2) + eps) * gamma` (`None` gamma means ones), with each
 /// row's rstd. Assumes `x.len() == rows * cols`, `cols >= 1`, gamma of length `cols`.
-pub fn rms_norm_with_stats(
+pub(crate) fn rms_norm_with_stats(
     x: &[f32],
     rows: usize,
     cols: usize,
@@ -365,7 +365,7 @@ pub fn rms_norm_with_stats(
 
 /// Layer norm of bf16 rows with f32 accumulation and f32 gamma/beta; the output is rounded to bf16
 /// (nearest even). Preconditions as [`layer_norm_with_stats`].
-pub fn layer_norm_bf16(
+pub(crate) fn layer_norm_bf16(
     x: &[bf16],
     rows: usize,
     cols: usize,
@@ -386,7 +386,13 @@ pub fn layer_norm_bf16(
 
 /// RMS norm of bf16 rows with f32 accumulation and f32 gamma; output rounded to bf16.
 /// Preconditions as [`rms_norm_with_stats`].
-pub fn rms_norm_bf16(x: &[bf16], rows: usize, cols: usize, gamma: Option<&[f32]>, eps: f32) -> Vec<bf16> {
+pub(crate) fn rms_norm_bf16(
+    x: &[bf16],
+    rows: usize,
+    cols: usize,
+    gamma: Option<&[f32]>,
+    eps: f32,
+) -> Vec<bf16> {
     debug_assert!(cols >= 1 && x.len() == rows * cols);
     let mut out = vec![bf16::ZERO; x.len()];
     for_rows(x, &mut out, cols, |xr, or, _| {
@@ -422,7 +428,7 @@ impl<T> SyncSlice<T> {
 /// (`None` gamma/beta mean ones/zeros). Assumes `x.len() == n * c * hw` and per-channel slices of
 /// length `c`.
 #[allow(clippy::too_many_arguments)] // mirrors the kernel's argument list
-pub fn batch_norm_apply(
+pub(crate) fn batch_norm_apply(
     x: &[f32],
     n: usize,
     c: usize,
@@ -440,7 +446,7 @@ pub fn batch_norm_apply(
 
 /// [`batch_norm_apply`] in place.
 #[allow(clippy::too_many_arguments)] // mirrors the kernel's argument list
-pub fn batch_norm_apply_inplace(
+pub(crate) fn batch_norm_apply_inplace(
     x: &mut [f32],
     n: usize,
     c: usize,
@@ -470,7 +476,7 @@ pub fn batch_norm_apply_inplace(
 }
 
 /// Per-channel batch mean and biased variance over `(n, hw)`. Assumes `x.len() == n * c * hw`.
-pub fn batch_norm_stats(x: &[f32], n: usize, c: usize, hw: usize) -> (Vec<f32>, Vec<f32>) {
+pub(crate) fn batch_norm_stats(x: &[f32], n: usize, c: usize, hw: usize) -> (Vec<f32>, Vec<f32>) {
     debug_assert_eq!(x.len(), n * c * hw);
     let count = (n * hw) as f64;
     (0..c)
@@ -491,7 +497,7 @@ pub fn batch_norm_stats(x: &[f32], n: usize, c: usize, hw: usize) -> (Vec<f32>, 
 
 /// Running-statistics update after a training step: `r = (1 - momentum) * r + momentum * stat`,
 /// using the unbiased variance (`var * count / (count - 1)`, `count = n * hw`) for `running_var`.
-pub fn batch_norm_update_running(
+pub(crate) fn batch_norm_update_running(
     running_mean: &mut [f32],
     running_var: &mut [f32],
     mean: &[f32],
@@ -508,7 +514,7 @@ pub fn batch_norm_update_running(
 
 /// Training forward: normalises with the batch statistics and returns `(y, mean, var)` (biased
 /// variance). Assumes `x.len() == n * c * hw`.
-pub fn batch_norm_train(
+pub(crate) fn batch_norm_train(
     x: &[f32],
     n: usize,
     c: usize,
@@ -526,7 +532,7 @@ pub fn batch_norm_train(
 // reductions
 
 /// Sum of all elements (f64 accumulation in fixed-order chunks: deterministic), rounded to f32.
-pub fn sum(x: &[f32]) -> f32 {
+pub(crate) fn sum(x: &[f32]) -> f32 {
     sum_f64(x) as f32
 }
 
@@ -536,12 +542,12 @@ fn sum_f64(x: &[f32]) -> f64 {
 }
 
 /// Mean of all elements (NaN for an empty slice).
-pub fn mean(x: &[f32]) -> f32 {
+pub(crate) fn mean(x: &[f32]) -> f32 {
     (sum_f64(x) / x.len() as f64) as f32
 }
 
 /// Maximum, NaN ignored (`-inf` for an empty or all-NaN slice).
-pub fn max(x: &[f32]) -> f32 {
+pub(crate) fn max(x: &[f32]) -> f32 {
     x.par_chunks(CHUNK)
         .map(|c| c.iter().copied().fold(f32::NEG_INFINITY, f32::max))
         .reduce(|| f32::NEG_INFINITY, f32::max)
@@ -563,7 +569,7 @@ fn argmax_slice(x: &[f32]) -> Option<(usize, f32)> {
 }
 
 /// Index of the first maximum, NaN skipped; 0 when no element is a number (as the kernel).
-pub fn argmax(x: &[f32]) -> usize {
+pub(crate) fn argmax(x: &[f32]) -> usize {
     let parts: Vec<Option<(usize, f32)>> = x
         .par_chunks(CHUNK)
         .enumerate()
@@ -588,26 +594,26 @@ fn per_row<R: Send>(x: &[f32], cols: usize, f: impl Fn(&[f32]) -> R + Sync + Sen
 }
 
 /// Sum of each row. Assumes `x.len() == rows * cols`, `cols >= 1`.
-pub fn row_sum(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+pub(crate) fn row_sum(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     debug_assert!(cols >= 1 && x.len() == rows * cols);
     per_row(x, cols, |r| r.iter().map(|&v| f64::from(v)).sum::<f64>() as f32)
 }
 
 /// Mean of each row. Assumes `x.len() == rows * cols`, `cols >= 1`.
-pub fn row_mean(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+pub(crate) fn row_mean(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     debug_assert!(cols >= 1 && x.len() == rows * cols);
     per_row(x, cols, |r| (r.iter().map(|&v| f64::from(v)).sum::<f64>() / cols as f64) as f32)
 }
 
 /// Maximum of each row, NaN ignored. Assumes `x.len() == rows * cols`, `cols >= 1`.
-pub fn row_max(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+pub(crate) fn row_max(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     debug_assert!(cols >= 1 && x.len() == rows * cols);
     per_row(x, cols, |r| r.iter().copied().fold(f32::NEG_INFINITY, f32::max))
 }
 
 /// Index of the first maximum of each row, NaN skipped (0 for an all-NaN row).
 /// Assumes `x.len() == rows * cols`, `cols >= 1`.
-pub fn row_argmax(x: &[f32], rows: usize, cols: usize) -> Vec<usize> {
+pub(crate) fn row_argmax(x: &[f32], rows: usize, cols: usize) -> Vec<usize> {
     debug_assert!(cols >= 1 && x.len() == rows * cols);
     per_row(x, cols, |r| argmax_slice(r).map_or(0, |(i, _)| i))
 }
@@ -623,7 +629,7 @@ fn dot(a: &[f32], x: &[f32]) -> f32 {
 /// read when `beta == 0` (it may then be empty). Assumes `a.len() >= (m - 1) * lda + n` (for
 /// `m > 0`), `x.len() >= n`, and `y.len() >= m` unless `beta == 0`.
 #[allow(clippy::too_many_arguments)] // BLAS argument list
-pub fn gemv(
+pub(crate) fn gemv(
     a: &[f32],
     x: &[f32],
     y: &[f32],
@@ -641,7 +647,7 @@ pub fn gemv(
 /// `y = alpha * A x + beta * y` in place (`y` not read when `beta == 0`). Preconditions as [`gemv`]
 /// with `y.len() == m`.
 #[allow(clippy::too_many_arguments)] // BLAS argument list
-pub fn gemv_inplace(
+pub(crate) fn gemv_inplace(
     a: &[f32],
     x: &[f32],
     y: &mut [f32],
@@ -663,7 +669,7 @@ pub fn gemv_inplace(
 /// length `m`, result of length `n`; `y` not read when `beta == 0`. Assumes `a.len() >=
 /// (m - 1) * lda + n` (for `m > 0`), `x.len() >= m`, `y.len() >= n` unless `beta == 0`.
 #[allow(clippy::too_many_arguments)] // BLAS argument list
-pub fn gemv_t(
+pub(crate) fn gemv_t(
     a: &[f32],
     x: &[f32],
     y: &[f32],
@@ -702,7 +708,7 @@ pub fn gemv_t(
 }
 
 /// `out[c, r] = x[r, c]`: the transpose of a dense `[rows, cols]` matrix. Assumes `x.len() == rows * cols`.
-pub fn transpose(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+pub(crate) fn transpose(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     debug_assert_eq!(x.len(), rows * cols);
     let mut out = vec![0.0; x.len()];
     if rows == 0 || cols == 0 {
@@ -717,24 +723,24 @@ pub fn transpose(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// neuromorphic / reservoir computing
+// neuromorphic: reservoir matvecs, leaky integration, spikes, pattern correlation
 
 /// `W_in u`: `w_in` is `[n_reservoir, n_inputs]`. Assumes `w_in.len() == n_reservoir * n_inputs`,
 /// `u.len() == n_inputs`.
-pub fn matvec_input(w_in: &[f32], u: &[f32], n_reservoir: usize, n_inputs: usize) -> Vec<f32> {
+pub(crate) fn matvec_input(w_in: &[f32], u: &[f32], n_reservoir: usize, n_inputs: usize) -> Vec<f32> {
     debug_assert!(w_in.len() == n_reservoir * n_inputs && u.len() == n_inputs);
     gemv(w_in, u, &[], n_reservoir, n_inputs, n_inputs, 1.0, 0.0)
 }
 
 /// `W x` for a dense reservoir `w` `[n, n]`. Assumes `w.len() == n * n`, `x.len() == n`.
-pub fn matvec_reservoir(w: &[f32], x: &[f32], n: usize) -> Vec<f32> {
+pub(crate) fn matvec_reservoir(w: &[f32], x: &[f32], n: usize) -> Vec<f32> {
     debug_assert!(w.len() == n * n && x.len() == n);
     gemv(w, x, &[], n, n, n, 1.0, 0.0)
 }
 
 /// `W x` for a CSR reservoir (`row_ptr` of `n + 1` non-decreasing offsets starting at 0,
 /// `col_idx`/`values` of `row_ptr[n]` entries, column indices in `0..x.len()`).
-pub fn matvec_reservoir_csr(
+pub(crate) fn matvec_reservoir_csr(
     row_ptr: &[i32],
     col_idx: &[i32],
     values: &[f32],
@@ -756,14 +762,14 @@ pub fn matvec_reservoir_csr(
 }
 
 /// Leaky integration in place: `x = (1 - leak) * x + leak * tanh(drive)`. Assumes equal lengths.
-pub fn leaky_integration(x: &mut [f32], drive: &[f32], leak: f32) {
+pub(crate) fn leaky_integration(x: &mut [f32], drive: &[f32], leak: f32) {
     debug_assert_eq!(x.len(), drive.len());
     let keep = 1.0 - leak;
     x.par_iter_mut().zip(drive).for_each(|(s, &d)| *s = keep.mul_add(*s, leak * d.tanh()));
 }
 
 /// The splitmix64 finaliser used by the kernels' counter-based generator.
-pub fn mix64(mut z: u64) -> u64 {
+pub(crate) fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -788,7 +794,7 @@ pub fn spike_encode(rates: &[f32], steps: usize, seed: u64) -> Vec<f32> {
 
 /// [`spike_encode`] into `out` (`[out.len() / rates.len(), rates.len()]`), which the caller
 /// allocated (the runtime does so fallibly).
-pub fn spike_encode_into(rates: &[f32], seed: u64, out: &mut [f32]) {
+pub(crate) fn spike_encode_into(rates: &[f32], seed: u64, out: &mut [f32]) {
     let n = rates.len();
     if n == 0 {
         return;
@@ -803,7 +809,7 @@ pub fn spike_encode_into(rates: &[f32], seed: u64, out: &mut [f32]) {
 /// Sliding-window correlation of spike trains `spikes` (time-major `[t_len, n]`) against `p`
 /// templates `[p, w, n]`: `out[k * (t_len - w + 1) + t] = sum over the window of spikes[t + s, i] *
 /// templates[k, s, i]`. Assumes `1 <= w <= t_len` and matching lengths.
-pub fn pattern_correlation(
+pub(crate) fn pattern_correlation(
     spikes: &[f32],
     t_len: usize,
     n: usize,
@@ -824,12 +830,12 @@ pub fn pattern_correlation(
 }
 
 /// The power iteration's start vector: `v[i] = 2 * uniform01(seed, i, 0) - 1`.
-pub fn power_iteration_init(n: usize, seed: u64) -> Vec<f32> {
+pub(crate) fn power_iteration_init(n: usize, seed: u64) -> Vec<f32> {
     (0..n).map(|i| 2.0 * uniform01(seed, i as u64, 0) - 1.0).collect()
 }
 
 /// `(v, ||w||)` with `v = w / ||w||` (`v = w` when the norm is 0), as `power_iteration_normalize_kernel`.
-pub fn power_iteration_normalize(w: &[f32]) -> (Vec<f32>, f32) {
+pub(crate) fn power_iteration_normalize(w: &[f32]) -> (Vec<f32>, f32) {
     let nrm = w.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>().sqrt() as f32;
     let inv = if nrm > 0.0 { 1.0 / nrm } else { 1.0 };
     (w.iter().map(|&v| v * inv).collect(), nrm)
@@ -843,7 +849,7 @@ pub fn spectral_radius(w: &[f32], n: usize, iters: usize, seed: u64) -> f32 {
     reservoir_spectral_radius(Reservoir::Dense(w), n, iters, seed)
 }
 
-/// [`spectral_radius`] for a CSR reservoir (see [`matvec_reservoir_csr`] for the layout).
+/// [`spectral_radius`] for a CSR reservoir (see `matvec_reservoir_csr` for the layout).
 pub fn spectral_radius_csr(
     row_ptr: &[i32],
     col_idx: &[i32],
@@ -882,7 +888,7 @@ pub fn reservoir_step(w_in: &[f32], w: Reservoir<'_>, u: &[f32], x: &mut [f32], 
 }
 
 /// [`reservoir_step`] out of place: the next state of `x`.
-pub fn reservoir_update(w_in: &[f32], w: Reservoir<'_>, u: &[f32], x: &[f32], leak: f32) -> Vec<f32> {
+pub(crate) fn reservoir_update(w_in: &[f32], w: Reservoir<'_>, u: &[f32], x: &[f32], leak: f32) -> Vec<f32> {
     let recurrent = reservoir_matvec(w, x);
     let mut drive = matvec_input(w_in, u, x.len(), u.len());
     binary_inplace(Binary::Add, &mut drive, &recurrent);

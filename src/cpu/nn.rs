@@ -4,14 +4,14 @@
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::ops::nn::Optimizer;
-use crate::ops::shape;
+use crate::spec::nn::Optimizer;
+use crate::spec::shape;
 
 /// Rows of at least this many elements in all are worked on in parallel.
 const PAR_MIN: usize = 1 << 15;
 
 /// `y[r, c] += bias[c]` for `y` `[rows, bias.len()]`.
-pub fn bias_add(y: &mut [f32], bias: &[f32]) {
+pub(crate) fn bias_add(y: &mut [f32], bias: &[f32]) {
     if bias.is_empty() {
         return;
     }
@@ -24,7 +24,7 @@ pub fn bias_add(y: &mut [f32], bias: &[f32]) {
 }
 
 /// `db[c] = sum_r dy[r, c]` for `dy` `[rows, cols]`.
-pub fn bias_grad(dy: &[f32], cols: usize) -> Result<Vec<f32>> {
+pub(crate) fn bias_grad(dy: &[f32], cols: usize) -> Result<Vec<f32>> {
     // `cols` is the caller's: with no rows it is not bounded by `dy`, so allocate fallibly.
     let mut acc: Vec<f64> = shape::zeroed("bias_grad", "db", cols)?;
     if cols > 0 {
@@ -70,7 +70,7 @@ fn xent_row(x: &[f32], label: i32, grad: Option<&mut [f32]>, grad_scale: f32) ->
 /// Softmax cross-entropy of each row of `logits` (`[labels.len(), cols]`):
 /// `(loss per row, correct per row, gradient)`, the gradient scaled by `grad_scale` (absent
 /// unless `with_grad`).
-pub fn softmax_xent(
+pub(crate) fn softmax_xent(
     logits: &[f32],
     labels: &[i32],
     cols: usize,
@@ -99,7 +99,7 @@ pub fn softmax_xent(
 
 /// Mean squared error of each row (`[rows, cols]`): `(sum_c d^2 / cols per row, 2 d grad_scale)`
 /// with `d = pred - target`.
-pub fn mse(pred: &[f32], target: &[f32], cols: usize, grad_scale: f32) -> (Vec<f32>, Vec<f32>) {
+pub(crate) fn mse(pred: &[f32], target: &[f32], cols: usize, grad_scale: f32) -> (Vec<f32>, Vec<f32>) {
     let grad = pred.iter().zip(target).map(|(&p, &t)| 2.0 * (p - t) * grad_scale).collect();
     let loss = if cols == 0 {
         Vec::new()
@@ -116,13 +116,13 @@ pub fn mse(pred: &[f32], target: &[f32], cols: usize, grad_scale: f32) -> (Vec<f
 }
 
 /// Inverted dropout: `u > p ? x / (1 - p) : 0`.
-pub fn dropout(x: &[f32], u: &[f32], p: f32) -> Vec<f32> {
+pub(crate) fn dropout(x: &[f32], u: &[f32], p: f32) -> Vec<f32> {
     let scale = 1.0 / (1.0 - p);
     x.iter().zip(u).map(|(&v, &r)| if r > p { v * scale } else { 0.0 }).collect()
 }
 
 /// `dst[r, :] = src[index[r], :]` (rows of `cols`); an index out of range gives zeros.
-pub fn gather_rows<T: Copy + Default>(src: &[T], index: &[u32], cols: usize) -> Vec<T> {
+pub(crate) fn gather_rows<T: Copy + Default>(src: &[T], index: &[u32], cols: usize) -> Vec<T> {
     let mut out = Vec::with_capacity(index.len() * cols);
     for &i in index {
         let start = i as usize * cols;
@@ -136,7 +136,7 @@ pub fn gather_rows<T: Copy + Default>(src: &[T], index: &[u32], cols: usize) -> 
 
 /// One optimiser step (the kernels' arithmetic, with the scalars of
 /// [`Optimizer::adam_scalars`]); `state` is `m` then `v` for Adam and AdamW, the velocity for SGD.
-pub fn optimizer_step(
+pub(crate) fn optimizer_step(
     opt: Optimizer,
     lr: f32,
     scalars: (f32, f32, f32),

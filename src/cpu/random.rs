@@ -12,7 +12,7 @@
 
 use rayon::prelude::*;
 
-use crate::ops::random::Philox;
+use crate::spec::random::Philox;
 
 const MULTIPLIERS: [u32; 2] = [0xD251_1F53, 0xCD9E_8D57];
 const WEYL: [u32; 2] = [0x9E37_79B9, 0xBB67_AE85];

@@ -1,4 +1,4 @@
-//! cudarc 0.9–0.13's raw-pointer traits, `driver::legacy::{DevicePtr, DevicePtrMut}`.
+//! The `CudaDevice` API's raw-pointer traits (cudarc 0.9–0.13), `driver::legacy::{DevicePtr, DevicePtrMut}`.
 //!
 //! They clash with the modern traits of the same names (which take a stream and return a guard),
 //! so they live here: change `use cudarc::driver::DevicePtr` to `use cudarc::driver::legacy::DevicePtr`.
@@ -9,7 +9,7 @@ use std::ops::Deref;
 
 use crate::driver::{self as modern, sys, CudaSlice, CudaView, CudaViewMut, DeviceSlice};
 
-/// A device address, as the legacy traits return it; dereferences to [`sys::CUdeviceptr`].
+/// A device address, as the `CudaDevice` API's traits return it; dereferences to [`sys::CUdeviceptr`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RawDevicePtr(pub sys::CUdeviceptr);
 

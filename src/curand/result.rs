@@ -12,7 +12,7 @@ use crate::driver::{sys::CUdeviceptr, CudaStream};
 use crate::error::Error;
 use crate::kernels::random;
 use crate::kernels::Kernels;
-use crate::ops::random::{Normal, NormalElement, Philox, RandomElement};
+use crate::spec::random::{Normal, NormalElement, Philox, RandomElement};
 
 /// A cuRAND status other than success.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -77,10 +77,13 @@ pub use module::{CudaFunction, CudaModule, ModuleLoadError};
 pub use result::DriverError;
 pub use stream::CudaStream;
 
-// The legacy cudarc 0.9–0.13 API, written over the modern one (it serves both engines).
+// cudarc 0.9–0.13's `CudaDevice` API (`crate::cuda_device_api`), written over the modern one (it
+// serves both engines).
 pub use crate::cuda_device_api::{CudaDevice, LaunchAsync, LaunchParam};
 
-/// cudarc 0.9–0.13's raw-pointer traits, which clash with the modern ones of the same names.
+/// The `CudaDevice` API's raw-pointer traits (cudarc 0.9–0.13), which clash with the modern ones of
+/// the same names. The module's name is the public path users already write; elsewhere "legacy"
+/// means only the `legacy-gpu` engine.
 pub mod legacy {
     pub use crate::cuda_device_api::ptr::*;
 }

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::{grid, shape, Kernels};
 
-use crate::ops::activations::Activation;
+use crate::spec::activations::Activation;
 
 /// Pushes the slope, the one parameter (leaky ReLU only), where the kernels take it: after the
 /// buffers, before the count.

@@ -8,11 +8,13 @@ use crate::driver::{
     CudaContext, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, SyncOnDrop,
 };
 use crate::error::{Error, Result};
+// The launchers check their optional operands with the same check as the operations' definitions.
+pub(crate) use crate::spec::shape::optional_len;
 
 /// `Ok` when `buffer_stream` (the stream a buffer was allocated on) belongs to the context of
 /// `stream`; a buffer of another context is refused with `CUDA_ERROR_INVALID_CONTEXT` (its
 /// address means nothing there, and its tracking events could not be waited on).
-pub fn same_context(buffer_stream: &CudaStream, stream: &CudaStream) -> Result<()> {
+pub(crate) fn same_context(buffer_stream: &CudaStream, stream: &CudaStream) -> Result<()> {
     let (ours, theirs): (&Arc<CudaContext>, &Arc<CudaContext>) = (stream.context(), buffer_stream.context());
     if Arc::ptr_eq(ours, theirs) || ours == theirs {
         Ok(())
@@ -22,7 +24,7 @@ pub fn same_context(buffer_stream: &CudaStream, stream: &CudaStream) -> Result<(
 }
 
 /// A buffer's address for a launch on `stream`, after checking that it belongs to `stream`'s
-/// context ([`same_context`]). Every launcher takes its buffers' addresses through this.
+/// context (`same_context`). Every launcher takes its buffers' addresses through this.
 pub trait CheckedPtr<T>: DevicePtr<T> {
     /// [`DevicePtr::device_ptr`], or an error for a buffer of another context.
     fn checked_ptr<'a>(&'a self, stream: &'a CudaStream) -> Result<(CUdeviceptr, SyncOnDrop<'a>)> {
@@ -46,7 +48,7 @@ impl<T, S: DevicePtrMut<T> + ?Sized> CheckedPtrMut<T> for S {}
 pub const NULL: CUdeviceptr = 0;
 
 /// `value` as the `int` a kernel takes, or [`Error::Shape`] naming `name` when it does not fit.
-pub fn int(op: &'static str, name: &str, value: usize) -> Result<i32> {
+pub(crate) fn int(op: &'static str, name: &str, value: usize) -> Result<i32> {
     i32::try_from(value).map_err(|_| Error::Shape {
         op,
         expected: format!("`{name}` at most {} (the kernel takes an `int`)", i32::MAX),
@@ -55,7 +57,7 @@ pub fn int(op: &'static str, name: &str, value: usize) -> Result<i32> {
 }
 
 /// The address of an optional input (null when absent) and the guard to drop after the launch.
-pub fn input<'a, T, V: CheckedPtr<T> + ?Sized>(
+pub(crate) fn input<'a, T, V: CheckedPtr<T> + ?Sized>(
     view: Option<&'a V>,
     stream: &'a CudaStream,
 ) -> Result<(CUdeviceptr, Option<SyncOnDrop<'a>>)> {
@@ -69,7 +71,7 @@ pub fn input<'a, T, V: CheckedPtr<T> + ?Sized>(
 }
 
 /// The address of an optional output (null when absent) and the guard to drop after the launch.
-pub fn output<'a, T>(
+pub(crate) fn output<'a, T>(
     view: Option<&'a mut CudaViewMut<'_, T>>,
     stream: &'a CudaStream,
 ) -> Result<(CUdeviceptr, Option<SyncOnDrop<'a>>)> {
@@ -79,18 +81,6 @@ pub fn output<'a, T>(
             Ok((ptr, Some(guard)))
         }
         None => Ok((NULL, None)),
-    }
-}
-
-/// Checks that an optional per-column (or per-channel) operand has `len` elements.
-pub fn optional_len(op: &'static str, name: &str, len: Option<usize>, expected: usize) -> Result<()> {
-    match len {
-        Some(got) if got != expected => Err(Error::Shape {
-            op,
-            expected: format!("`{name}` of {expected} elements"),
-            got: format!("{got} elements"),
-        }),
-        _ => Ok(()),
     }
 }
 
@@ -106,9 +96,5 @@ mod tests {
             err,
             "softmax: expected `cols` at most 2147483647 (the kernel takes an `int`), got 2147483648"
         );
-        assert!(optional_len("layer_norm", "gamma", None, 3).is_ok());
-        assert!(optional_len("layer_norm", "gamma", Some(3), 3).is_ok());
-        let err = optional_len("layer_norm", "gamma", Some(2), 3).unwrap_err().to_string();
-        assert_eq!(err, "layer_norm: expected `gamma` of 3 elements, got 2 elements");
     }
 }

@@ -76,7 +76,7 @@ pub fn bf16_to_f32(
 }
 
 /// `out = x as f64` (exact).
-pub fn f32_to_f64(
+pub(crate) fn f32_to_f64(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     x: &CudaView<f32>,

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::{grid, shape, Kernels};
 
-use crate::ops::elementwise::Binary;
+use crate::spec::elementwise::Binary;
 
 /// `out = a ∘ b` elementwise; all three of one length.
 pub fn binary(
@@ -35,7 +35,7 @@ pub fn binary(
 }
 
 /// `out = alpha * x + y`; all three of one length.
-pub fn axpy(
+pub(crate) fn axpy(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     alpha: f32,
@@ -61,7 +61,7 @@ pub fn axpy(
 }
 
 /// `out = alpha * x`; both of one length.
-pub fn scale(
+pub(crate) fn scale(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     alpha: f32,
@@ -85,7 +85,7 @@ pub fn scale(
 }
 
 /// `x *= alpha` in place.
-pub fn scale_inplace(
+pub(crate) fn scale_inplace(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     alpha: f32,
@@ -114,7 +114,7 @@ pub fn scale_inplace(
 }
 
 /// Sets every element of `out` to `value`.
-pub fn fill(
+pub(crate) fn fill(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     out: &mut CudaViewMut<f32>,

@@ -15,7 +15,7 @@ const COLUMNS_PER_BLOCK: usize = 128;
 /// Fewest rows worth a split of the transposed kernel.
 const MIN_ROWS_PER_SPLIT: usize = 64;
 
-use crate::ops::gemv::Gemv;
+use crate::spec::gemv::Gemv;
 
 /// The dimensions as the kernels' `int`s.
 fn ints(dims: &Gemv, op: &'static str) -> Result<(i32, i32, i32)> {
@@ -63,7 +63,7 @@ pub fn gemv(
 
 /// Row splits of the transposed kernel for `[m, n]`: `(splits, rows_per_split)`, enough blocks to
 /// fill the device, each split at least 64 rows.
-pub fn transposed_splits(m: usize, n: usize, multiprocessors: u32) -> (usize, usize) {
+pub(crate) fn transposed_splits(m: usize, n: usize, multiprocessors: u32) -> (usize, usize) {
     let strips = n.div_ceil(COLUMNS_PER_BLOCK).max(1);
     let wanted = (8 * multiprocessors as usize).div_ceil(strips);
     let splits = wanted.clamp(1, m.div_ceil(MIN_ROWS_PER_SPLIT).max(1));

@@ -34,7 +34,7 @@ impl Step {
 /// On the H100 a grid-stride relu over 2^28 f32 ran at 0.95x the device-to-device copy with the
 /// grid capped at 16 blocks per multiprocessor (two waves of resident blocks, each looping) and
 /// at 0.995x with one block per 4096 elements; cache hints changed nothing.
-pub fn elementwise(n: usize, step: Step) -> LaunchConfig {
+pub(crate) fn elementwise(n: usize, step: Step) -> LaunchConfig {
     let per_block = ELEMENTWISE_BLOCK as u64 * step.elements();
     let blocks = (n as u64).div_ceil(per_block).clamp(1, GRID_X_MAX) as u32;
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (ELEMENTWISE_BLOCK, 1, 1), shared_mem_bytes: 0 }

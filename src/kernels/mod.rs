@@ -20,7 +20,7 @@ pub mod rows;
 pub mod softmax;
 pub mod transpose;
 
-use crate::ops::shape;
+use crate::spec::shape;
 pub use catalogue::{family_of, Family, FAMILIES};
 pub use modules::Kernels;
 
@@ -42,7 +42,7 @@ pub const BUILT_WITH: &str = env!("PRISM_KERNELS_BUILT_WITH");
 static IMAGES: &[(&str, &[u8], bool)] = include!(concat!(env!("OUT_DIR"), "/kernel_images.rs"));
 
 /// Every embedded image, sorted by family name.
-pub fn images() -> impl Iterator<Item = KernelImage> {
+pub(crate) fn images() -> impl Iterator<Item = KernelImage> {
     IMAGES.iter().map(|&(family, bytes, is_ptx)| KernelImage { family, bytes, is_ptx })
 }
 

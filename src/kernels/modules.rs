@@ -29,17 +29,17 @@ impl Kernels {
     }
 
     /// The context the kernels load into.
-    pub fn context(&self) -> &Arc<CudaContext> {
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
 
     /// The device's streaming multiprocessor count (grid sizing uses it).
-    pub fn multiprocessors(&self) -> u32 {
+    pub(crate) fn multiprocessors(&self) -> u32 {
         self.multiprocessors
     }
 
     /// The module of `family`, loading its embedded image on first use.
-    pub fn module(&self, family: &'static str) -> Result<Arc<CudaModule>> {
+    pub(crate) fn module(&self, family: &'static str) -> Result<Arc<CudaModule>> {
         let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(module) = modules.get(family) {
             return Ok(module.clone());

@@ -10,9 +10,9 @@ use crate::error::{Error, Result};
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::gemv;
 use crate::kernels::{args, grid, shape, Kernels};
-use crate::ops::gemv::Gemv;
+use crate::spec::gemv::Gemv;
 
-use crate::ops::neuromorphic::{Csr, Patterns};
+use crate::spec::neuromorphic::{Csr, Patterns};
 
 /// Threads per block of the warp-per-row kernels.
 const WARP_BLOCK: usize = 256;

@@ -13,7 +13,7 @@ use crate::kernels::{grid, shape, Kernels};
 /// Rows per block of the one-warp-per-row loss kernels (256 threads).
 const ROWS_PER_BLOCK: usize = 8;
 
-use crate::ops::nn::{check_dropout_rate, Optimizer};
+use crate::spec::nn::{check_dropout_rate, Optimizer};
 
 /// One block of 256 threads for every 8 rows.
 fn rows_config(rows: usize) -> LaunchConfig {
@@ -22,7 +22,7 @@ fn rows_config(rows: usize) -> LaunchConfig {
 }
 
 /// `y[r, c] += bias[c]` for `y` `[rows, cols]`.
-pub fn bias_add(
+pub(crate) fn bias_add(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     y: &mut CudaViewMut<f32>,
@@ -49,7 +49,7 @@ pub fn bias_add(
 }
 
 /// `db[c] = sum_r dy[r, c]` for `dy` `[rows, cols]` (deterministic; `rows == 0` gives zeros).
-pub fn bias_grad(
+pub(crate) fn bias_grad(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     dy: &CudaView<f32>,
@@ -94,7 +94,7 @@ pub struct LossRows<'a, 'b> {
 /// Softmax cross-entropy of each row of `logits` (`[rows, cols]`) against `labels` (`rows`;
 /// a label outside `0..cols` gives NaN): per-row loss, correctness and the optional gradient.
 #[allow(clippy::too_many_arguments)] // the kernel's operands, each named
-pub fn softmax_xent(
+pub(crate) fn softmax_xent(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     logits: &CudaView<f32>,
@@ -133,7 +133,7 @@ pub fn softmax_xent(
 /// Mean squared error of each row of `pred` against `target` (both `[rows, cols]`): `loss[r] =
 /// sum_c (pred - target)^2 / cols` and the optional gradient `2 (pred - target) grad_scale`.
 #[allow(clippy::too_many_arguments)] // the kernel's operands, each named
-pub fn mse(
+pub(crate) fn mse(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     pred: &CudaView<f32>,
@@ -168,7 +168,7 @@ pub fn mse(
 
 /// Inverted dropout: `y = u > p ? x / (1 - p) : 0` with uniforms `u` in (0, 1]; `p` in `[0, 1)`.
 /// The backward pass is the same call on `dy` with the same `u`.
-pub fn dropout(
+pub(crate) fn dropout(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     x: &CudaView<f32>,
@@ -209,7 +209,7 @@ impl GatherElement for i32 {
 
 /// `dst[r, :] = src[index[r], :]` for `src` `[src_rows, cols]`, `dst` `[index.len(), cols]`; an
 /// index out of range gives a row of zeros.
-pub fn gather_rows<T: GatherElement>(
+pub(crate) fn gather_rows<T: GatherElement>(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     src: &CudaView<T>,
@@ -251,7 +251,7 @@ pub fn gather_rows<T: GatherElement>(
 /// One optimiser step over all `params` with their `grads` and the rule's `state` (see
 /// [`Optimizer::state_len`]); `t` is the 1-based step count (bias correction of Adam and AdamW).
 #[allow(clippy::too_many_arguments)] // the kernel's operands, each named
-pub fn optimizer_step(
+pub(crate) fn optimizer_step(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     opt: Optimizer,
@@ -295,7 +295,7 @@ pub fn optimizer_step(
     Ok(())
 }
 
-/// Elements of the device-side schedule of [`optimizer_step_scheduled`]: `[t, step_size,
+/// Elements of the device-side schedule of `optimizer_step_scheduled`: `[t, step_size,
 /// bc2_sqrt, decay]`, `t` the steps taken so far (start it at 0, or at the host's step count).
 pub const SCHEDULE_LEN: usize = 4;
 
@@ -304,7 +304,7 @@ pub const SCHEDULE_LEN: usize = 4;
 /// launch (`prism_adam_tick_f32`) and read it in the update (`prism_adam_sched_f32`); SGD's
 /// scalars do not depend on the step and it runs as [`optimizer_step`].
 #[allow(clippy::too_many_arguments)] // the kernel's operands, each named
-pub fn optimizer_step_scheduled(
+pub(crate) fn optimizer_step_scheduled(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     opt: Optimizer,

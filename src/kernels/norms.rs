@@ -12,8 +12,8 @@ use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::rows::{self, RowContract};
 use crate::kernels::{args, grid, shape, Kernels};
 
-use crate::ops::norms::Nchw;
-use crate::ops::norms::{check_batch, check_batch_train, check_rows};
+use crate::spec::norms::Nchw;
+use crate::spec::norms::{check_batch, check_batch_train, check_rows};
 
 /// Values per unit of work of the batch-norm statistics (`BN_UNIT` in cuda/norms.cu).
 const BN_UNIT: usize = 4096;

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::{grid, Kernels};
 
-use crate::ops::random::{Normal, NormalElement, Philox, RandomElement};
+use crate::spec::random::{Normal, NormalElement, Philox, RandomElement};
 
 /// Fills `out` with uniform values at `at`; returns the position after the fill.
 pub fn uniform<T: RandomElement>(

@@ -8,7 +8,7 @@ use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig,
 use crate::error::{Error, Result};
 use crate::kernels::{args, Kernels};
 
-use crate::ops::reductions::{check_rows, Reduce};
+use crate::spec::reductions::{check_rows, Reduce};
 
 /// Threads per block of the partial kernels.
 const PARTIAL_BLOCK: u32 = 256;
@@ -21,7 +21,7 @@ const BLOCKS_PER_SM: usize = 8;
 
 /// The number of partial blocks (and partials) for `n` elements: fixed for a given `n` and
 /// device, so the result is deterministic.
-pub fn partial_blocks(n: usize, multiprocessors: u32) -> usize {
+pub(crate) fn partial_blocks(n: usize, multiprocessors: u32) -> usize {
     n.div_ceil(ELEMENTS_PER_BLOCK).clamp(1, BLOCKS_PER_SM * multiprocessors as usize)
 }
 
@@ -156,7 +156,7 @@ pub fn argmax(
 }
 
 /// Threads per block for per-row reductions of `cols`: one per 16 elements, whole warps, 32 to 512.
-pub fn row_block(cols: usize) -> u32 {
+pub(crate) fn row_block(cols: usize) -> u32 {
     cols.div_ceil(16).next_multiple_of(32).clamp(32, 512) as u32
 }
 

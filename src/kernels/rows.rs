@@ -24,13 +24,13 @@ pub struct RowContract {
 
 /// Threads per block for rows of `cols` elements: one per 32 elements, rounded up to whole warps,
 /// between 32 and 1024.
-pub fn block(cols: usize) -> u32 {
+pub(crate) fn block(cols: usize) -> u32 {
     (cols.div_ceil(32).next_multiple_of(32)).clamp(32, 1024) as u32
 }
 
 /// Dynamic shared memory that keeps a row of `cols` on chip with `block` threads; 0 when the
 /// registers suffice or the vector path cannot run (`cols` not a multiple of the lanes).
-pub fn shared_bytes(contract: RowContract, cols: usize, block: u32) -> usize {
+pub(crate) fn shared_bytes(contract: RowContract, cols: usize, block: u32) -> usize {
     if cols % contract.lanes != 0 {
         return 0;
     }
@@ -41,7 +41,7 @@ pub fn shared_bytes(contract: RowContract, cols: usize, block: u32) -> usize {
 /// The launch of `function` over `rows` rows of `cols` elements under `contract`. Shared memory
 /// above 48 KiB is opted into (up to the device's limit less the kernel's static shared memory);
 /// a row that would need more than that is streamed from memory twice instead.
-pub fn config(
+pub(crate) fn config(
     kernels: &Kernels,
     function: &CudaFunction,
     contract: RowContract,

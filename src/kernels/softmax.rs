@@ -10,7 +10,7 @@ use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::rows::{self, RowContract};
 use crate::kernels::{args, shape, Kernels};
 
-use crate::ops::softmax::Softmax;
+use crate::spec::softmax::Softmax;
 
 /// Rows held in registers up to 32 floats per thread; the rest in shared memory.
 const CONTRACT: RowContract = RowContract { lanes: 4, register_chunks: 8 };

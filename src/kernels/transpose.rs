@@ -11,7 +11,7 @@ const TILE_ROWS: usize = 64;
 const TILE_COLS: usize = 32;
 
 /// The launch for a `[rows, cols]` matrix: a block of 32 x 8 threads per 64 x 32 tile.
-pub fn config(rows: usize, cols: usize) -> LaunchConfig {
+pub(crate) fn config(rows: usize, cols: usize) -> LaunchConfig {
     LaunchConfig {
         // At most GRID_YZ_MAX blocks along y; the kernel loops over further row tiles.
         grid_dim: (

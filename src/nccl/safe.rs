@@ -224,7 +224,12 @@ impl Comm {
 
     /// `Ok` when `buffer` is of this communicator's context and holds at least `len` elements.
     fn check_buffer<T>(&self, buffer: &impl DeviceSlice<T>, len: usize) -> Result<(), NcclError> {
-        crate::kernels::args::same_context(buffer.stream(), &self.stream).map_err(|_| invalid_argument())?;
+        // The built-in launchers' context check (`kernels::args::same_context`), written out: NCCL
+        // sits below the kernels.
+        let (ours, theirs) = (self.stream.context(), buffer.stream().context());
+        if !(Arc::ptr_eq(ours, theirs) || ours == theirs) {
+            return Err(invalid_argument());
+        }
         if buffer.len() < len {
             return Err(invalid_argument());
         }
@@ -312,22 +317,12 @@ impl Comm {
         root: i32,
     ) -> Result<NcclStatus, NcclError> {
         let root = self.check_rank(root)?;
-        self.check_buffer(recvbuff, 0)?;
-        let count = recvbuff.len();
-        let (dst, _write) = recvbuff.device_ptr_mut(&self.stream);
-        bind(&self.stream)?;
-        // SAFETY: `dst` holds `count` elements in this context; NCCL allows in-place broadcast.
-        unsafe {
-            result::broadcast(
-                address(dst),
-                address_mut(dst),
-                count,
-                T::as_nccl_type(),
-                root,
-                self.comm,
-                self.cu_stream(),
-            )
-        }
+        self.in_place(recvbuff, |src, dst, count| {
+            // SAFETY: `dst` holds `count` elements in this context; NCCL allows in-place broadcast.
+            unsafe {
+                result::broadcast(src, dst, count, T::as_nccl_type(), root, self.comm, self.cu_stream())
+            }
+        })
     }
 
     /// Every rank's `sendbuff`, concatenated in rank order into every rank's `recvbuff`
@@ -338,22 +333,10 @@ impl Comm {
         recvbuff: &mut R,
     ) -> Result<NcclStatus, NcclError> {
         let count = sendbuff.len();
-        self.check_buffer(sendbuff, count)?;
-        self.check_buffer(recvbuff, self.times_world(count)?)?;
-        let (src, _read) = sendbuff.device_ptr(&self.stream);
-        let (dst, _write) = recvbuff.device_ptr_mut(&self.stream);
-        bind(&self.stream)?;
-        // SAFETY: `src` holds `count` and `dst` `count × world size` elements in this context.
-        unsafe {
-            result::all_gather(
-                address(src),
-                address_mut(dst),
-                count,
-                T::as_nccl_type(),
-                self.comm,
-                self.cu_stream(),
-            )
-        }
+        self.out_of_place(sendbuff, count, recvbuff, self.times_world(count)?, |src, dst| {
+            // SAFETY: `src` holds `count` and `dst` `count × world size` elements in this context.
+            unsafe { result::all_gather(src, dst, count, T::as_nccl_type(), self.comm, self.cu_stream()) }
+        })
     }
 
     /// `sendbuff` reduced over every rank into every rank's `recvbuff` (`ncclAllReduce`), which
@@ -366,23 +349,10 @@ impl Comm {
     ) -> Result<NcclStatus, NcclError> {
         let op = reduce_op.for_type::<T>()?;
         let count = sendbuff.len();
-        self.check_buffer(sendbuff, count)?;
-        self.check_buffer(recvbuff, count)?;
-        let (src, _read) = sendbuff.device_ptr(&self.stream);
-        let (dst, _write) = recvbuff.device_ptr_mut(&self.stream);
-        bind(&self.stream)?;
-        // SAFETY: both buffers hold `count` elements in this context (checked above).
-        unsafe {
-            result::all_reduce(
-                address(src),
-                address_mut(dst),
-                count,
-                T::as_nccl_type(),
-                op,
-                self.comm,
-                self.cu_stream(),
-            )
-        }
+        self.out_of_place(sendbuff, count, recvbuff, count, |src, dst| {
+            // SAFETY: both buffers hold `count` elements in this context (checked).
+            unsafe { result::all_reduce(src, dst, count, T::as_nccl_type(), op, self.comm, self.cu_stream()) }
+        })
     }
 
     /// [`Comm::all_reduce`] from and into `buff`.
@@ -392,22 +362,10 @@ impl Comm {
         reduce_op: &ReduceOp,
     ) -> Result<NcclStatus, NcclError> {
         let op = reduce_op.for_type::<T>()?;
-        self.check_buffer(buff, 0)?;
-        let count = buff.len();
-        let (dst, _write) = buff.device_ptr_mut(&self.stream);
-        bind(&self.stream)?;
-        // SAFETY: `dst` holds `count` elements in this context; NCCL allows in-place all-reduce.
-        unsafe {
-            result::all_reduce(
-                address(dst),
-                address_mut(dst),
-                count,
-                T::as_nccl_type(),
-                op,
-                self.comm,
-                self.cu_stream(),
-            )
-        }
+        self.in_place(buff, |src, dst, count| {
+            // SAFETY: `dst` holds `count` elements in this context; NCCL allows in-place all-reduce.
+            unsafe { result::all_reduce(src, dst, count, T::as_nccl_type(), op, self.comm, self.cu_stream()) }
+        })
     }
 
     /// `sendbuff` reduced over every rank into `recvbuff` on rank `root` (`ncclReduce`); there
@@ -447,23 +405,12 @@ impl Comm {
     ) -> Result<NcclStatus, NcclError> {
         let root = self.check_rank(root)?;
         let op = reduce_op.for_type::<T>()?;
-        self.check_buffer(recvbuff, 0)?;
-        let count = recvbuff.len();
-        let (dst, _write) = recvbuff.device_ptr_mut(&self.stream);
-        bind(&self.stream)?;
-        // SAFETY: `dst` holds `count` elements in this context; NCCL allows in-place reduce.
-        unsafe {
-            result::reduce(
-                address(dst),
-                address_mut(dst),
-                count,
-                T::as_nccl_type(),
-                op,
-                root,
-                self.comm,
-                self.cu_stream(),
-            )
-        }
+        self.in_place(recvbuff, |src, dst, count| {
+            // SAFETY: `dst` holds `count` elements in this context; NCCL allows in-place reduce.
+            unsafe {
+                result::reduce(src, dst, count, T::as_nccl_type(), op, root, self.comm, self.cu_stream())
+            }
+        })
     }
 
     /// `sendbuff` (`recvbuff.len() × world size` elements at least) reduced over every rank, rank
@@ -476,23 +423,45 @@ impl Comm {
     ) -> Result<NcclStatus, NcclError> {
         let op = reduce_op.for_type::<T>()?;
         let count = recvbuff.len();
-        self.check_buffer(recvbuff, count)?;
-        self.check_buffer(sendbuff, self.times_world(count)?)?;
+        self.out_of_place(sendbuff, self.times_world(count)?, recvbuff, count, |src, dst| {
+            // SAFETY: `src` holds `count × world size` and `dst` `count` elements in this context.
+            unsafe {
+                result::reduce_scatter(src, dst, count, T::as_nccl_type(), op, self.comm, self.cu_stream())
+            }
+        })
+    }
+
+    /// An in-place collective: checks `buff`, takes its address for this stream, binds the
+    /// context and runs `call(address, address, buff.len())` while the address is held.
+    fn in_place<R: DevicePtrMut<T>, T, U>(
+        &self,
+        buff: &mut R,
+        call: impl FnOnce(*const c_void, *mut c_void, usize) -> Result<U, NcclError>,
+    ) -> Result<U, NcclError> {
+        self.check_buffer(buff, 0)?;
+        let count = buff.len();
+        let (dst, _write) = buff.device_ptr_mut(&self.stream);
+        bind(&self.stream)?;
+        call(address(dst), address_mut(dst), count)
+    }
+
+    /// An out-of-place collective: checks that `sendbuff` holds `send_len` and `recvbuff`
+    /// `recv_len` elements in this context, takes their addresses for this stream, binds the
+    /// context and runs `call(send, recv)` while the addresses are held.
+    fn out_of_place<S: DevicePtr<T>, R: DevicePtrMut<T>, T, U>(
+        &self,
+        sendbuff: &S,
+        send_len: usize,
+        recvbuff: &mut R,
+        recv_len: usize,
+        call: impl FnOnce(*const c_void, *mut c_void) -> Result<U, NcclError>,
+    ) -> Result<U, NcclError> {
+        self.check_buffer(sendbuff, send_len)?;
+        self.check_buffer(recvbuff, recv_len)?;
         let (src, _read) = sendbuff.device_ptr(&self.stream);
         let (dst, _write) = recvbuff.device_ptr_mut(&self.stream);
         bind(&self.stream)?;
-        // SAFETY: `src` holds `count × world size` and `dst` `count` elements in this context.
-        unsafe {
-            result::reduce_scatter(
-                address(src),
-                address_mut(dst),
-                count,
-                T::as_nccl_type(),
-                op,
-                self.comm,
-                self.cu_stream(),
-            )
-        }
+        call(address(src), address_mut(dst))
     }
 }
 

@@ -1,13 +1,17 @@
 //! Neural networks on the runtime: [`Tensor`]s on a GPU (or the host, with the CPU fallback),
 //! layers with explicit forward and backward passes ([`Sequential`]: dense layers, activations,
 //! dropout), fused losses ([`softmax_cross_entropy`], [`mse`]), fused optimisers
-//! ([`Optimizer`]: SGD with momentum, Adam, AdamW, one launch over all parameters), training
+//! ([`Optimizer`](crate::ops::nn::Optimizer): SGD with momentum, Adam, AdamW, one launch over all parameters), training
 //! ([`Network::train`]), data-parallel over several GPUs with the `nccl` feature (`DataParallel`);
 //! with the `nn-io` feature, weights in safetensors
 //! (`Sequential::save_safetensors`) and MNIST-format data (`idx`, gzip too).
 //!
 //! Built on the public [`ProductionGpuRuntime`](crate::ProductionGpuRuntime) API only. The same
 //! seed gives the same initial weights, batch order and dropout masks on GPU and CPU.
+//!
+//! The activation and optimiser types have one path each, with their operations:
+//! [`ops::activations::Activation`](crate::ops::activations::Activation) and
+//! [`ops::nn::Optimizer`](crate::ops::nn::Optimizer).
 //!
 //! ```
 //! use prism_gpu::nn::{Device, Network, Sequential, TrainingConfig};
@@ -36,8 +40,6 @@ mod train;
 #[cfg(feature = "nn-io")]
 mod weights;
 
-pub use crate::ops::activations::Activation;
-pub use crate::ops::nn::Optimizer;
 pub use loss::{mse, softmax_cross_entropy, Labels, LossOutput};
 pub use model::{Layer, Linear, Sequential, SequentialBuilder};
 #[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]

@@ -6,30 +6,7 @@ use crate::error::Result;
 use crate::kernels::elementwise as launch;
 use crate::ops::{shape, Gpu, Map, Update, Views};
 
-/// The binary operations `out = a ∘ b`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Binary {
-    /// `a + b`
-    Add,
-    /// `a - b`
-    Sub,
-    /// `a * b`
-    Mul,
-    /// `a / b`
-    Div,
-}
-
-impl Binary {
-    /// The entry point computing this operation.
-    pub fn kernel(self) -> &'static str {
-        match self {
-            Binary::Add => "prism_add_f32",
-            Binary::Sub => "prism_sub_f32",
-            Binary::Mul => "prism_mul_f32",
-            Binary::Div => "prism_div_f32",
-        }
-    }
-}
+pub use crate::spec::elementwise::Binary;
 
 /// `out = a ∘ b`.
 impl Map<2> for Binary {

@@ -5,7 +5,9 @@
 //! The runtime's entry points are generic over these definitions: one path runs any `Map` on host
 //! slices (check, then upload → launch → download on a GPU, or the CPU body) and one on device
 //! buffers (check, allocate the output, launch); `Update` is the same for operations in place.
-//! The CPU fallback and the launchers import their operand types from here, not from each other.
+//! The operand types themselves (which activation, the dimensions of a GEMV, where a random fill
+//! starts, the shape checks) are defined below the launchers and the CPU fallback, which take
+//! them, and each has its one public path here, in the module of its family.
 
 pub mod activations;
 pub mod convert;
@@ -16,7 +18,7 @@ pub mod nn;
 pub mod norms;
 pub mod random;
 pub mod reductions;
-pub mod shape;
+pub use crate::spec::shape;
 pub mod softmax;
 pub mod transpose;
 

@@ -7,24 +7,7 @@ use crate::error::Result;
 use crate::kernels::softmax as launch;
 use crate::ops::{shape, Gpu, Map, Update, Views};
 
-/// Which of the two row functions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Softmax {
-    /// `exp(x - max) / sum(exp(x - max))`
-    Softmax,
-    /// `x - max - ln(sum(exp(x - max)))`
-    LogSoftmax,
-}
-
-impl Softmax {
-    /// The entry point computing it.
-    pub fn kernel(self) -> &'static str {
-        match self {
-            Softmax::Softmax => "prism_softmax_rows_f32",
-            Softmax::LogSoftmax => "prism_log_softmax_rows_f32",
-        }
-    }
-}
+pub use crate::spec::softmax::Softmax;
 
 /// Softmax or log-softmax of each row of `x` (`[rows, cols]`), out of place or in place.
 #[derive(Debug, Clone, Copy)]

@@ -35,7 +35,7 @@ impl GpuOps {
     }
 
     /// Fused softmax cross-entropy of `logits` (`[rows, cols]`) against `labels`: per-row loss and
-    /// correctness, and the gradient when `out.grad` is given (see [`nn::softmax_xent`]).
+    /// correctness, and the gradient when `out.grad` is given (the launcher `kernels::nn::softmax_xent`).
     #[allow(clippy::too_many_arguments)] // the kernel's operands, each named
     pub fn softmax_xent(
         &self,
@@ -49,7 +49,7 @@ impl GpuOps {
         nn::softmax_xent(self.kernels(), self.stream(), logits, labels, out, correct, rows, cols)
     }
 
-    /// Fused mean squared error of each row and its gradient (see [`nn::mse`]).
+    /// Fused mean squared error of each row and its gradient (the launcher `kernels::nn::mse`).
     pub fn mse(
         &self,
         pred: &CudaView<f32>,
@@ -97,7 +97,7 @@ impl GpuOps {
     }
 
     /// [`optimizer_step`](Self::optimizer_step) with the step count kept on the device in `sched`
-    /// (see [`nn::optimizer_step_scheduled`]), for steps captured into a CUDA graph and replayed.
+    /// (the launcher `kernels::nn::optimizer_step_scheduled`), for steps captured into a CUDA graph and replayed.
     pub fn optimizer_step_scheduled(
         &self,
         opt: Optimizer,

@@ -2,7 +2,9 @@
 //! (CPU fallback, CI) and `nn_gpu.rs` (a CUDA GPU). References are f64 code written here.
 #![allow(dead_code)] // each test binary uses a different subset
 
-use prism_gpu::nn::{Activation, Device, Layer, Network, Optimizer, Sequential, TrainingConfig};
+use prism_gpu::nn::{Device, Layer, Network, Sequential, TrainingConfig};
+use prism_gpu::ops::activations::Activation;
+use prism_gpu::ops::nn::Optimizer;
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 

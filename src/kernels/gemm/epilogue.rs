@@ -8,7 +8,7 @@
 //! C must be read first, so the GEMM runs plain and `gemm_epilogue_<type>` makes one more pass.
 
 use crate::driver::CudaView;
-use crate::ops::activations::Activation;
+use crate::spec::activations::Activation;
 
 /// The activation applied after the bias.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -89,6 +89,18 @@ pub fn matrix(op: &'static str, name: &str, len: usize, rows: usize, cols: usize
     }
 }
 
+/// Checks that an optional per-column (or per-channel) operand has `len` elements.
+pub fn optional_len(op: &'static str, name: &str, len: Option<usize>, expected: usize) -> Result<()> {
+    match len {
+        Some(got) if got != expected => Err(Error::Shape {
+            op,
+            expected: format!("`{name}` of {expected} elements"),
+            got: format!("{got} elements"),
+        }),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +135,13 @@ mod tests {
         let err = matrix("gemv", "a", 11, 3, 4).unwrap_err().to_string();
         assert_eq!(err, "gemv: expected `a` of 3 x 4 = 12 elements, got 11 elements");
         assert!(matrix("gemv", "a", 0, usize::MAX, 2).is_err());
+    }
+
+    #[test]
+    fn optional_operands_are_checked_when_present() {
+        assert!(optional_len("layer_norm", "gamma", None, 3).is_ok());
+        assert!(optional_len("layer_norm", "gamma", Some(3), 3).is_ok());
+        let err = optional_len("layer_norm", "gamma", Some(2), 3).unwrap_err().to_string();
+        assert_eq!(err, "layer_norm: expected `gamma` of 3 elements, got 2 elements");
     }
 }
