@@ -125,3 +125,67 @@ PRISM_KERNEL void power_iteration_normalize_kernel(const float *w, float *v, flo
     for (int i = threadIdx.x; i < n; i += blockDim.x) v[i] = w[i] * inv;
     if (threadIdx.x == 0) norm_out[0] = nrm;
 }
+
+// ---------------------------------------------------------------- batched reservoirs
+// `batch` reservoirs of n units each, stacked. Member b's recurrent matrix is dense row-major [n, n] at
+// w_dense + dense_off[b] when dense_off[b] >= 0, else CSR: its row i holds values[k] at column col_idx[k]
+// (< n) for k in [row_ptr[b * n + i], row_ptr[b * n + i + 1]) (one offset array over every member; a dense
+// member's rows are empty there). Each row is reduced exactly as the single-reservoir kernels above reduce
+// it (the same lanes, the same order, the same vector test), so a member's results are bit-for-bit those
+// of its own matrix alone.
+__device__ __forceinline__ float batched_recurrent_dot(const float *w_dense, const long long *dense_off,
+                                                       const int *row_ptr, const int *col_idx,
+                                                       const float *values, const float *xb, int b, int row,
+                                                       int n) {
+    const long long off = dense_off[b];
+    if (off >= 0) {
+        const float *w = w_dense + off;
+        const bool vec = prism_aligned16(w) && prism_aligned16(xb) && (n % 4 == 0);
+        return warp_dot(w + (size_t)row * n, xb, n, vec);
+    }
+    const int lane = threadIdx.x & 31;
+    const size_t r = (size_t)b * n + row;
+    const int s = row_ptr[r], e = row_ptr[r + 1];
+    float acc = 0.0f;
+    for (int k = s + lane; k < e; k += 32) acc = fmaf(values[k], __ldg(xb + col_idx[k]), acc);
+    return warp_reduce(acc, SumOp{});
+}
+
+// One echo-state step of every member in one launch, out of place: for member b and unit i,
+// out[b * n + i] = (1 - leak[b]) * x[b * n + i] + leak[b] * tanh(sum_k W_b[i, k] x[b * n + k] +
+// sum_j w_in[(b * n + i) * n_in + j] u[j]), the same arithmetic as reservoir_update_kernel (dense members)
+// and reservoir_update_csr_kernel (CSR members). w_in [batch * n, n_in], u [n_in], leaks [batch], x and out
+// [batch * n]. Launch: block a multiple of 32 <= 1024 (256: one warp per row), grid = batch * row_blocks,
+// row_blocks = ceil(n / (block / 32)); no dynamic smem. out must not overlap x.
+PRISM_KERNEL void reservoir_update_batched_kernel(const float *w_dense, const long long *dense_off,
+                                                  const int *row_ptr, const int *col_idx, const float *values,
+                                                  const float *w_in, const float *u, const float *leaks,
+                                                  const float *x, float *out, int n, int n_in,
+                                                  int row_blocks) {
+    const int b = blockIdx.x / row_blocks;
+    const int row = (blockIdx.x - b * row_blocks) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (row >= n) return;
+    const float *xb = x + (size_t)b * n;
+    const float d = batched_recurrent_dot(w_dense, dense_off, row_ptr, col_idx, values, xb, b, row, n);
+    const float *w_in_b = w_in + (size_t)b * n * n_in;
+    // The dense kernel tests the input weights for vector loads; the CSR kernel reads them scalar.
+    const bool vec_in =
+        dense_off[b] >= 0 && prism_aligned16(w_in_b) && prism_aligned16(u) && (n_in % 4 == 0);
+    const float e = warp_dot(w_in_b + (size_t)row * n_in, u, n_in, vec_in);
+    const float leak = leaks[b];
+    if ((threadIdx.x & 31) == 0) out[(size_t)b * n + row] = fmaf(1.0f - leak, xb[row], leak * tanhf(d + e));
+}
+
+// out[b * n + i] = sum_k W_b[i, k] x[b * n + k] for every member (as matvec_reservoir_kernel /
+// matvec_reservoir_csr_kernel reduce a row): the batched power iteration's step. Stacking, launch and
+// aliasing as reservoir_update_batched_kernel.
+PRISM_KERNEL void matvec_reservoir_batched_kernel(const float *w_dense, const long long *dense_off,
+                                                  const int *row_ptr, const int *col_idx, const float *values,
+                                                  const float *x, float *out, int n, int row_blocks) {
+    const int b = blockIdx.x / row_blocks;
+    const int row = (blockIdx.x - b * row_blocks) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (row >= n) return;
+    const float *xb = x + (size_t)b * n;
+    const float d = batched_recurrent_dot(w_dense, dense_off, row_ptr, col_idx, values, xb, b, row, n);
+    if ((threadIdx.x & 31) == 0) out[(size_t)b * n + row] = d;
+}

@@ -1,6 +1,7 @@
 //! Typed launchers for `cuda/neuromorphic.cu`: echo-state reservoir matvecs (dense and CSR), leaky
 //! integration, rate-based spike encoding with the counter-based generator, sliding-window
-//! pattern correlation, and spectral-radius estimation by power iteration (a host loop).
+//! pattern correlation, spectral-radius estimation by power iteration (a host loop), and the
+//! batched step of many reservoirs stacked in one launch ([`DeviceReservoirStack`]).
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use crate::kernels::gemv;
 use crate::kernels::{args, grid, shape, Kernels};
 use crate::spec::gemv::Gemv;
 
-use crate::spec::neuromorphic::{Csr, Patterns};
+use crate::spec::neuromorphic::{Csr, Patterns, Reservoir};
 
 /// Threads per block of the warp-per-row kernels.
 const WARP_BLOCK: usize = 256;
@@ -438,4 +439,297 @@ pub fn reservoir_step(
     let input = Gemv { m: n, n: u.len(), lda: u.len().max(1), alpha: 1.0, beta: 1.0 };
     gemv::gemv(kernels, stream, input, w_in, u, drive)?;
     leaky_integration(kernels, stream, x, &drive.as_view(), leak)
+}
+
+/// The recurrent matrices of `batch` reservoirs of `n` units each, stacked on the device for the
+/// one-launch batched step ([`reservoir_update_batched`]) and product
+/// ([`matvec_reservoir_batched`]). Each member keeps its format: a dense member's `[n, n]` rows
+/// are copied as they are, a sparse member's CSR rows joined into one offset array over all the
+/// members; the kernels reduce each row as the single-reservoir kernels do, so a member's results
+/// are bit-for-bit those of its own matrix alone. Checked on the host before upload (every member
+/// as an `[n, n]` reservoir, every count within the kernels' `int`s).
+#[derive(Debug)]
+pub struct DeviceReservoirStack {
+    dense: CudaSlice<f32>,
+    dense_off: CudaSlice<i64>,
+    row_ptr: CudaSlice<i32>,
+    col_idx: CudaSlice<i32>,
+    values: CudaSlice<f32>,
+    batch: usize,
+    n: usize,
+}
+
+/// The host arrays of a [`DeviceReservoirStack`], each non-empty (one unread padding entry where a
+/// format has no member), so every upload is a real allocation.
+#[derive(Debug, PartialEq)]
+struct HostStack {
+    /// The dense members' matrices, one after another.
+    dense: Vec<f32>,
+    /// Per member, the element offset of its matrix in `dense`, or -1 for a CSR member.
+    dense_off: Vec<i64>,
+    /// `batch * n + 1` offsets into `col_idx` / `values` (a dense member's rows are empty).
+    row_ptr: Vec<i32>,
+    col_idx: Vec<i32>,
+    values: Vec<f32>,
+}
+
+/// Stacks `members` (each checked as an `[n, n]` reservoir) for the batched kernels.
+fn stack(op: &'static str, members: &[Reservoir<'_>], n: usize) -> Result<HostStack> {
+    if members.is_empty() {
+        return Err(Error::Shape { op, expected: "at least one reservoir".into(), got: "none".into() });
+    }
+    // The kernels index rows, offsets and entries with `int`s.
+    let rows =
+        args::int(op, "batch * n", shape::elements(op, "stacked rows", &[members.len(), n])?)? as usize;
+    for w in members {
+        w.check(op, n)?;
+    }
+    let square = shape::elements(op, "a dense member", &[n, n])?;
+    let dense_members = members.iter().filter(|w| matches!(w, Reservoir::Dense(_))).count();
+    let mut dense =
+        Vec::with_capacity(shape::elements(op, "stacked dense matrices", &[dense_members, square])?);
+    let mut dense_off = Vec::with_capacity(members.len());
+    let mut row_ptr = Vec::with_capacity(rows + 1);
+    let (mut col_idx, mut values) = (Vec::new(), Vec::new());
+    row_ptr.push(0);
+    for w in members {
+        match w {
+            Reservoir::Dense(d) => {
+                dense_off.push(dense.len() as i64);
+                dense.extend_from_slice(d);
+                row_ptr.extend(std::iter::repeat_n(values.len() as i32, n));
+            }
+            Reservoir::Csr(c) => {
+                dense_off.push(-1);
+                let base = values.len();
+                let end = base.checked_add(c.values.len()).filter(|&e| i32::try_from(e).is_ok());
+                if end.is_none() {
+                    return Err(Error::Shape {
+                        op,
+                        expected: format!(
+                            "at most {} stored entries over all members (`int` offsets)",
+                            i32::MAX
+                        ),
+                        got: format!("more than {base} + {}", c.values.len()),
+                    });
+                }
+                // Checked: the offsets run from 0 to the member's entries, and base + entries fits.
+                row_ptr.extend(c.row_ptr[1..].iter().map(|&k| base as i32 + k));
+                col_idx.extend_from_slice(c.col_idx);
+                values.extend_from_slice(c.values);
+            }
+        }
+    }
+    if dense.is_empty() {
+        dense.push(0.0);
+    }
+    if values.is_empty() {
+        col_idx.push(0);
+        values.push(0.0);
+    }
+    Ok(HostStack { dense, dense_off, row_ptr, col_idx, values })
+}
+
+impl DeviceReservoirStack {
+    /// Checks `members` as `[n, n]` reservoirs and stacks them on the device, in order.
+    pub fn upload(stream: &Arc<CudaStream>, members: &[Reservoir<'_>], n: usize) -> Result<Self> {
+        let h = stack("DeviceReservoirStack::upload", members, n)?;
+        Ok(Self {
+            dense: stream.clone_htod(&h.dense)?,
+            dense_off: stream.clone_htod(&h.dense_off)?,
+            row_ptr: stream.clone_htod(&h.row_ptr)?,
+            col_idx: stream.clone_htod(&h.col_idx)?,
+            values: stream.clone_htod(&h.values)?,
+            batch: members.len(),
+            n,
+        })
+    }
+
+    /// Members.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Units of each member.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+}
+
+/// The launch of the batched kernels: one warp per row, blocks of `WARP_BLOCK / 32` rows, every
+/// member's row blocks one after another; and `row_blocks` for the kernel.
+fn batched_grid(batch: usize, n: usize) -> (LaunchConfig, i32) {
+    let row_blocks = n.div_ceil(WARP_BLOCK / 32);
+    // batch * n fits an i32 (checked on upload), so batch * row_blocks <= batch * n does too.
+    let cfg = LaunchConfig {
+        grid_dim: ((batch * row_blocks) as u32, 1, 1),
+        block_dim: (WARP_BLOCK as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    (cfg, row_blocks as i32)
+}
+
+/// Checks the operands of a batched step of `batch` reservoirs of `n` units: `w_in`
+/// `[batch * n, n_in]`, `leaks` of `batch`, `x` and `out` of `batch * n`.
+fn check_batched_step(
+    op: &'static str,
+    (batch, n): (usize, usize),
+    w_in: usize,
+    n_in: usize,
+    leaks: usize,
+    x: usize,
+    out: usize,
+) -> Result<()> {
+    let rows = shape::elements(op, "stacked states", &[batch, n])?;
+    args::optional_len(op, "x", Some(x), rows)?;
+    args::optional_len(op, "out", Some(out), rows)?;
+    args::optional_len(op, "leaks", Some(leaks), batch)?;
+    shape::matrix(op, "w_in", w_in, rows, n_in)?;
+    args::int(op, "n_inputs", n_in)?;
+    Ok(())
+}
+
+/// One echo-state step of every member of `w` in one launch, out of place: for member `b`,
+/// `out_b = (1 - leaks[b]) * x_b + leaks[b] * tanh(W_in,b u + W_b x_b)` with `x_b` and `out_b`
+/// the `b`-th `n` values of `x` and `out` (`batch * n` each), `w_in` `[batch * n, u.len()]` (the
+/// members' input weights stacked), `leaks` of `batch`. Bit-for-bit what [`reservoir_update`]
+/// gives each member alone.
+#[allow(clippy::too_many_arguments)] // the step's operands
+pub fn reservoir_update_batched(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    w: &DeviceReservoirStack,
+    w_in: &CudaView<f32>,
+    u: &CudaView<f32>,
+    leaks: &CudaView<f32>,
+    x: &CudaView<f32>,
+    out: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    const OP: &str = "reservoir_update_batched_kernel";
+    check_batched_step(OP, (w.batch, w.n), w_in.len(), u.len(), leaks.len(), x.len(), out.len())?;
+    if w.n == 0 {
+        return Ok(());
+    }
+    let (n, n_in) = (w.n as i32, u.len() as i32); // both checked to fit
+    let (cfg, row_blocks) = batched_grid(w.batch, w.n);
+    let function = kernels.function(OP)?;
+    // SAFETY: the stack was checked on upload (each dense member n * n at its offset, each CSR
+    // member's offsets within the entries and columns below n, batch * n rows); w_in holds
+    // batch * n * n_in, u n_in, leaks batch, x and out batch * n (checked); out is a mutable view,
+    // so it cannot overlap the shared view x.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&w.dense)
+            .arg(&w.dense_off)
+            .arg(&w.row_ptr)
+            .arg(&w.col_idx)
+            .arg(&w.values)
+            .arg(w_in)
+            .arg(u)
+            .arg(leaks)
+            .arg(x)
+            .arg(out)
+            .arg(&n)
+            .arg(&n_in)
+            .arg(&row_blocks)
+            .launch(cfg)
+    }?;
+    Ok(())
+}
+
+/// `out_b = W_b x_b` for every member of `w` in one launch (`x` and `out` of `batch * n`, different
+/// buffers): bit-for-bit what [`matvec_reservoir`] gives each member alone.
+pub fn matvec_reservoir_batched(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    w: &DeviceReservoirStack,
+    x: &CudaView<f32>,
+    out: &mut CudaViewMut<f32>,
+) -> Result<()> {
+    const OP: &str = "matvec_reservoir_batched_kernel";
+    let rows = w.batch * w.n; // fits (checked on upload)
+    args::optional_len(OP, "x", Some(x.len()), rows)?;
+    args::optional_len(OP, "out", Some(out.len()), rows)?;
+    if w.n == 0 {
+        return Ok(());
+    }
+    let n = w.n as i32;
+    let (cfg, row_blocks) = batched_grid(w.batch, w.n);
+    let function = kernels.function(OP)?;
+    // SAFETY: the stack was checked on upload (see reservoir_update_batched); x and out hold
+    // batch * n each (checked), out cannot overlap x.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&w.dense)
+            .arg(&w.dense_off)
+            .arg(&w.row_ptr)
+            .arg(&w.col_idx)
+            .arg(&w.values)
+            .arg(x)
+            .arg(out)
+            .arg(&n)
+            .arg(&row_blocks)
+            .launch(cfg)
+    }?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape_error(r: Result<impl std::fmt::Debug>) -> String {
+        match r {
+            Err(e @ Error::Shape { .. }) => e.to_string(),
+            other => panic!("expected a shape error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_stack_keeps_each_members_format_and_offsets() {
+        let dense = [1.0f32, 2.0, 3.0, 4.0];
+        let csr = Csr { row_ptr: &[0, 1, 3], col_idx: &[1, 0, 1], values: &[5.0, 6.0, 7.0] };
+        let got =
+            stack("t", &[Reservoir::Csr(csr), Reservoir::Dense(&dense), Reservoir::Csr(csr)], 2).unwrap();
+        assert_eq!(
+            got,
+            HostStack {
+                dense: dense.to_vec(),
+                dense_off: vec![-1, 0, -1],
+                row_ptr: vec![0, 1, 3, 3, 3, 4, 6],
+                col_idx: vec![1, 0, 1, 1, 0, 1],
+                values: vec![5.0, 6.0, 7.0, 5.0, 6.0, 7.0],
+            }
+        );
+        // One format alone: the other's arrays hold one unread entry.
+        let only_dense = stack("t", &[Reservoir::Dense(&dense); 2], 2).unwrap();
+        assert_eq!((only_dense.dense_off, only_dense.row_ptr), (vec![0, 4], vec![0; 5]));
+        assert_eq!((only_dense.col_idx.len(), only_dense.values.len()), (1, 1));
+        assert_eq!(stack("t", &[Reservoir::Csr(csr)], 2).unwrap().dense.len(), 1);
+    }
+
+    #[test]
+    fn a_stack_refuses_members_that_do_not_fit() {
+        let dense = [0.0f32; 4];
+        let csr = Csr { row_ptr: &[0, 1, 3], col_idx: &[1, 0, 2], values: &[5.0, 6.0, 7.0] };
+        assert!(shape_error(stack("t", &[], 2)).contains("at least one"));
+        assert!(shape_error(stack("t", &[Reservoir::Dense(&dense[..3])], 2)).contains("w"));
+        assert!(
+            shape_error(stack("t", &[Reservoir::Dense(&dense), Reservoir::Csr(csr)], 2)).contains("column")
+        );
+        assert!(shape_error(stack("t", &[Reservoir::Dense(&dense)], 1 << 31)).contains("batch * n"));
+    }
+
+    #[test]
+    fn the_batched_step_checks_every_operand() {
+        let ok = |w_in, n_in, leaks, x, out| check_batched_step("t", (3, 5), w_in, n_in, leaks, x, out);
+        ok(15 * 4, 4, 3, 15, 15).unwrap();
+        assert!(shape_error(ok(15 * 4, 4, 3, 14, 15)).contains("x"));
+        assert!(shape_error(ok(15 * 4, 4, 3, 15, 16)).contains("out"));
+        assert!(shape_error(ok(15 * 4, 4, 2, 15, 15)).contains("leaks"));
+        assert!(shape_error(ok(15 * 4, 3, 3, 15, 15)).contains("w_in"));
+        assert!(shape_error(check_batched_step("t", (usize::MAX, 2), 0, 0, 0, 0, 0)).contains("stacked"));
+    }
 }

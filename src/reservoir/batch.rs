@@ -1,23 +1,27 @@
-//! Many independent reservoirs stepped together: a hyper-parameter search runs as batched products
-//! (one GEMV for every member's input, one batched GEMM for every member's recurrence per step, one
-//! batched f64 GEMM per chunk for every member's Gram matrix) instead of a loop over reservoirs.
+//! Many independent reservoirs stepped together: a hyper-parameter search runs as one launch per
+//! step for every member (each member's matrix stacked in its own format, dense or CSR, and
+//! reduced row by row as the member alone would be, so the states are bit-for-bit the loop's), one
+//! batched f64 GEMM per chunk for every member's Gram matrix and the members' ridge solves in
+//! parallel on the host, instead of a loop over reservoirs. The build estimates every member's
+//! spectral radius in one power iteration (one launch per product for all members).
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::sums::{add_input_part, state_part_gemm, DeviceSums, Sums};
-use super::{bad_input, check_targets, ridge, weights::Recurrent, GpuReservoirComputer, Readout, CHUNK};
+use super::weights::{self, Weights};
+use super::{bad_input, check_targets, ridge, GpuReservoirComputer, Readout, CHUNK};
 use crate::driver::CudaSlice;
 use crate::error::Result;
-use crate::kernels::gemm::Gemm;
-use crate::kernels::gemv;
-use crate::kernels::neuromorphic;
-use crate::ops::gemv::Gemv;
+use crate::kernels::neuromorphic::{self, DeviceReservoirStack};
+use crate::ops::neuromorphic::Reservoir;
 use crate::ops::shape;
 use crate::runtime::{GpuOps, ProductionGpuRuntime};
 
 /// A batch of reservoirs of one size and input size (different seeds, spectral radii, leak rates,
-/// scalings, ridges) driven by the same inputs. On a GPU the members are stepped together as batched
-/// products on dense stacked weights; on the CPU fallback they run one after another.
+/// scalings, ridges, densities) driven by the same inputs. On a GPU the members are stepped
+/// together, one launch per step; on the CPU fallback they run one after another.
 pub struct ReservoirBatch {
     members: Vec<GpuReservoirComputer>,
     device: Option<Stacked>,
@@ -25,19 +29,20 @@ pub struct ReservoirBatch {
 
 /// The members' weights and states stacked on the device.
 struct Stacked {
-    /// `[B, n, n]` dense.
-    w: CudaSlice<f32>,
+    /// Every member's recurrent matrix, in its own format.
+    w: DeviceReservoirStack,
     /// `[B * n, 1 + d]`.
     w_in: CudaSlice<f32>,
-    /// `[B * n]`.
+    /// `[B]`.
+    leaks: CudaSlice<f32>,
+    /// `[B * n]`: the state the next step starts from.
     x: CudaSlice<f32>,
-    drive: CudaSlice<f32>,
-    leaks: Vec<f32>,
 }
 
 impl ReservoirBatch {
     /// Builds every member as [`GpuReservoirComputer::with_runtime`] would (so each member's
-    /// weights are the ones it has alone) and stacks them on the device.
+    /// weights are the ones it has alone: on a GPU the members' power iterations run together,
+    /// each with the arithmetic it has alone) and stacks them on the device.
     pub fn new(configs: &[super::ReservoirConfig], runtime: Arc<ProductionGpuRuntime>) -> Result<Self> {
         const OP: &str = "ReservoirBatch::new";
         let Some(first) = configs.first() else {
@@ -50,31 +55,52 @@ impl ReservoirBatch {
                 format!("{} x {}", c.size, c.input_size),
             ));
         }
+        if !runtime.is_gpu() {
+            let members = configs
+                .iter()
+                .map(|c| GpuReservoirComputer::with_runtime(c.clone(), runtime.clone()))
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Self { members, device: None });
+        }
+        configs.iter().try_for_each(|c| c.validate())?;
+        let (b, n) = (configs.len(), first.size);
+        let stacked_len = shape::elements(OP, "stacked states", &[b, n])?;
+        let mut drawn = configs.par_iter().map(Weights::draw).collect::<Result<Vec<_>>>()?;
+        let g = runtime.gpu()?;
+        runtime.context()?.bind_to_thread()?;
+        let (kernels, stream) = (g.kernels(), g.stream());
+        let rhos = {
+            let unscaled = DeviceReservoirStack::upload(stream, &recurrents(&drawn), n)?;
+            let mut v = stream.alloc_zeros::<f32>(stacked_len)?;
+            let mut wv = stream.alloc_zeros::<f32>(stacked_len)?;
+            let seeds: Vec<u64> = configs.iter().map(|c| c.seed).collect();
+            weights::spectral_radii(n, &seeds, |host| {
+                stream.memcpy_htod(host, &mut v)?;
+                neuromorphic::matvec_reservoir_batched(
+                    kernels,
+                    stream,
+                    &unscaled,
+                    &v.as_view(),
+                    &mut wv.as_view_mut(),
+                )?;
+                Ok(stream.clone_dtoh(&wv)?)
+            })?
+        };
+        for ((w, rho), c) in drawn.iter_mut().zip(rhos).zip(configs) {
+            w.scale_to(rho, c.spectral_radius)?;
+        }
+        let stacked = Stacked {
+            w: DeviceReservoirStack::upload(stream, &recurrents(&drawn), n)?,
+            w_in: g.upload(&drawn.iter().flat_map(|w| w.w_in.iter().copied()).collect::<Vec<_>>())?,
+            leaks: g.upload(&configs.iter().map(|c| c.leak_rate).collect::<Vec<_>>())?,
+            x: stream.alloc_zeros(stacked_len)?,
+        };
         let members = configs
             .iter()
-            .map(|c| GpuReservoirComputer::with_runtime(c.clone(), runtime.clone()))
+            .zip(drawn)
+            .map(|(c, w)| GpuReservoirComputer::from_weights(c.clone(), runtime.clone(), w))
             .collect::<Result<Vec<_>>>()?;
-        let device = if runtime.is_gpu() {
-            let (b, n) = (members.len(), first.size);
-            let stacked_len = shape::elements(OP, "stacked weights", &[b, n, n])?;
-            let mut w = Vec::with_capacity(stacked_len);
-            let mut w_in = Vec::new();
-            for m in &members {
-                w.extend(dense(&m.weights.w, n));
-                w_in.extend_from_slice(&m.weights.w_in);
-            }
-            let g = members[0].gpu()?;
-            Some(Stacked {
-                w: g.upload(&w)?,
-                w_in: g.upload(&w_in)?,
-                x: g.stream().alloc_zeros(b * n)?,
-                drive: g.stream().alloc_zeros(b * n)?,
-                leaks: configs.iter().map(|c| c.leak_rate).collect(),
-            })
-        } else {
-            None
-        };
-        Ok(Self { members, device })
+        Ok(Self { members, device: Some(stacked) })
     }
 
     /// The members, in the order of their configurations (each with its readout once fitted).
@@ -116,7 +142,8 @@ impl ReservoirBatch {
 
     /// Fits every member's readout on the same `inputs` and `targets` (see
     /// [`GpuReservoirComputer::fit`]; each member its own ridge, all the largest warmup). On a GPU the Gram
-    /// matrices of all members are accumulated by one batched f64 GEMM per chunk.
+    /// matrices of all members are accumulated by one batched f64 GEMM per chunk, and the members' ridge
+    /// solves run in parallel on the host.
     pub fn fit(&mut self, inputs: &[f32], targets: &[f32]) -> Result<()> {
         const OP: &str = "ReservoirBatch::fit";
         if self.device.is_none() {
@@ -134,12 +161,24 @@ impl ReservoirBatch {
             device.add(g, &mut sums, s, inputs, targets, first, rows, warmup)
         })?;
         device.download(&stream, &mut sums)?;
-        for (i, m) in self.members.iter_mut().enumerate() {
-            let (gram, cross) = sums.assemble(i);
-            let solution = ridge::solve(&gram, &cross, m.config.features(), o, m.config.ridge)?;
+        // The members' solves are independent: in parallel on the host (each one also threaded).
+        let (f, ridges) = (self.members[0].config.features(), self.ridges());
+        let solutions = ridges
+            .par_iter()
+            .enumerate()
+            .map(|(i, &ridge)| {
+                let (gram, cross) = sums.assemble(i);
+                ridge::solve(&gram, &cross, f, o, ridge)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for (m, solution) in self.members.iter_mut().zip(solutions) {
             m.set_readout(&solution, o)?;
         }
         Ok(())
+    }
+
+    fn ridges(&self) -> Vec<f64> {
+        self.members.iter().map(|m| m.config.ridge).collect()
     }
 
     /// Every member's readout outputs for `inputs`, run from the current states: one
@@ -180,8 +219,9 @@ impl ReservoirBatch {
         Ok(out)
     }
 
-    /// Runs `inputs` on the stacked device weights chunk by chunk; `sink(g, s, first, rows)` gets
-    /// the chunk's states `s` (`rows` rows of `[B * n]`, member-major) from step `first`.
+    /// Runs `inputs` on the stacked device weights chunk by chunk, one launch per step for every
+    /// member; `sink(g, s, first, rows)` gets the chunk's states `s` (`rows` rows of `[B * n]`,
+    /// member-major) from step `first`.
     fn run_gpu(
         &mut self,
         inputs: &[f32],
@@ -200,8 +240,6 @@ impl ReservoirBatch {
         let mut s = stream.alloc_zeros::<f32>(rows_max * bn)?;
         let mut heads = stream.alloc_zeros::<f32>(rows_max * h)?;
         let mut host = vec![1.0f32; rows_max * h];
-        let uniform_leak = dev.leaks.iter().all(|&l| l == dev.leaks[0]);
-        let recurrent = Gemm::new(n, 1, n).scaled(1.0, 1.0).batched(b, n * n, n, n);
         for (c, chunk) in inputs.chunks(CHUNK * d).enumerate() {
             let rows = chunk.len() / d;
             for (head, u) in host.chunks_exact_mut(h).zip(chunk.chunks_exact(d)) {
@@ -210,37 +248,22 @@ impl ReservoirBatch {
             stream.memcpy_htod(&host[..rows * h], &mut heads.slice_mut(..rows * h))?;
             for r in 0..rows {
                 let head = heads.slice(r * h..(r + 1) * h);
-                gemv::gemv(
+                // Row r from row r - 1: the previous row, or the carried states at a chunk's start.
+                let (done, mut rest) = s.split_at_mut(r * bn);
+                let mut out = rest.slice_mut(..bn);
+                let prev = if r == 0 { dev.x.as_view() } else { done.slice((r - 1) * bn..) };
+                neuromorphic::reservoir_update_batched(
                     kernels,
                     stream,
-                    Gemv::dense(bn, h),
+                    &dev.w,
                     &dev.w_in.as_view(),
                     &head,
-                    &mut dev.drive.as_view_mut(),
+                    &dev.leaks.as_view(),
+                    &prev,
+                    &mut out,
                 )?;
-                g.gemm(&recurrent, &dev.w.as_view(), &dev.x.as_view(), &mut dev.drive.as_view_mut())?;
-                if uniform_leak {
-                    neuromorphic::leaky_integration(
-                        kernels,
-                        stream,
-                        &mut dev.x.as_view_mut(),
-                        &dev.drive.as_view(),
-                        dev.leaks[0],
-                    )?;
-                } else {
-                    for (bi, &leak) in dev.leaks.iter().enumerate() {
-                        let span = bi * n..(bi + 1) * n;
-                        neuromorphic::leaky_integration(
-                            kernels,
-                            stream,
-                            &mut dev.x.slice_mut(span.clone()),
-                            &dev.drive.slice(span),
-                            leak,
-                        )?;
-                    }
-                }
-                stream.memcpy_dtod(&dev.x, &mut s.slice_mut(r * bn..(r + 1) * bn))?;
             }
+            stream.memcpy_dtod(&s.slice((rows - 1) * bn..rows * bn), &mut dev.x)?;
             sink(g, &s, c * CHUNK, rows)?;
         }
         for m in &mut self.members {
@@ -250,18 +273,7 @@ impl ReservoirBatch {
     }
 }
 
-/// A recurrent matrix as dense row-major `[n, n]`.
-fn dense(w: &Recurrent, n: usize) -> Vec<f32> {
-    match w {
-        Recurrent::Dense(d) => d.clone(),
-        Recurrent::Sparse { row_ptr, col_idx, values } => {
-            let mut out = vec![0.0; n * n];
-            for (i, span) in row_ptr.windows(2).enumerate() {
-                for k in span[0] as usize..span[1] as usize {
-                    out[i * n + col_idx[k] as usize] = values[k];
-                }
-            }
-            out
-        }
-    }
+/// The members' recurrent matrices as the stack's operands.
+fn recurrents(members: &[Weights]) -> Vec<Reservoir<'_>> {
+    members.iter().map(|w| w.w.as_reservoir()).collect()
 }

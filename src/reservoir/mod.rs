@@ -127,30 +127,43 @@ impl GpuReservoirComputer {
         config.validate()?;
         let n = config.size;
         let mut weights = Weights::draw(&config)?;
-        let device = if runtime.is_gpu() {
+        let rho = if runtime.is_gpu() {
             let g = runtime.gpu()?;
             runtime.context()?.bind_to_thread()?;
             let unscaled = DeviceMatrix::upload(g, &weights.w, n)?;
-            let rho = weights::spectral_radius(n, config.seed, |v| {
+            weights::spectral_radius(n, config.seed, |v| {
                 g.download(&g.matvec_reservoir(&unscaled.view(), &g.upload(v)?)?)
-            })?;
-            drop(unscaled);
-            weights.scale_to(rho, config.spectral_radius)?;
+            })?
+        } else {
+            weights::spectral_radius(n, config.seed, |v| {
+                runtime.matvec_reservoir(weights.w.as_reservoir(), v)
+            })?
+        };
+        weights.scale_to(rho, config.spectral_radius)?;
+        Self::from_weights(config, runtime, weights)
+    }
+
+    /// A reservoir of a validated `config` with its scaled `weights`, copied to the device when
+    /// `runtime` is a GPU.
+    fn from_weights(
+        config: ReservoirConfig,
+        runtime: Arc<ProductionGpuRuntime>,
+        weights: Weights,
+    ) -> Result<Self> {
+        let device = if runtime.is_gpu() {
+            let g = runtime.gpu()?;
+            runtime.context()?.bind_to_thread()?;
             Some(Device {
-                w: DeviceMatrix::upload(g, &weights.w, n)?,
+                w: DeviceMatrix::upload(g, &weights.w, config.size)?,
                 w_in: g.upload(&weights.w_in)?,
-                x: g.stream().alloc_zeros(n)?,
+                x: g.stream().alloc_zeros(config.size)?,
                 w_out: None,
             })
         } else {
-            let rho = weights::spectral_radius(n, config.seed, |v| {
-                runtime.matvec_reservoir(weights.w.as_reservoir(), v)
-            })?;
-            weights.scale_to(rho, config.spectral_radius)?;
             None
         };
         Ok(Self {
-            state: vec![0.0; n],
+            state: vec![0.0; config.size],
             last_input: vec![0.0; config.input_size],
             config,
             runtime,

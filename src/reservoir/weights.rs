@@ -143,24 +143,85 @@ pub fn spectral_radius(
     seed: u64,
     mut matvec: impl FnMut(&[f32]) -> Result<Vec<f32>>,
 ) -> Result<f64> {
-    let mut v = SplitMix64::new(seed ^ 0x5350_4543_5452_414c).vec(n, -1.0, 1.0);
-    let mut log_norm = normalize(&mut v).ln();
-    let (mut first, mut second) = (0.0, 0.0);
-    for k in 0..BURN_IN + 2 * WINDOW {
-        let mut w = matvec(&v)?;
-        let norm = normalize(&mut w);
-        if norm == 0.0 || !norm.is_finite() {
-            return Ok(if norm == 0.0 { 0.0 } else { f64::NAN });
-        }
-        log_norm += norm.ln();
-        v = w;
-        if k >= BURN_IN + WINDOW {
-            second += log_norm;
-        } else if k >= BURN_IN {
-            first += log_norm;
+    let mut p = PowerIteration::new(n, seed);
+    loop {
+        let w = matvec(&p.v)?;
+        if let Some(rho) = p.advance(w) {
+            return Ok(rho);
         }
     }
-    Ok(((second - first) / (WINDOW * WINDOW) as f64).exp())
+}
+
+/// [`spectral_radius`] of several `[n, n]` matrices at once, `matvec` being `v -> W v` for all of
+/// them (`v` and `W v` the members' vectors one after another): each member's estimate is the one
+/// [`spectral_radius`] gives it alone, its arithmetic the same step for step (a member that is done
+/// early keeps its vector, its products ignored).
+pub fn spectral_radii(
+    n: usize,
+    seeds: &[u64],
+    mut matvec: impl FnMut(&[f32]) -> Result<Vec<f32>>,
+) -> Result<Vec<f64>> {
+    if n == 0 {
+        // An empty matrix's product is empty, of norm 0: what spectral_radius says at once.
+        return Ok(vec![0.0; seeds.len()]);
+    }
+    let mut members: Vec<PowerIteration> = seeds.iter().map(|&s| PowerIteration::new(n, s)).collect();
+    let mut done: Vec<Option<f64>> = vec![None; seeds.len()];
+    let mut v = vec![0.0f32; n * seeds.len()];
+    while done.iter().any(Option::is_none) {
+        for (chunk, p) in v.chunks_exact_mut(n).zip(&members) {
+            chunk.copy_from_slice(&p.v);
+        }
+        let w = matvec(&v)?;
+        if w.len() != v.len() {
+            return Err(Error::Shape {
+                op: "spectral_radii",
+                expected: format!("products of {} values", v.len()),
+                got: format!("{}", w.len()),
+            });
+        }
+        for ((p, out), wi) in members.iter_mut().zip(&mut done).zip(w.chunks_exact(n)) {
+            if out.is_none() {
+                *out = p.advance(wi.to_vec());
+            }
+        }
+    }
+    Ok(done.into_iter().map(|r| r.unwrap_or(f64::NAN)).collect())
+}
+
+/// One power iteration of [`spectral_radius`], advanced a product at a time.
+struct PowerIteration {
+    v: Vec<f32>,
+    log_norm: f64,
+    first: f64,
+    second: f64,
+    k: usize,
+}
+
+impl PowerIteration {
+    fn new(n: usize, seed: u64) -> Self {
+        let mut v = SplitMix64::new(seed ^ 0x5350_4543_5452_414c).vec(n, -1.0, 1.0);
+        let log_norm = normalize(&mut v).ln();
+        Self { v, log_norm, first: 0.0, second: 0.0, k: 0 }
+    }
+
+    /// Takes `W v`; the estimate once the iteration is over.
+    fn advance(&mut self, mut w: Vec<f32>) -> Option<f64> {
+        let norm = normalize(&mut w);
+        if norm == 0.0 || !norm.is_finite() {
+            return Some(if norm == 0.0 { 0.0 } else { f64::NAN });
+        }
+        self.log_norm += norm.ln();
+        self.v = w;
+        if self.k >= BURN_IN + WINDOW {
+            self.second += self.log_norm;
+        } else if self.k >= BURN_IN {
+            self.first += self.log_norm;
+        }
+        self.k += 1;
+        (self.k == BURN_IN + 2 * WINDOW)
+            .then(|| ((self.second - self.first) / (WINDOW * WINDOW) as f64).exp())
+    }
 }
 
 /// Scales `v` to unit length (in f64) and returns the old length.
@@ -172,4 +233,39 @@ fn normalize(v: &mut [f32]) -> f64 {
         }
     }
     norm
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The batched power iteration gives each member the estimate it has alone, bit for bit, also
+    /// for a member whose products vanish at once (a zero matrix, done on the first step).
+    #[test]
+    fn spectral_radii_are_each_members_spectral_radius() {
+        let n = 23;
+        let mut rng = SplitMix64::new(5);
+        let mut mats: Vec<Vec<f32>> = (0..3).map(|_| rng.vec(n * n, -1.0, 1.0)).collect();
+        mats.push(vec![0.0; n * n]);
+        let product = |w: &[f32], v: &[f32]| -> Vec<f32> {
+            w.chunks_exact(n).map(|row| row.iter().zip(v).map(|(a, b)| a * b).sum()).collect()
+        };
+        let seeds = [1, 2, 3, 4];
+        let alone: Vec<f64> = mats
+            .iter()
+            .zip(seeds)
+            .map(|(w, s)| spectral_radius(n, s, |v| Ok(product(w, v))).unwrap())
+            .collect();
+        let together = spectral_radii(n, &seeds, |v| {
+            Ok(mats.iter().zip(v.chunks_exact(n)).flat_map(|(w, vi)| product(w, vi)).collect())
+        })
+        .unwrap();
+        assert_eq!(
+            alone.iter().map(|r| r.to_bits()).collect::<Vec<_>>(),
+            together.iter().map(|r| r.to_bits()).collect::<Vec<_>>()
+        );
+        assert_eq!(together[3], 0.0);
+        assert!(together[..3].iter().all(|&r| r > 0.5 && r < 10.0), "{together:?}");
+        assert!(spectral_radii(n, &seeds, |_| Ok(vec![0.0; 3])).is_err(), "products of the wrong length");
+    }
 }
