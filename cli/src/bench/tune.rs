@@ -363,7 +363,7 @@ pub fn header(device: &str, command: &str) -> String {
          | sm90 bn=256|128|64 a=inplace|transpose|repitch b=inplace|transpose|repitch\n        \
          (f64: simt | dmma)\n\
          A GEMM uses the entry of its precision, layout and batch class whose m, n and k are each within a\n\
-         factor of 2 of its own, the nearest by the sum of |ln(ours / entry's)| over m, n, k (the first in\n\
+         factor of 1.25 of its own, the nearest by the sum of |ln(ours / entry's)| over m, n, k (the first in\n\
          the file on a tie), when the device can run that kernel for it; otherwise the built-in rules.\n\
          \n\
          Measured on {device} by `{command}`; entries only where the best kernel beat the built-in\n\
