@@ -3,10 +3,11 @@
 //! pattern correlation, spectral-radius estimation by power iteration (a host loop), and the
 //! batched step of many reservoirs stacked in one launch ([`DeviceReservoirStack`]).
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::driver::sys::CUdeviceptr;
-use crate::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchArgs, LaunchConfig, PushKernelArg};
 use crate::error::{Error, Result};
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::gemv;
@@ -589,11 +590,11 @@ fn check_batched_step(
     Ok(())
 }
 
-/// One echo-state step of every member of `w` in one launch, out of place: for member `b`,
-/// `out_b = (1 - leaks[b]) * x_b + leaks[b] * tanh(W_in,b u + W_b x_b)` with `x_b` and `out_b`
-/// the `b`-th `n` values of `x` and `out` (`batch * n` each), `w_in` `[batch * n, u.len()]` (the
-/// members' input weights stacked), `leaks` of `batch`. Bit-for-bit what [`reservoir_update`]
-/// gives each member alone.
+/// One echo-state step of the members `members` of `w` in one launch, out of place: for member
+/// `b`, `out_b = (1 - leaks[b]) * x_b + leaks[b] * tanh(W_in,b u + W_b x_b)` with `x_b` and `out_b`
+/// the `b`-th `n` values of `x` and `out` (`batch * n` each; other members' values are not
+/// touched), `w_in` `[batch * n, u.len()]` (the members' input weights stacked), `leaks` of
+/// `batch`. Bit-for-bit what [`reservoir_update`] gives each member alone.
 #[allow(clippy::too_many_arguments)] // the step's operands
 pub fn reservoir_update_batched(
     kernels: &Kernels,
@@ -604,27 +605,29 @@ pub fn reservoir_update_batched(
     leaks: &CudaView<f32>,
     x: &CudaView<f32>,
     out: &mut CudaViewMut<f32>,
+    members: Range<usize>,
 ) -> Result<()> {
     const OP: &str = "reservoir_update_batched_kernel";
     check_batched_step(OP, (w.batch, w.n), w_in.len(), u.len(), leaks.len(), x.len(), out.len())?;
-    if w.n == 0 {
+    if members.start > members.end || members.end > w.batch {
+        return Err(Error::Shape {
+            op: OP,
+            expected: format!("members within the stack's {}", w.batch),
+            got: format!("{members:?}"),
+        });
+    }
+    if w.n == 0 || members.is_empty() {
         return Ok(());
     }
-    let (n, n_in) = (w.n as i32, u.len() as i32); // both checked to fit
-    let (cfg, row_blocks) = batched_grid(w.batch, w.n);
+    let (n, n_in, first) = (w.n as i32, u.len() as i32, members.start as i32); // all checked to fit
+    let (cfg, row_blocks) = batched_grid(members.len(), w.n);
     let function = kernels.function(OP)?;
     // SAFETY: the stack was checked on upload (each dense member n * n at its offset, each CSR
     // member's offsets within the entries and columns below n, batch * n rows); w_in holds
-    // batch * n * n_in, u n_in, leaks batch, x and out batch * n (checked); out is a mutable view,
-    // so it cannot overlap the shared view x.
+    // batch * n * n_in, u n_in, leaks batch, x and out batch * n (checked); the members stepped
+    // are within the batch (checked); out is a mutable view, so it cannot overlap the shared view x.
     unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(&w.dense)
-            .arg(&w.dense_off)
-            .arg(&w.row_ptr)
-            .arg(&w.col_idx)
-            .arg(&w.values)
+        w.push_args(&mut stream.launch_builder(&function))
             .arg(w_in)
             .arg(u)
             .arg(leaks)
@@ -633,9 +636,18 @@ pub fn reservoir_update_batched(
             .arg(&n)
             .arg(&n_in)
             .arg(&row_blocks)
+            .arg(&first)
             .launch(cfg)
     }?;
     Ok(())
+}
+
+impl DeviceReservoirStack {
+    /// The stack's five kernel arguments (`w_dense, dense_off, row_ptr, col_idx, values`), in the
+    /// batched kernels' order.
+    fn push_args<'a, 'b>(&'a self, launch: &'b mut LaunchArgs<'a>) -> &'b mut LaunchArgs<'a> {
+        launch.arg(&self.dense).arg(&self.dense_off).arg(&self.row_ptr).arg(&self.col_idx).arg(&self.values)
+    }
 }
 
 /// `out_b = W_b x_b` for every member of `w` in one launch (`x` and `out` of `batch * n`, different
@@ -660,13 +672,7 @@ pub fn matvec_reservoir_batched(
     // SAFETY: the stack was checked on upload (see reservoir_update_batched); x and out hold
     // batch * n each (checked), out cannot overlap x.
     unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(&w.dense)
-            .arg(&w.dense_off)
-            .arg(&w.row_ptr)
-            .arg(&w.col_idx)
-            .arg(&w.values)
+        w.push_args(&mut stream.launch_builder(&function))
             .arg(x)
             .arg(out)
             .arg(&n)
