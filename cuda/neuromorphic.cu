@@ -155,15 +155,14 @@ __device__ __forceinline__ float batched_recurrent_dot(const float *w_dense, con
 // out[b * n + i] = (1 - leak[b]) * x[b * n + i] + leak[b] * tanh(sum_k W_b[i, k] x[b * n + k] +
 // sum_j w_in[(b * n + i) * n_in + j] u[j]), the same arithmetic as reservoir_update_kernel (dense members)
 // and reservoir_update_csr_kernel (CSR members). w_in [batch * n, n_in], u [n_in], leaks [batch], x and out
-// [batch * n]. Steps members first_member, first_member + 1, ...: launch block a multiple of 32 <= 1024 (256:
-// one warp per row), grid = members * row_blocks, row_blocks = ceil(n / (block / 32)); no dynamic smem. out
-// must not overlap x.
+// [batch * n]. Launch: block a multiple of 32 <= 1024 (256: one warp per row), grid = batch * row_blocks,
+// row_blocks = ceil(n / (block / 32)); no dynamic smem. out must not overlap x.
 PRISM_KERNEL void reservoir_update_batched_kernel(const float *w_dense, const long long *dense_off,
                                                   const int *row_ptr, const int *col_idx, const float *values,
                                                   const float *w_in, const float *u, const float *leaks,
                                                   const float *x, float *out, int n, int n_in,
-                                                  int row_blocks, int first_member) {
-    const int b = first_member + blockIdx.x / row_blocks;
+                                                  int row_blocks) {
+    const int b = blockIdx.x / row_blocks;
     const int row = (blockIdx.x - b * row_blocks) * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (row >= n) return;
     const float *xb = x + (size_t)b * n;

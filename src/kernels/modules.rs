@@ -12,7 +12,6 @@ use crate::nvrtc::Ptx;
 pub struct Kernels {
     ctx: Arc<CudaContext>,
     multiprocessors: u32,
-    l2_bytes: usize,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
 }
@@ -21,11 +20,9 @@ impl Kernels {
     /// Kernels for `ctx`; nothing is loaded until a kernel is asked for.
     pub fn new(ctx: Arc<CudaContext>) -> Result<Self> {
         let multiprocessors = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-        let l2_bytes = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
         Ok(Self {
             ctx,
             multiprocessors: multiprocessors.max(1) as u32,
-            l2_bytes: l2_bytes.max(0) as usize,
             modules: Mutex::default(),
             functions: Mutex::default(),
         })
@@ -39,11 +36,6 @@ impl Kernels {
     /// The device's streaming multiprocessor count (grid sizing uses it).
     pub(crate) fn multiprocessors(&self) -> u32 {
         self.multiprocessors
-    }
-
-    /// Bytes of the device's L2 cache (work that reuses data sizes its passes by it).
-    pub(crate) fn l2_bytes(&self) -> usize {
-        self.l2_bytes
     }
 
     /// The module of `family`, loading its embedded image on first use.

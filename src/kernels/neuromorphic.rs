@@ -3,7 +3,6 @@
 //! pattern correlation, spectral-radius estimation by power iteration (a host loop), and the
 //! batched step of many reservoirs stacked in one launch ([`DeviceReservoirStack`]).
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use crate::driver::sys::CUdeviceptr;
@@ -590,11 +589,11 @@ fn check_batched_step(
     Ok(())
 }
 
-/// One echo-state step of the members `members` of `w` in one launch, out of place: for member
-/// `b`, `out_b = (1 - leaks[b]) * x_b + leaks[b] * tanh(W_in,b u + W_b x_b)` with `x_b` and `out_b`
-/// the `b`-th `n` values of `x` and `out` (`batch * n` each; other members' values are not
-/// touched), `w_in` `[batch * n, u.len()]` (the members' input weights stacked), `leaks` of
-/// `batch`. Bit-for-bit what [`reservoir_update`] gives each member alone.
+/// One echo-state step of every member of `w` in one launch, out of place: for member `b`,
+/// `out_b = (1 - leaks[b]) * x_b + leaks[b] * tanh(W_in,b u + W_b x_b)` with `x_b` and `out_b`
+/// the `b`-th `n` values of `x` and `out` (`batch * n` each), `w_in` `[batch * n, u.len()]` (the
+/// members' input weights stacked), `leaks` of `batch`. Bit-for-bit what [`reservoir_update`]
+/// gives each member alone.
 #[allow(clippy::too_many_arguments)] // the step's operands
 pub fn reservoir_update_batched(
     kernels: &Kernels,
@@ -605,27 +604,19 @@ pub fn reservoir_update_batched(
     leaks: &CudaView<f32>,
     x: &CudaView<f32>,
     out: &mut CudaViewMut<f32>,
-    members: Range<usize>,
 ) -> Result<()> {
     const OP: &str = "reservoir_update_batched_kernel";
     check_batched_step(OP, (w.batch, w.n), w_in.len(), u.len(), leaks.len(), x.len(), out.len())?;
-    if members.start > members.end || members.end > w.batch {
-        return Err(Error::Shape {
-            op: OP,
-            expected: format!("members within the stack's {}", w.batch),
-            got: format!("{members:?}"),
-        });
-    }
-    if w.n == 0 || members.is_empty() {
+    if w.n == 0 {
         return Ok(());
     }
-    let (n, n_in, first) = (w.n as i32, u.len() as i32, members.start as i32); // all checked to fit
-    let (cfg, row_blocks) = batched_grid(members.len(), w.n);
+    let (n, n_in) = (w.n as i32, u.len() as i32); // both checked to fit
+    let (cfg, row_blocks) = batched_grid(w.batch, w.n);
     let function = kernels.function(OP)?;
     // SAFETY: the stack was checked on upload (each dense member n * n at its offset, each CSR
     // member's offsets within the entries and columns below n, batch * n rows); w_in holds
-    // batch * n * n_in, u n_in, leaks batch, x and out batch * n (checked); the members stepped
-    // are within the batch (checked); out is a mutable view, so it cannot overlap the shared view x.
+    // batch * n * n_in, u n_in, leaks batch, x and out batch * n (checked); out is a mutable view,
+    // so it cannot overlap the shared view x.
     unsafe {
         w.push_args(&mut stream.launch_builder(&function))
             .arg(w_in)
@@ -636,7 +627,6 @@ pub fn reservoir_update_batched(
             .arg(&n)
             .arg(&n_in)
             .arg(&row_blocks)
-            .arg(&first)
             .launch(cfg)
     }?;
     Ok(())

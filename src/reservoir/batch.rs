@@ -5,7 +5,6 @@
 //! parallel on the host, instead of a loop over reservoirs. The build estimates every member's
 //! spectral radius in one power iteration (one launch per product for all members).
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -38,8 +37,6 @@ struct Stacked {
     leaks: CudaSlice<f32>,
     /// `[B * n]`: the state the next step starts from.
     x: CudaSlice<f32>,
-    /// The members a chunk steps together, each group's weights fitting in L2 ([`l2_groups`]).
-    groups: Vec<Range<usize>>,
 }
 
 impl ReservoirBatch {
@@ -97,7 +94,6 @@ impl ReservoirBatch {
             w_in: g.upload(&drawn.iter().flat_map(|w| w.w_in.iter().copied()).collect::<Vec<_>>())?,
             leaks: g.upload(&configs.iter().map(|c| c.leak_rate).collect::<Vec<_>>())?,
             x: stream.alloc_zeros(stacked_len)?,
-            groups: l2_groups(&drawn, kernels.l2_bytes()),
         };
         let members = configs
             .iter()
@@ -250,27 +246,22 @@ impl ReservoirBatch {
                 head[1..].copy_from_slice(u);
             }
             stream.memcpy_htod(&host[..rows * h], &mut heads.slice_mut(..rows * h))?;
-            // Group by group, every step of the chunk: the members are independent, and a group's
-            // weights stay in L2 from one step to the next.
-            for group in &dev.groups {
-                for r in 0..rows {
-                    let head = heads.slice(r * h..(r + 1) * h);
-                    // Row r from row r - 1: the previous row, or the carried states at a chunk's start.
-                    let (done, mut rest) = s.split_at_mut(r * bn);
-                    let mut out = rest.slice_mut(..bn);
-                    let prev = if r == 0 { dev.x.as_view() } else { done.slice((r - 1) * bn..) };
-                    neuromorphic::reservoir_update_batched(
-                        kernels,
-                        stream,
-                        &dev.w,
-                        &dev.w_in.as_view(),
-                        &head,
-                        &dev.leaks.as_view(),
-                        &prev,
-                        &mut out,
-                        group.clone(),
-                    )?;
-                }
+            for r in 0..rows {
+                let head = heads.slice(r * h..(r + 1) * h);
+                // Row r from row r - 1: the previous row, or the carried states at a chunk's start.
+                let (done, mut rest) = s.split_at_mut(r * bn);
+                let mut out = rest.slice_mut(..bn);
+                let prev = if r == 0 { dev.x.as_view() } else { done.slice((r - 1) * bn..) };
+                neuromorphic::reservoir_update_batched(
+                    kernels,
+                    stream,
+                    &dev.w,
+                    &dev.w_in.as_view(),
+                    &head,
+                    &dev.leaks.as_view(),
+                    &prev,
+                    &mut out,
+                )?;
             }
             stream.memcpy_dtod(&s.slice((rows - 1) * bn..rows * bn), &mut dev.x)?;
             sink(g, &s, c * CHUNK, rows)?;
@@ -282,63 +273,7 @@ impl ReservoirBatch {
     }
 }
 
-/// Consecutive members whose recurrent and input weights together fit in three quarters of an L2
-/// of `l2_bytes` (at least one member a group). Stepping all 16 dense 1000-unit members (64 MB)
-/// each step streamed the weights from DRAM, while a loop over single members reads each one's
-/// 4 MB from L2 for all its steps: the batch ran at 1.19x the loop (H100, 2000 steps).
-fn l2_groups(members: &[Weights], l2_bytes: usize) -> Vec<Range<usize>> {
-    let budget = l2_bytes / 4 * 3;
-    let bytes = |w: &Weights| {
-        let recurrent = match &w.w {
-            weights::Recurrent::Dense(d) => d.len() * 4,
-            weights::Recurrent::Sparse { row_ptr, col_idx, values } => {
-                (row_ptr.len() + col_idx.len() + values.len()) * 4
-            }
-        };
-        recurrent + w.w_in.len() * 4
-    };
-    let mut groups = Vec::new();
-    let (mut start, mut used) = (0, 0usize);
-    for (i, w) in members.iter().enumerate() {
-        let b = bytes(w);
-        if i > start && used.saturating_add(b) > budget {
-            groups.push(start..i);
-            (start, used) = (i, 0);
-        }
-        used = used.saturating_add(b);
-    }
-    groups.push(start..members.len());
-    groups
-}
-
 /// The members' recurrent matrices as the stack's operands.
 fn recurrents(members: &[Weights]) -> Vec<Reservoir<'_>> {
     members.iter().map(|w| w.w.as_reservoir()).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use weights::Recurrent;
-
-    fn dense(n: usize) -> Weights {
-        Weights { w: Recurrent::Dense(vec![0.5; n * n]), w_in: vec![0.5; n * 3] }
-    }
-
-    #[test]
-    fn l2_groups_cover_every_member_once_within_the_budget() {
-        // 1000 units: 4,012,000 bytes a member; three quarters of 50 MB hold 9.
-        let members: Vec<Weights> = (0..16).map(|_| dense(1000)).collect();
-        assert_eq!(l2_groups(&members, 50 << 20), vec![0..9, 9..16]);
-        // A member larger than the budget still gets a group; no L2 at all: one member a group.
-        assert_eq!(l2_groups(&members[..2], 1 << 20), vec![0..1, 1..2]);
-        assert_eq!(l2_groups(&members[..3], 0), vec![0..1, 1..2, 2..3]);
-        // Sparse members count their three arrays.
-        let sparse = Weights {
-            w: Recurrent::Sparse { row_ptr: vec![0; 101], col_idx: vec![0; 1000], values: vec![0.5; 1000] },
-            w_in: vec![0.5; 300],
-        };
-        assert_eq!(l2_groups(&[sparse], 9_000), vec![0..1]);
-        assert_eq!(l2_groups(&members[..1], 1 << 30), vec![0..1]);
-    }
 }
