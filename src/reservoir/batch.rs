@@ -127,7 +127,10 @@ impl ReservoirBatch {
             return self.members.iter_mut().map(|m| m.process(inputs)).collect();
         };
         let (b, n) = (self.members.len(), self.members[0].config.size);
-        let mut out = vec![Vec::new(); b];
+        let steps = self.members[0].check_inputs("ReservoirBatch::process", inputs)?;
+        // Each member's states are gathered step by step: room for all of them up front.
+        let states = shape::elements("ReservoirBatch::process", "states", &[steps, n])?;
+        let mut out: Vec<Vec<f32>> = (0..b).map(|_| Vec::with_capacity(states)).collect();
         self.run_gpu(inputs, |g, s, _, rows| {
             let host = g.stream().clone_dtoh(&s.slice(..rows * b * n))?;
             for step in host.chunks_exact(b * n) {
