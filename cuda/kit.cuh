@@ -362,7 +362,7 @@ __device__ __forceinline__ void row_driver(const T *x, O *y, int rows, int cols,
 }
 
 // ---------------------------------------------------------------- counter-based random numbers
-// splitmix64 finaliser; the CPU fallback (src/runtime/cpu.rs) uses the same functions bit for bit.
+// splitmix64 finaliser; the CPU fallback (src/cpu/mod.rs) uses the same functions bit for bit.
 __host__ __device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

@@ -1,7 +1,7 @@
 // Neural-network kernels for prism_gpu::nn: the bias of a dense layer (add, gradient), the fused
 // losses (softmax cross-entropy, MSE: per-row loss and the gradient in one pass), dropout, row
 // gathers for shuffled batches, and the optimiser steps, each one launch over every parameter.
-// Matrices are row-major [rows, cols]. The CPU fallback (src/runtime/cpu/nn.rs) computes the same.
+// Matrices are row-major [rows, cols]. The CPU fallback (src/cpu/nn.rs) computes the same.
 #include "common.cuh"
 
 #define PRISM_NN_INF __int_as_float(0x7f800000)
