@@ -3,6 +3,8 @@
 //! are poisoned with NaN first; errors are scaled per element by `|alpha| sum |a||b| + |beta c|`.
 #![cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 
+mod support;
+
 use std::sync::Arc;
 
 use half::{bf16, f16};
@@ -13,33 +15,22 @@ use prism_gpu::cublas::sys::{
 use prism_gpu::cublas::{
     result, CublasError, CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig, StridedBatchedConfig,
 };
-use prism_gpu::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut};
+use prism_gpu::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
+
+use support::Rng;
 
 const N: Op = Op::CUBLAS_OP_N;
 const T: Op = Op::CUBLAS_OP_T;
 
-struct Rng(u64);
 impl Rng {
-    fn seeded(name: &str) -> Self {
-        let seed =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-        println!("{name}: seed {seed:#x}");
-        Rng(seed)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
     fn below(&mut self, n: u64) -> usize {
         (self.next() % n) as usize
     }
     fn value(&mut self) -> f32 {
-        ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        self.unit()
     }
     fn values(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.value()).collect()
+        (0..n).map(|_| self.unit()).collect()
     }
 }
 
@@ -152,15 +143,18 @@ fn poisoned_c(rng: &mut Rng, case: &Case) -> Vec<f32> {
     c
 }
 
-/// Runs `case` through the safe `Gemm<f32>` (strided batched), views at the case's offsets.
-fn run_f32(
+/// Runs `case` through the safe `Gemm<T>` (strided batched), views at the case's offsets, with
+/// the case's alpha and beta as `T` (`scalar`).
+fn run_strided<T: DeviceRepr>(
     blas: &CudaBlas,
     stream: &Arc<CudaStream>,
     case: &Case,
-    a: &[f32],
-    b: &[f32],
-    c: &[f32],
-) -> Vec<f32> {
+    [a, b, c]: [&[T]; 3],
+    scalar: impl Fn(f32) -> T,
+) -> Vec<T>
+where
+    CudaBlas: Gemm<T>,
+{
     let (da, db) = (stream.clone_htod(a).unwrap(), stream.clone_htod(b).unwrap());
     let mut dc = stream.clone_htod(c).unwrap();
     let cfg = StridedBatchedConfig {
@@ -170,10 +164,10 @@ fn run_f32(
             m: case.m as i32,
             n: case.n as i32,
             k: case.k as i32,
-            alpha: case.alpha,
+            alpha: scalar(case.alpha),
             lda: case.lda as i32,
             ldb: case.ldb as i32,
-            beta: case.beta,
+            beta: scalar(case.beta),
             ldc: case.ldc as i32,
         },
         batch_size: case.batch as i32,
@@ -200,7 +194,7 @@ fn sgemm_every_layout_offset_stride_and_beta_is_exact_fp32() {
         let case = Case::random(&mut rng, if round % 10 == 0 { 300 } else { 40 });
         let [la, lb, _] = case.lens();
         let (a, b, c) = (rng.values(la), rng.values(lb), poisoned_c(&mut rng, &case));
-        let got = run_f32(&blas, &stream, &case, &a, &b, &c);
+        let got = run_strided(&blas, &stream, &case, [&a, &b, &c], |x| x);
         // Exact fp32 products (TF32 would miss 1e-5 by far on k >= 10).
         check(&case, &c, &got, &case.reference(&a, &b, &c, |x| x), 1e-5);
     }
@@ -294,33 +288,7 @@ fn half_and_bf16_gemm_traits() {
                 }
                 let widen = |v: &[$t]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
                 let c_in = widen(&c16);
-                let (da, db) = (stream.clone_htod(&a16).unwrap(), stream.clone_htod(&b16).unwrap());
-                let mut dc = stream.clone_htod(&c16).unwrap();
-                let cfg = StridedBatchedConfig {
-                    gemm: GemmConfig {
-                        transa: case.ta,
-                        transb: case.tb,
-                        m: case.m as i32,
-                        n: case.n as i32,
-                        k: case.k as i32,
-                        alpha: <$t>::from_f32(case.alpha),
-                        lda: case.lda as i32,
-                        ldb: case.ldb as i32,
-                        beta: <$t>::from_f32(case.beta),
-                        ldc: case.ldc as i32,
-                    },
-                    batch_size: case.batch as i32,
-                    stride_a: case.sa as i64,
-                    stride_b: case.sb as i64,
-                    stride_c: case.sc as i64,
-                };
-                {
-                    let (va, vb) = (da.slice(case.off[0]..), db.slice(case.off[1]..));
-                    let mut vc = dc.slice_mut(case.off[2]..);
-                    // SAFETY: the buffers hold the case's elements.
-                    unsafe { blas.gemm_strided_batched(cfg, &va, &vb, &mut vc) }.unwrap();
-                }
-                let got = widen(&stream.clone_dtoh(&dc).unwrap());
+                let got = widen(&run_strided(&blas, &stream, &case, [&a16, &b16, &c16], <$t>::from_f32));
                 let exact = Case {
                     alpha: <$t>::from_f32(case.alpha).to_f32(),
                     beta: <$t>::from_f32(case.beta).to_f32(),

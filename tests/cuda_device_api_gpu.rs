@@ -2,6 +2,8 @@
 //! random inputs, outputs poisoned first, f64 references.
 //! Run with `cargo test --release -- --include-ignored` on a machine with a CUDA GPU.
 
+mod support;
+
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -10,6 +12,7 @@ use prism_gpu::driver::legacy::DevicePtr as _;
 use prism_gpu::driver::SliceDevice as _;
 use prism_gpu::driver::{sys, CudaDevice, CudaFunction, CudaSlice, DriverError, LaunchAsync, LaunchConfig};
 use prism_gpu::nvrtc::compile_ptx;
+use support::{clock_seed, Rng};
 
 fn kernels() -> String {
     let params: Vec<String> = (1..32).map(|i| format!("float a{i}")).collect();
@@ -33,23 +36,10 @@ extern "C" __global__ void sum32(float *out, {}) {{
     )
 }
 
-struct Rng(u64);
-
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
     fn f32s(&mut self, n: usize) -> Vec<f32> {
         (0..n).map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0).collect()
     }
-}
-
-fn seed() -> u64 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
-    nanos | 1
 }
 
 fn device() -> Arc<CudaDevice> {
@@ -92,7 +82,7 @@ fn device_describes_itself() {
 #[ignore = "needs a CUDA GPU"]
 fn copies_round_trip() {
     let dev = device();
-    let mut rng = Rng(seed());
+    let mut rng = Rng(clock_seed());
     let n = 10_007;
     let x = rng.f32s(n);
     let d = dev.htod_copy(x.clone()).unwrap();
@@ -141,7 +131,7 @@ fn short_destinations_are_errors_not_panics() {
 #[ignore = "needs a CUDA GPU"]
 fn launch_with_slices_views_and_scalars() {
     let dev = device();
-    let mut rng = Rng(seed());
+    let mut rng = Rng(clock_seed());
     let n = 4099;
     let x = rng.f32s(n);
     let (a, b) = (rng.f32s(1)[0], rng.f32s(1)[0]);
@@ -187,7 +177,7 @@ fn launch_with_slices_views_and_scalars() {
 #[ignore = "needs a CUDA GPU"]
 fn thirty_two_arguments() {
     let dev = device();
-    let v = Rng(seed()).f32s(31);
+    let v = Rng(clock_seed()).f32s(31);
     let mut out = dev.htod_copy(vec![f32::NAN]).unwrap();
     let f = dev.get_func("legacy", "sum32").unwrap();
     let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
@@ -206,7 +196,7 @@ fn thirty_two_arguments() {
 #[ignore = "needs a CUDA GPU"]
 fn forked_stream_raw_params_and_cooperative_launch() {
     let dev = device();
-    let mut rng = Rng(seed());
+    let mut rng = Rng(clock_seed());
     let n = 1001u32;
     let x = rng.f32s(n as usize);
     let xd = dev.htod_copy(x.clone()).unwrap();

@@ -5,6 +5,8 @@
 //! `cargo test --test nccl_gpu -- --include-ignored` (NCCL 2.28 at /usr/lib/x86_64-linux-gnu).
 #![cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
 
+mod support;
+
 use std::sync::Arc;
 
 use half::bf16;
@@ -12,28 +14,17 @@ use prism_gpu::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
 use prism_gpu::nccl::sys::ncclResult_t;
 use prism_gpu::nccl::{group_end, group_start, Comm, Id, NcclError, NcclType, ReduceOp};
 
+use support::Rng;
+
 const OPS: [ReduceOp; 5] = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg];
 
-struct Rng(u64);
 impl Rng {
-    fn seeded(name: &str) -> Self {
-        let seed =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-        println!("{name}: seed {seed:#x}");
-        Rng(seed)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
     /// An odd length between 1001 and 2999.
     fn len(&mut self) -> usize {
         1001 + 2 * (self.next() % 1000) as usize
     }
     fn f32s(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0).collect()
+        (0..n).map(|_| self.unit()).collect()
     }
 }
 

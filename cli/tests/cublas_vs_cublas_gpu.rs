@@ -215,145 +215,94 @@ fn run_both<I: Elem, O: Elem>(
     let sgemm = kind.sgemm && TypeId::of::<(I, O)>() == TypeId::of::<(f32, f32)>();
     assert_eq!(sgemm, kind.sgemm, "sgemm is for f32 only");
 
-    let op_o =
-        |t: bool| if t { osys::cublasOperation_t::CUBLAS_OP_T } else { osys::cublasOperation_t::CUBLAS_OP_N };
-    let compute_o = if kind.tf32 {
-        osys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
-    } else {
-        osys::cublasComputeType_t::CUBLAS_COMPUTE_32F
-    };
-    let s = &e.o_stream;
-    let (da, db, mut dc) = (s.clone_htod(a).unwrap(), s.clone_htod(b).unwrap(), s.clone_htod(c).unwrap());
-    {
-        let ((pa, _ga), (pb, _gb), (pc, _gc)) = (da.device_ptr(s), db.device_ptr(s), dc.device_ptr_mut(s));
-        let (pa, pb, pc) = (pa + offa * ob, pb + offb * ob, pc + offc * os);
-        let h = *e.o_blas.handle();
-        // SAFETY: the buffers hold `lens()` elements of I (A, B) and O (C), so from the offset
-        // pointers every element of every batch at these ld/strides is inside them (`lens`); C's
-        // blocks do not overlap (stride_c >= ldc * n); alpha and beta are host f32 (host pointer
-        // mode, the handle's default); the guards keep the buffers alive until the call returns.
-        let done = unsafe {
-            if sgemm {
-                ours::sgemm_strided_batched(
-                    h,
-                    op_o(case.t[0]),
-                    op_o(case.t[1]),
-                    m,
-                    n,
-                    k,
-                    &alpha,
-                    pa as *const f32,
-                    lda,
-                    sa,
-                    pb as *const f32,
-                    ldb,
-                    sb,
-                    &beta,
-                    pc as *mut f32,
-                    ldc,
-                    sc,
-                    case.batch as i32,
-                )
+    // Runs the case on one engine (its stream, cuBLAS handle, `result` and `sys`
+    // modules and `Elem` data-type constant): the same steps on either crate's types; `C` comes back.
+    // Defined here so that its body sees the locals above.
+    macro_rules! on_engine {
+        ($stream:expr, $blas:expr, $api:ident, $sys:ident, $dt:ident, $who:literal) => {{
+            let op = |t: bool| {
+                if t {
+                    $sys::cublasOperation_t::CUBLAS_OP_T
+                } else {
+                    $sys::cublasOperation_t::CUBLAS_OP_N
+                }
+            };
+            let compute = if kind.tf32 {
+                $sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
             } else {
-                ours::gemm_strided_batched_ex(
-                    h,
-                    op_o(case.t[0]),
-                    op_o(case.t[1]),
-                    m,
-                    n,
-                    k,
-                    (&alpha as *const f32).cast(),
-                    pa as *const c_void,
-                    I::OURS,
-                    lda,
-                    sa,
-                    pb as *const c_void,
-                    I::OURS,
-                    ldb,
-                    sb,
-                    (&beta as *const f32).cast(),
-                    pc as *mut c_void,
-                    O::OURS,
-                    ldc,
-                    sc,
-                    case.batch as i32,
-                    compute_o,
-                    osys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-                )
+                $sys::cublasComputeType_t::CUBLAS_COMPUTE_32F
+            };
+            let s = &$stream;
+            let (da, db, mut dc) =
+                (s.clone_htod(a).unwrap(), s.clone_htod(b).unwrap(), s.clone_htod(c).unwrap());
+            {
+                let ((pa, _ga), (pb, _gb), (pc, _gc)) =
+                    (da.device_ptr(s), db.device_ptr(s), dc.device_ptr_mut(s));
+                let (pa, pb, pc) = (pa + offa * ob, pb + offb * ob, pc + offc * os);
+                let h = *$blas.handle();
+                // SAFETY: the buffers hold `lens()` elements of I (A, B) and O (C), so from the
+                // offset pointers every element of every batch at these ld/strides is inside them
+                // (`lens`); C's blocks do not overlap (stride_c >= ldc * n); alpha and beta are host
+                // f32 (host pointer mode, either handle's default; cudarc's handle is bound to its
+                // stream); the guards keep the buffers alive until the call returns.
+                let done = unsafe {
+                    if sgemm {
+                        $api::sgemm_strided_batched(
+                            h,
+                            op(case.t[0]),
+                            op(case.t[1]),
+                            m,
+                            n,
+                            k,
+                            &alpha,
+                            pa as *const f32,
+                            lda,
+                            sa,
+                            pb as *const f32,
+                            ldb,
+                            sb,
+                            &beta,
+                            pc as *mut f32,
+                            ldc,
+                            sc,
+                            case.batch as i32,
+                        )
+                    } else {
+                        $api::gemm_strided_batched_ex(
+                            h,
+                            op(case.t[0]),
+                            op(case.t[1]),
+                            m,
+                            n,
+                            k,
+                            (&alpha as *const f32).cast(),
+                            pa as *const c_void,
+                            I::$dt,
+                            lda,
+                            sa,
+                            pb as *const c_void,
+                            I::$dt,
+                            ldb,
+                            sb,
+                            (&beta as *const f32).cast(),
+                            pc as *mut c_void,
+                            O::$dt,
+                            ldc,
+                            sc,
+                            case.batch as i32,
+                            compute,
+                            $sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                        )
+                    }
+                };
+                done.unwrap_or_else(|err| panic!("{}: {} failed on {case:?}: {err:?}", kind.name, $who));
             }
-        };
-        done.unwrap_or_else(|err| panic!("{}: ours failed on {case:?}: {err:?}", kind.name));
+            s.clone_dtoh(&dc).unwrap()
+        }};
     }
-    let got_o = s.clone_dtoh(&dc).unwrap();
 
-    let op_t =
-        |t: bool| if t { tsys::cublasOperation_t::CUBLAS_OP_T } else { tsys::cublasOperation_t::CUBLAS_OP_N };
-    let compute_t = if kind.tf32 {
-        tsys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
-    } else {
-        tsys::cublasComputeType_t::CUBLAS_COMPUTE_32F
-    };
-    let s = &e.t_stream;
-    let (da, db, mut dc) = (s.clone_htod(a).unwrap(), s.clone_htod(b).unwrap(), s.clone_htod(c).unwrap());
-    {
-        let ((pa, _ga), (pb, _gb), (pc, _gc)) = (da.device_ptr(s), db.device_ptr(s), dc.device_ptr_mut(s));
-        let (pa, pb, pc) = (pa + offa * ob, pb + offb * ob, pc + offc * os);
-        let h = *e.t_blas.handle();
-        // SAFETY: as for ours above: the same buffers' contents, offsets and arguments, on
-        // cudarc's handle (bound to its stream, host pointer mode by default).
-        let done = unsafe {
-            if sgemm {
-                theirs::sgemm_strided_batched(
-                    h,
-                    op_t(case.t[0]),
-                    op_t(case.t[1]),
-                    m,
-                    n,
-                    k,
-                    &alpha,
-                    pa as *const f32,
-                    lda,
-                    sa,
-                    pb as *const f32,
-                    ldb,
-                    sb,
-                    &beta,
-                    pc as *mut f32,
-                    ldc,
-                    sc,
-                    case.batch as i32,
-                )
-            } else {
-                theirs::gemm_strided_batched_ex(
-                    h,
-                    op_t(case.t[0]),
-                    op_t(case.t[1]),
-                    m,
-                    n,
-                    k,
-                    (&alpha as *const f32).cast(),
-                    pa as *const c_void,
-                    I::THEIRS,
-                    lda,
-                    sa,
-                    pb as *const c_void,
-                    I::THEIRS,
-                    ldb,
-                    sb,
-                    (&beta as *const f32).cast(),
-                    pc as *mut c_void,
-                    O::THEIRS,
-                    ldc,
-                    sc,
-                    case.batch as i32,
-                    compute_t,
-                    tsys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-                )
-            }
-        };
-        done.unwrap_or_else(|err| panic!("{}: cuBLAS failed on {case:?}: {err:?}", kind.name));
-    }
-    let got_t = s.clone_dtoh(&dc).unwrap();
+    let got_o = on_engine!(e.o_stream, e.o_blas, ours, osys, OURS, "ours");
+    let got_t = on_engine!(e.t_stream, e.t_blas, theirs, tsys, THEIRS, "cuBLAS");
     let f = |v: &[O]| v.iter().map(|x| x.to_f64()).collect::<Vec<_>>();
     [f(&got_o), f(&got_t), f(c)]
 }

@@ -128,25 +128,22 @@ fn gelu_t(x: f32) -> f32 {
     (GELU_C * (GELU_A * x).mul_add(x * x, x)).tanh()
 }
 
+/// `pass` where `x > 0`, else `otherwise` (NaN and zeros of either sign take `otherwise`).
+fn when_positive(x: f32, pass: f32, otherwise: f32) -> f32 {
+    if x > 0.0 {
+        pass
+    } else {
+        otherwise
+    }
+}
+
 /// The CPU arithmetic of each activation, as the kernels compute it.
 impl Activation {
     /// `f(x)`.
     pub(crate) fn forward(self, x: f32) -> f32 {
         match self {
-            Activation::Relu => {
-                if x > 0.0 {
-                    x
-                } else {
-                    0.0
-                }
-            }
-            Activation::LeakyRelu(slope) => {
-                if x > 0.0 {
-                    x
-                } else {
-                    slope * x
-                }
-            }
+            Activation::Relu => when_positive(x, x, 0.0),
+            Activation::LeakyRelu(slope) => when_positive(x, x, slope * x),
             Activation::Sigmoid => sigmoid(x),
             Activation::Tanh => x.tanh(),
             Activation::Gelu => 0.5 * x * (1.0 + gelu_t(x)),
@@ -156,20 +153,8 @@ impl Activation {
     /// `dy * f'(x)`, where `x` is the forward input.
     pub(crate) fn backward(self, dy: f32, x: f32) -> f32 {
         match self {
-            Activation::Relu => {
-                if x > 0.0 {
-                    dy
-                } else {
-                    0.0
-                }
-            }
-            Activation::LeakyRelu(slope) => {
-                if x > 0.0 {
-                    dy
-                } else {
-                    slope * dy
-                }
-            }
+            Activation::Relu => when_positive(x, dy, 0.0),
+            Activation::LeakyRelu(slope) => when_positive(x, dy, slope * dy),
             Activation::Sigmoid => {
                 let s = sigmoid(x);
                 dy * s * (1.0 - s)

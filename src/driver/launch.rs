@@ -1,6 +1,6 @@
 //! Launching kernels: [`LaunchConfig`], the [`LaunchArgs`] builder and [`PushKernelArg`].
 
-use std::ffi::c_void;
+use std::ffi::{c_uint, c_void};
 use std::mem::size_of;
 use std::sync::Arc;
 
@@ -185,28 +185,28 @@ impl<'a> LaunchArgs<'a> {
             }
         }
         let start = self.flags.map(|f| stream.record_event(Some(f))).transpose()?;
+        // The two driver entry points take the same arguments.
+        type Launch = unsafe fn(
+            sys::CUfunction,
+            (c_uint, c_uint, c_uint),
+            (c_uint, c_uint, c_uint),
+            c_uint,
+            sys::CUstream,
+            &mut [*mut c_void],
+        ) -> Result<(), DriverError>;
+        let launch: Launch =
+            if cooperative { result::launch_cooperative_kernel } else { result::launch_kernel };
         // SAFETY: every entry of `args` points at a value borrowed for `'a`, which outlives this
         // call; the caller of `launch` vouches that they match the kernel's parameters.
         unsafe {
-            if cooperative {
-                result::launch_cooperative_kernel(
-                    self.func.cu_function,
-                    cfg.grid_dim,
-                    cfg.block_dim,
-                    cfg.shared_mem_bytes,
-                    stream.cu_stream,
-                    self.args.as_mut_slice(),
-                )
-            } else {
-                result::launch_kernel(
-                    self.func.cu_function,
-                    cfg.grid_dim,
-                    cfg.block_dim,
-                    cfg.shared_mem_bytes,
-                    stream.cu_stream,
-                    self.args.as_mut_slice(),
-                )
-            }
+            launch(
+                self.func.cu_function,
+                cfg.grid_dim,
+                cfg.block_dim,
+                cfg.shared_mem_bytes,
+                stream.cu_stream,
+                self.args.as_mut_slice(),
+            )
         }?;
         let end = self.flags.map(|f| stream.record_event(Some(f))).transpose()?;
         if mode == SyncMode::On {

@@ -150,22 +150,19 @@ pub fn conversions(rt: &ProductionGpuRuntime, cases: u32) {
 const GELU_C: f64 = 0.797_884_560_802_865_4;
 const GELU_A: f64 = 0.044715;
 
+/// `pass` where `x > 0`, else `otherwise`.
+fn when_positive(x: f64, pass: f64, otherwise: f64) -> f64 {
+    if x > 0.0 {
+        pass
+    } else {
+        otherwise
+    }
+}
+
 fn forward64(act: Activation, x: f64) -> f64 {
     match act {
-        Activation::Relu => {
-            if x > 0.0 {
-                x
-            } else {
-                0.0
-            }
-        }
-        Activation::LeakyRelu(s) => {
-            if x > 0.0 {
-                x
-            } else {
-                f(s) * x
-            }
-        }
+        Activation::Relu => when_positive(x, x, 0.0),
+        Activation::LeakyRelu(s) => when_positive(x, x, f(s) * x),
         Activation::Sigmoid => 1.0 / (1.0 + (-x).exp()),
         Activation::Tanh => x.tanh(),
         Activation::Gelu => 0.5 * x * (1.0 + (GELU_C * (x + GELU_A * x * x * x)).tanh()),
@@ -174,20 +171,8 @@ fn forward64(act: Activation, x: f64) -> f64 {
 
 fn backward64(act: Activation, dy: f64, x: f64) -> f64 {
     match act {
-        Activation::Relu => {
-            if x > 0.0 {
-                dy
-            } else {
-                0.0
-            }
-        }
-        Activation::LeakyRelu(s) => {
-            if x > 0.0 {
-                dy
-            } else {
-                f(s) * dy
-            }
-        }
+        Activation::Relu => when_positive(x, dy, 0.0),
+        Activation::LeakyRelu(s) => when_positive(x, dy, f(s) * dy),
         Activation::Sigmoid => {
             let s = 1.0 / (1.0 + (-x).exp());
             dy * s * (1.0 - s)

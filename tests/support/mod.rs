@@ -36,3 +36,32 @@ pub fn skip_failing_calls(what: &str) -> bool {
     }
     skip
 }
+
+/// A small xorshift64 generator for the randomised tests; each binary adds the draws it needs.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// Seeded from the clock (odd, never zero); the seed is printed under `name`.
+    pub fn seeded(name: &str) -> Self {
+        let seed = clock_seed();
+        println!("{name}: seed {seed:#x}");
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform in [-1, 1), from the top 24 bits of the next draw.
+    pub fn unit(&mut self) -> f32 {
+        ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+}
+
+/// An odd seed from the clock's nanoseconds.
+pub fn clock_seed() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+}

@@ -38,49 +38,31 @@ pub trait HostSlice<T> {
     ) -> (&'a mut [T], SyncOnDrop<'a>);
 }
 
-impl<T, const N: usize> HostSlice<T> for [T; N] {
-    fn len(&self) -> usize {
-        N
-    }
-    unsafe fn stream_synced_slice<'a>(&'a self, _stream: &'a CudaStream) -> (&'a [T], SyncOnDrop<'a>) {
-        (self, SyncOnDrop::Sync(None))
-    }
-    unsafe fn stream_synced_mut_slice<'a>(
-        &'a mut self,
-        _stream: &'a CudaStream,
-    ) -> (&'a mut [T], SyncOnDrop<'a>) {
-        (self, SyncOnDrop::Sync(None))
-    }
+/// `HostSlice` for plain host memory (`[T; N]`, `[T]`, `Vec<T>`): nothing to wait for, so the
+/// slice is the memory itself and the guard does nothing.
+macro_rules! plain_host_slice {
+    ($([$($generics:tt)*] $ty:ty;)*) => {$(
+        impl<$($generics)*> HostSlice<T> for $ty {
+            fn len(&self) -> usize {
+                <[T]>::len(self)
+            }
+            unsafe fn stream_synced_slice<'a>(&'a self, _stream: &'a CudaStream) -> (&'a [T], SyncOnDrop<'a>) {
+                (self, SyncOnDrop::Sync(None))
+            }
+            unsafe fn stream_synced_mut_slice<'a>(
+                &'a mut self,
+                _stream: &'a CudaStream,
+            ) -> (&'a mut [T], SyncOnDrop<'a>) {
+                (self, SyncOnDrop::Sync(None))
+            }
+        }
+    )*};
 }
 
-impl<T> HostSlice<T> for [T] {
-    fn len(&self) -> usize {
-        <[T]>::len(self)
-    }
-    unsafe fn stream_synced_slice<'a>(&'a self, _stream: &'a CudaStream) -> (&'a [T], SyncOnDrop<'a>) {
-        (self, SyncOnDrop::Sync(None))
-    }
-    unsafe fn stream_synced_mut_slice<'a>(
-        &'a mut self,
-        _stream: &'a CudaStream,
-    ) -> (&'a mut [T], SyncOnDrop<'a>) {
-        (self, SyncOnDrop::Sync(None))
-    }
-}
-
-impl<T> HostSlice<T> for Vec<T> {
-    fn len(&self) -> usize {
-        Vec::len(self)
-    }
-    unsafe fn stream_synced_slice<'a>(&'a self, _stream: &'a CudaStream) -> (&'a [T], SyncOnDrop<'a>) {
-        (self, SyncOnDrop::Sync(None))
-    }
-    unsafe fn stream_synced_mut_slice<'a>(
-        &'a mut self,
-        _stream: &'a CudaStream,
-    ) -> (&'a mut [T], SyncOnDrop<'a>) {
-        (self, SyncOnDrop::Sync(None))
-    }
+plain_host_slice! {
+    [T, const N: usize] [T; N];
+    [T] [T];
+    [T] Vec<T>;
 }
 
 /// Page-locked host memory, allocated with [`CudaContext::alloc_pinned`]. Copies to and from it
