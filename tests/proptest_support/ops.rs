@@ -758,12 +758,16 @@ pub fn gemm_layouts(rt: &ProductionGpuRuntime, cases: u32) {
                 Gemm::new(m, n, k).transposed(ta, tb).leading_dims(lda, ldb, ldc).batched(batch, sa, sb, sc);
             let (a, b, mut c) = (vec![0.5f32; la], vec![0.25f32; lb], vec![1.0f32; lc]);
             let got = rt.gemm(&g, &a, &b, &mut c);
-            // This test's own extents, in u128 (no overflow).
+            // This test's own extents, in u128, saturating: two usize factors can exceed u128, and
+            // any extent that large is too long for every buffer.
             let ext = |(r, cc): (usize, usize), ld: usize, s: usize| -> u128 {
                 if batch == 0 || r == 0 || cc == 0 {
                     0
                 } else {
-                    (batch as u128 - 1) * s as u128 + (r as u128 - 1) * ld as u128 + cc as u128
+                    (batch as u128 - 1)
+                        .saturating_mul(s as u128)
+                        .saturating_add((r as u128 - 1) * ld as u128)
+                        .saturating_add(cc as u128)
                 }
             };
             let (ad, bd) = (if ta { (k, m) } else { (m, k) }, if tb { (n, k) } else { (k, n) });
