@@ -42,10 +42,11 @@ pub(crate) fn elementwise(n: usize, step: Step) -> LaunchConfig {
 
 /// A 1-D launch of an ALU-bound grid-stride kernel over `n` steps: one step per thread up to
 /// `STRIDED_BLOCKS_PER_SM` blocks per multiprocessor, beyond which threads loop. Philox normals
-/// (2^28 f32, H100) ran at 1721 GB/s with a thread per step and 1988 GB/s capped at 32 blocks
-/// per multiprocessor (16: 1975, 8: 1954); the block's fixed cost (the key schedule, the first
-/// loads of the constants) is paid fewer times.
-pub fn strided(n: usize, multiprocessors: u32) -> LaunchConfig {
+/// (2^28 f32, H100, notes/philox-normal) ran at 1779 GB/s with a thread per step and 2081 GB/s
+/// capped at 32 blocks per multiprocessor (16: 2074, 8: 2041), the uniform fill at 2980 and
+/// 3069 GB/s: the block's fixed cost (the key schedule, the first loads of the constants) is
+/// paid fewer times.
+pub(crate) fn strided(n: usize, multiprocessors: u32) -> LaunchConfig {
     let mut config = elementwise(n, Step::Scalar);
     config.grid_dim.0 = config.grid_dim.0.min(multiprocessors.max(1).saturating_mul(STRIDED_BLOCKS_PER_SM));
     config

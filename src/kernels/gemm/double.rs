@@ -6,12 +6,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::dispatch::Device;
+use super::plan::layout_char;
 use super::table::{self, Choice, Class, Tuned};
 use super::{device, function_with_smem, Gemm, GemmF64};
 use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use crate::error::{Error, Result};
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
-use crate::kernels::grid::GRID_YZ_MAX;
 use crate::kernels::Kernels;
 
 /// Output tile (rows and columns) of the DMMA kernels.
@@ -181,9 +181,7 @@ pub(super) unsafe fn run(
     let (tile, smem, function) = match plan {
         PlanF64::Simt => (SIMT_TILE, 0, kernels.function("gemm_f64_simt")?),
         PlanF64::Dmma => {
-            let layout =
-                format!("{}{}", if l.trans_a { 't' } else { 'n' }, if l.trans_b { 't' } else { 'n' });
-            let name = format!("gemm_f64_dmma_{layout}");
+            let name = format!("gemm_f64_dmma_{}{}", layout_char(l.trans_a), layout_char(l.trans_b));
             (DMMA_TILE, DMMA_SMEM, function_with_smem(kernels, &name, DMMA_SMEM)?)
         }
     };
@@ -191,38 +189,32 @@ pub(super) unsafe fn run(
     let (n, k, lda, ldb, ldc) = (l.n as i32, l.k as i32, l.lda as i32, l.ldb as i32, l.ldc as i32);
     let (stride_a, stride_b, stride_c) = (l.stride_a as i64, l.stride_b as i64, l.stride_c as i64);
     let (trans_a, trans_b) = (i32::from(l.trans_a), i32::from(l.trans_b));
-    let rows_per_launch = GRID_YZ_MAX * tile;
-    for z0 in (0..l.batch).step_by(GRID_YZ_MAX) {
-        let entries = (l.batch - z0).min(GRID_YZ_MAX);
-        for r0 in (0..l.m).step_by(rows_per_launch) {
-            let rows = (l.m - r0).min(rows_per_launch);
-            let a_offset = z0 * l.stride_a + r0 * if l.trans_a { 1 } else { l.lda };
-            let a = pa + (a_offset * es) as u64;
-            let b = pb + (z0 * l.stride_b * es) as u64;
-            let c = pc + ((z0 * l.stride_c + r0 * l.ldc) * es) as u64;
-            let m = rows as i32;
-            let cfg = LaunchConfig {
-                grid_dim: (l.n.div_ceil(tile) as u32, rows.div_ceil(tile) as u32, entries as u32),
-                block_dim: (BLOCK, 1, 1),
-                shared_mem_bytes: smem,
-            };
-            let mut launch = stream.launch_builder(&function);
-            launch.arg(&m).arg(&n).arg(&k).arg(&g.alpha).arg(&a).arg(&lda).arg(&stride_a);
-            if plan == PlanF64::Simt {
-                launch.arg(&trans_a);
-            }
-            launch.arg(&b).arg(&ldb).arg(&stride_b);
-            if plan == PlanF64::Simt {
-                launch.arg(&trans_b);
-            }
-            launch.arg(&g.beta).arg(&c).arg(&ldc).arg(&stride_c);
-            // SAFETY: the argument list matches the entry's signature (cuda/gemm_f64.cu: the DMMA
-            // entries take no transpose flags, their layout is in the name). `validate` checked
-            // that A, B and C hold every element of the `batch x m x n x k` problem with these
-            // leading dimensions and strides; this launch covers batch entries z0..z0+entries and
-            // rows r0..r0+rows of it, with A and C advanced to them.
-            unsafe { launch.launch(cfg) }?;
+    for chunk in l.launch_chunks(tile) {
+        let a = pa + (chunk.a * es) as u64;
+        let b = pb + (chunk.b * es) as u64;
+        let c = pc + (chunk.c * es) as u64;
+        let m = chunk.rows as i32;
+        let cfg = LaunchConfig {
+            grid_dim: (l.n.div_ceil(tile) as u32, chunk.rows.div_ceil(tile) as u32, chunk.entries as u32),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: smem,
+        };
+        let mut launch = stream.launch_builder(&function);
+        launch.arg(&m).arg(&n).arg(&k).arg(&g.alpha).arg(&a).arg(&lda).arg(&stride_a);
+        if plan == PlanF64::Simt {
+            launch.arg(&trans_a);
         }
+        launch.arg(&b).arg(&ldb).arg(&stride_b);
+        if plan == PlanF64::Simt {
+            launch.arg(&trans_b);
+        }
+        launch.arg(&g.beta).arg(&c).arg(&ldc).arg(&stride_c);
+        // SAFETY: the argument list matches the entry's signature (cuda/gemm_f64.cu: the DMMA
+        // entries take no transpose flags, their layout is in the name). `validate` checked
+        // that A, B and C hold every element of the `batch x m x n x k` problem with these
+        // leading dimensions and strides; this launch covers the chunk's batch entries and rows
+        // of it, with A, B and C advanced to them.
+        unsafe { launch.launch(cfg) }?;
     }
     Ok(())
 }

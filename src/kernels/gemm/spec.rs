@@ -5,6 +5,7 @@ use half::{bf16, f16};
 
 use crate::driver::DeviceRepr;
 use crate::error::{Error, Result};
+use crate::kernels::grid::GRID_YZ_MAX;
 use crate::kernels::shape;
 
 /// How the products are computed. Accumulation is always f32.
@@ -321,6 +322,39 @@ impl Gemm {
     }
 }
 
+/// One launch's share of a GEMM whose grid covers row tiles in y and batch entries in z: batch
+/// entries `z0..z0 + entries` and rows `r0..r0 + rows`, with A, B and C's offsets to them in
+/// elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LaunchChunk {
+    pub z0: usize,
+    pub entries: usize,
+    pub r0: usize,
+    pub rows: usize,
+    pub a: usize,
+    pub b: usize,
+    pub c: usize,
+}
+
+impl Gemm {
+    /// The launches of a kernel with `tile_rows`-row tiles over this GEMM: grid.y and grid.z stop
+    /// at [`GRID_YZ_MAX`], so the batch and the row tiles are cut into chunks of at most that many.
+    pub(crate) fn launch_chunks(&self, tile_rows: usize) -> impl Iterator<Item = LaunchChunk> + '_ {
+        let rows_per_launch = GRID_YZ_MAX * tile_rows;
+        (0..self.batch).step_by(GRID_YZ_MAX).flat_map(move |z0| {
+            (0..self.m).step_by(rows_per_launch).map(move |r0| LaunchChunk {
+                z0,
+                entries: (self.batch - z0).min(GRID_YZ_MAX),
+                r0,
+                rows: (self.m - r0).min(rows_per_launch),
+                a: z0 * self.stride_a + r0 * if self.trans_a { 1 } else { self.lda },
+                b: z0 * self.stride_b,
+                c: z0 * self.stride_c + r0 * self.ldc,
+            })
+        })
+    }
+}
+
 /// A double-precision GEMM: the layout of `layout` (shape, transposes, leading dimensions, batch;
 /// its f32 `alpha`, `beta` and `precision` are not used) with f64 scales, so that cuBLAS-style
 /// f64 scalars reach the kernel unrounded. Products and accumulation are f64.
@@ -344,6 +378,30 @@ impl Gemm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn launch_chunks_cut_the_batch_and_the_rows_at_the_grid_limit() {
+        let chunk = |z0, entries, r0, rows, a, b, c| LaunchChunk { z0, entries, r0, rows, a, b, c };
+        let batched = Gemm::new(3, 4, 5).batched(GRID_YZ_MAX + 1, 100, 0, 50);
+        assert_eq!(
+            batched.launch_chunks(128).collect::<Vec<_>>(),
+            [
+                chunk(0, GRID_YZ_MAX, 0, 3, 0, 0, 0),
+                chunk(GRID_YZ_MAX, 1, 0, 3, GRID_YZ_MAX * 100, 0, GRID_YZ_MAX * 50)
+            ]
+        );
+        // 2-row tiles: 2 * GRID_YZ_MAX rows a launch; A advances by rows (lda 7) or, stored
+        // transposed, by columns.
+        let tall = Gemm::new(2 * GRID_YZ_MAX + 1, 4, 5).leading_dims(7, 4, 9);
+        let rows = 2 * GRID_YZ_MAX;
+        assert_eq!(
+            tall.launch_chunks(2).collect::<Vec<_>>(),
+            [chunk(0, 1, 0, rows, 0, 0, 0), chunk(0, 1, rows, 1, rows * 7, 0, rows * 9)]
+        );
+        let transposed = tall.transposed(true, false).leading_dims(2 * GRID_YZ_MAX + 1, 4, 9);
+        assert_eq!(transposed.launch_chunks(2).nth(1).map(|c| c.a), Some(rows));
+        assert_eq!(Gemm::new(0, 4, 5).launch_chunks(2).count(), 0);
+    }
 
     #[test]
     fn packed_shapes_need_exactly_their_elements() {

@@ -10,7 +10,6 @@ use super::plan::Family;
 use super::{function_with_smem, Element, Gemm, Precision, RawEpilogue, BLOCK};
 use crate::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use crate::error::Result;
-use crate::kernels::grid::GRID_YZ_MAX;
 use crate::kernels::Kernels;
 
 /// The entry point of `family` for these element types at `precision`.
@@ -55,55 +54,53 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
     let ((tile_rows, tile_cols), smem) = (family.tile(), family.smem());
     let function = function_with_smem(kernels, &name, smem)?;
     let (es_in, es_out) = (size_of::<TIn>(), size_of::<TOut>());
-    let rows_per_launch = GRID_YZ_MAX * tile_rows;
     let (n, k, lda, ldb, ldc) = (g.n as i32, g.k as i32, g.lda as i32, g.ldb as i32, g.ldc as i32);
     let (stride_a, stride_b, stride_c) = (g.stride_a as i64, g.stride_b as i64, g.stride_c as i64);
     let (trans_a, trans_b) = (i32::from(g.trans_a), i32::from(g.trans_b));
-    for z0 in (0..g.batch).step_by(GRID_YZ_MAX) {
-        let entries = (g.batch - z0).min(GRID_YZ_MAX);
-        for r0 in (0..g.m).step_by(rows_per_launch) {
-            let rows = (g.m - r0).min(rows_per_launch);
-            let a_offset = z0 * g.stride_a + r0 * if g.trans_a { 1 } else { g.lda };
-            let a = pa + (a_offset * es_in) as u64;
-            let b = pb + (z0 * g.stride_b * es_in) as u64;
-            let c = pc + ((z0 * g.stride_c + r0 * g.ldc) * es_out) as u64;
-            let (bias, bias_stride, act) = epilogue.args_from(z0, es_out);
-            let m = rows as i32;
-            let cfg = LaunchConfig {
-                grid_dim: (g.n.div_ceil(tile_cols) as u32, rows.div_ceil(tile_rows) as u32, entries as u32),
-                block_dim: (BLOCK, 1, 1),
-                shared_mem_bytes: smem,
-            };
-            let mut launch = stream.launch_builder(&function);
-            launch
-                .arg(&m)
-                .arg(&n)
-                .arg(&k)
-                .arg(&g.alpha)
-                .arg(&a)
-                .arg(&lda)
-                .arg(&stride_a)
-                .arg(&trans_a)
-                .arg(&b)
-                .arg(&ldb)
-                .arg(&stride_b)
-                .arg(&trans_b)
-                .arg(&g.beta)
-                .arg(&c)
-                .arg(&ldc)
-                .arg(&stride_c);
-            if family.fuses_epilogue() {
-                launch.arg(&bias).arg(&bias_stride).arg(&act);
-            }
-            // SAFETY: the argument list matches the family's signature (notes/gemm.md), the
-            // epilogue's three only for the family that fuses it; the entry exists for these types
-            // at this precision (the plan was resolved for them). `validate` checked that A, B and
-            // C hold every element the `batch x m x n x k` problem touches with these leading
-            // dimensions and strides (and the bias its entries); this launch covers batch entries
-            // z0..z0+entries and rows r0..r0+rows of that problem, with A, C and the bias advanced
-            // to them.
-            unsafe { launch.launch(cfg) }?;
+    for chunk in g.launch_chunks(tile_rows) {
+        let a = pa + (chunk.a * es_in) as u64;
+        let b = pb + (chunk.b * es_in) as u64;
+        let c = pc + (chunk.c * es_out) as u64;
+        let (bias, bias_stride, act) = epilogue.args_from(chunk.z0, es_out);
+        let m = chunk.rows as i32;
+        let cfg = LaunchConfig {
+            grid_dim: (
+                g.n.div_ceil(tile_cols) as u32,
+                chunk.rows.div_ceil(tile_rows) as u32,
+                chunk.entries as u32,
+            ),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: smem,
+        };
+        let mut launch = stream.launch_builder(&function);
+        launch
+            .arg(&m)
+            .arg(&n)
+            .arg(&k)
+            .arg(&g.alpha)
+            .arg(&a)
+            .arg(&lda)
+            .arg(&stride_a)
+            .arg(&trans_a)
+            .arg(&b)
+            .arg(&ldb)
+            .arg(&stride_b)
+            .arg(&trans_b)
+            .arg(&g.beta)
+            .arg(&c)
+            .arg(&ldc)
+            .arg(&stride_c);
+        if family.fuses_epilogue() {
+            launch.arg(&bias).arg(&bias_stride).arg(&act);
         }
+        // SAFETY: the argument list matches the family's signature (notes/gemm.md), the
+        // epilogue's three only for the family that fuses it; the entry exists for these types
+        // at this precision (the plan was resolved for them). `validate` checked that A, B and
+        // C hold every element the `batch x m x n x k` problem touches with these leading
+        // dimensions and strides (and the bias its entries); this launch covers the
+        // chunk's batch entries and rows of that problem, with A, B, C and the bias advanced to
+        // them.
+        unsafe { launch.launch(cfg) }?;
     }
     Ok(())
 }
