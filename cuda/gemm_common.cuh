@@ -35,6 +35,23 @@ template <int N> __device__ __forceinline__ void cp_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// D += A B on the tensor cores, m16n8k16 with f32 accumulators: KIND 0 for bf16 inputs, 1 for f16 (the
+// fragments as the PTX ISA lays them out; used by gemm_mma.cu and the skinny tensor-core kernels).
+template <int KIND>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    if constexpr (KIND == 0)
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
 // The fused epilogue (cuBLASLt's BIAS / RELU / GELU): D = act(alpha * acc + bias[col]) with bias (C's element
 // type, one value per column of the row-major C, batch entry z at z * bias_stride) optional; act codes match
 // `FusedActivation` in src/kernels/gemm/epilogue.rs. The host sends an epilogue with beta == 0 only (beta != 0

@@ -1,16 +1,17 @@
 // Skinny GEMMs: one side of C at most 16 long (decode: a few tokens against a layer's weights). Such products
 // are bound by reading the long operand once, which the tiled kernels do with 128-row tiles that are mostly
-// empty and too few blocks to keep the memory system busy. Here the short side's operand X (S x k, S <= 16) is
-// staged in shared memory as f32 and every block streams a slice of the long operand W (k x L) through 16-byte
-// loads, each weight multiplied with all S rows of X on the CUDA cores (f32 accumulation).
+// empty and too few blocks to keep the memory system busy. Here the short side's operand X (S x k) meets a
+// slice of the long operand W (k x L) that every block streams through 16-byte loads: f32 data on the CUDA
+// cores (X staged in shared memory as f32, S <= 16, each weight multiplied with all S rows), 16-bit data on the
+// tensor cores (S = 8 or 16, below), both accumulating in f32.
 //
 // The host maps C = op(A) op(B) onto X and W: m <= 16 gives X = op(A), W = op(B); n <= 16 gives X = op(B)^T,
 // W = op(A)^T. `xs`, `xk` are X's element strides along S and k; W is L-contiguous (`wl` kernels: W(kk, l) at
-// W[kk * wld + l]) or k-contiguous (`wk`: W[l * wld + kk]). Block z of gridDim.y takes k from z * kc (kc a
-// multiple of 64, at most skinny_kc(S)) and writes its m x n f32 partial product to part + z * m * n, element
-// (s, l) at s * ps + l * pl; gemm_splitk_reduce_<out> then sums the slices in order and applies alpha, beta and
-// the epilogue. Grid (ceil(L / tile), splits), block 256, no dynamic shared memory. Deterministic: every sum is
-// taken in a fixed order.
+// W[kk * wld + l]) or k-contiguous (`wk`: W[l * wld + kk]). Block z of gridDim.y takes k from z * kc and writes
+// its m x n f32 partial product to part + z * m * n, element (s, l) at s * ps + l * pl; gemm_splitk_reduce_<out>
+// then sums the slices in order and applies alpha, beta and the epilogue. Grid (ceil(L / tile), splits), block
+// 256, no dynamic shared memory. Deterministic: every sum is taken in a fixed order.
+// f32: kc a multiple of 64, at most skinny_kc(S). 16-bit: kc a multiple of 256.
 #include "gemm_common.cuh"
 
 namespace {
@@ -161,27 +162,241 @@ __device__ __forceinline__ void skinny_wk(float *xsm, int rows, int L, int k, in
         }
 }
 
+
+// ---- Tensor-core skinny kernels (16-bit data, 8 to 64 rows) ----
+// The same slices and partial products as above, with the products on mma.sync m16n8k16 and the operands
+// swapped: W's columns of C's long side are the mma's 16 rows, X's rows its 8 columns (so a decode product of a
+// few tokens wastes no weight bandwidth and at most 7 of 8 token columns). Neither operand goes through shared
+// memory: every lane loads its fragments straight from global memory with 16-byte loads. A sum over k does not
+// care about the order of k, so the fragments use a permuted k that keeps each lane's loads contiguous (both
+// operands the same permutation); for `wl`, the mma's rows are likewise a permutation of the warp's 64 columns.
+// Warps: WL along the long side times WK along the block's k slice (the WK partial sums are added in warp order
+// through shared memory at the end, so the result does not depend on timing).
+
+// N consecutive k-elements (16 or 8 bytes) of one operand row as packed pairs: `valid` of them read from p,
+// p[i * stride], zero beyond. Nothing is read when valid == 0. `fast`: all N valid, stride 1, p aligned.
+template <int N, typename TI>
+__device__ __forceinline__ void load_pairs(uint32_t (&r)[N / 2], const TI *p, long long stride, int valid, bool fast) {
+    if (fast) {
+        if constexpr (N == 8) {
+            const uint4 v = __ldg(reinterpret_cast<const uint4 *>(p));
+            r[0] = v.x; r[1] = v.y; r[2] = v.z; r[3] = v.w;
+        } else {
+            const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
+            r[0] = v.x; r[1] = v.y;
+        }
+        return;
+    }
+    unsigned short e[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        const TI v = i < valid ? p[i * stride] : from_f32<TI>(0.f);
+        e[i] = *reinterpret_cast<const unsigned short *>(&v);
+    }
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) r[i] = (uint32_t)e[2 * i] | ((uint32_t)e[2 * i + 1] << 16);
+}
+
+__device__ __forceinline__ int clamp_valid(long long left, int n) { return left <= 0 ? 0 : (left >= n ? n : (int)left); }
+
+// Adds the WK warps' accumulators of each WL column group in warp order (shared memory, COUNT floats a lane), so
+// the warps with wk == 0 hold the block's sums.
+template <int COUNT, int WL, int WK>
+__device__ __forceinline__ void sum_k_warps(float *red, float *acc, int wl, int wk, int lane) {
+    if constexpr (WK > 1) {
+        for (int w = 1; w < WK; ++w) {
+            if (wk == w) {
+#pragma unroll
+                for (int i = 0; i < COUNT; ++i) red[(wl * COUNT + i) * 32 + lane] = acc[i];
+            }
+            __syncthreads();
+            if (wk == 0) {
+#pragma unroll
+                for (int i = 0; i < COUNT; ++i) acc[i] += red[(wl * COUNT + i) * 32 + lane];
+            }
+            __syncthreads();
+        }
+    }
+}
+
+// W k-contiguous (W[l * wld + kk]): a warp owns 16 MT columns of the long side. Lane (g, c) = (lane / 4, lane % 4)
+// loads 8 k-elements at 8c of rows g and g + 8 of each 16-column tile and of X's row g of each 8-row tile; of a
+// 32-deep step, elements 0-3 of each load feed the first mma, 4-7 the second.
+template <int S, int MT, int WL, int WK, int U, typename TI>
+__device__ __forceinline__ void skinny_tc_wk(float *red, int rows, int L, int k, int kc, const TI *X, long long xs,
+                                             long long xk, const TI *W, long long wld, float *part, long long ps,
+                                             long long pl) {
+    constexpr int NT = S / 8, KIND = std::is_same<TI, __half>::value ? 1 : 0, STEP = 32;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+    const int wl = warp % WL, wk = warp / WL;
+    const int l0 = (blockIdx.x * WL + wl) * 16 * MT;
+    const int k0 = blockIdx.y * kc, kend = min(k0 + kc, k);
+    const bool wvec = (((unsigned long long)W | (unsigned long long)(wld * sizeof(TI))) & 15ull) == 0;
+    const bool xvec = xk == 1 && (((unsigned long long)X | (unsigned long long)(xs * sizeof(TI))) & 15ull) == 0;
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    for (int kb = k0 + wk * STEP * U; kb < kend; kb += WK * STEP * U) {
+        uint32_t wa[U][MT][2][4], xb[U][NT][4];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int kk = kb + u * STEP + 8 * c, valid = clamp_valid((long long)kend - kk, 8);
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int l = l0 + 16 * i + 8 * h + g;
+                    const int v = l < L ? valid : 0;
+                    load_pairs<8>(wa[u][i][h], W + (long long)min(l, L - 1) * wld + kk, 1, v, wvec && v == 8);
+                }
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const int s = 8 * j + g;
+                const int v = s < rows ? valid : 0;
+                load_pairs<8>(xb[u][j], X + (long long)min(s, rows - 1) * xs + (long long)kk * xk, xk, v,
+                              xvec && v == 8);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const uint32_t a[4] = {wa[u][i][0][2 * half], wa[u][i][1][2 * half], wa[u][i][0][2 * half + 1],
+                                               wa[u][i][1][2 * half + 1]};
+                        mma16816<KIND>(acc[i][j], a, xb[u][j][2 * half], xb[u][j][2 * half + 1]);
+                    }
+    }
+    sum_k_warps<MT * NT * 4, WL, WK>(red, &acc[0][0][0], wl, wk, lane);
+    if (wk != 0) return;
+    float *out = part + (long long)blockIdx.y * rows * L;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int l = l0 + 16 * i + g + 8 * (e / 2), s = 8 * j + 2 * c + e % 2;
+                if (l < L && s < rows) out[s * ps + l * pl] = acc[i][j][e];
+            }
+}
+
+// W long-side-contiguous (W[kk * wld + l]): a warp owns 64 columns; lane (g, c) loads the 8 columns at 8g for
+// the k-rows 4c .. 4c + 3 of a 16-deep step, which are rows g and g + 8 of its four 16-row mma tiles (tile i
+// takes columns 8g + 2i and 8g + 2i + 1), and pairs the k-rows with byte permutes; X's row g gives the same
+// four k-elements (8 bytes).
+template <int S, int WL, int WK, int U, typename TI>
+__device__ __forceinline__ void skinny_tc_wl(float *red, int rows, int L, int k, int kc, const TI *X, long long xs,
+                                             long long xk, const TI *W, long long wld, float *part, long long ps,
+                                             long long pl) {
+    constexpr int NT = S / 8, MT = 4, KIND = std::is_same<TI, __half>::value ? 1 : 0, STEP = 16;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+    const int wl = warp % WL, wk = warp / WL;
+    const int l = (blockIdx.x * WL + wl) * 64 + 8 * g;
+    const int k0 = blockIdx.y * kc, kend = min(k0 + kc, k);
+    const int lvalid = clamp_valid((long long)L - l, 8);
+    const bool wvec = lvalid == 8 && (((unsigned long long)W | (unsigned long long)(wld * sizeof(TI))) & 15ull) == 0;
+    const bool xvec = xk == 1 && (((unsigned long long)X | (unsigned long long)(xs * sizeof(TI))) & 7ull) == 0;
+    const TI *wcol = W + min(l, L - 1);
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    for (int kb = k0 + wk * STEP * U; kb < kend; kb += WK * STEP * U) {
+        uint32_t wv[U][4][4], xb[U][NT][2];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int kq = kb + u * STEP + 4 * c;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const bool in = kq + q < kend;
+                load_pairs<8>(wv[u][q], wcol + (long long)min(kq + q, k - 1) * wld, 1, in ? lvalid : 0, in && wvec);
+            }
+            const int valid = clamp_valid((long long)kend - kq, 4);
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const int s = 8 * j + g;
+                const int v = s < rows ? valid : 0;
+                load_pairs<4>(xb[u][j], X + (long long)min(s, rows - 1) * xs + (long long)min(kq, k - 1) * xk, xk, v,
+                              xvec && v == 4);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+                const uint32_t a[4] = {__byte_perm(wv[u][0][i], wv[u][1][i], 0x5410),
+                                       __byte_perm(wv[u][0][i], wv[u][1][i], 0x7632),
+                                       __byte_perm(wv[u][2][i], wv[u][3][i], 0x5410),
+                                       __byte_perm(wv[u][2][i], wv[u][3][i], 0x7632)};
+#pragma unroll
+                for (int j = 0; j < NT; ++j) mma16816<KIND>(acc[i][j], a, xb[u][j][0], xb[u][j][1]);
+            }
+    }
+    sum_k_warps<MT * NT * 4, WL, WK>(red, &acc[0][0][0], wl, wk, lane);
+    if (wk != 0) return;
+    float *out = part + (long long)blockIdx.y * rows * L;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int col = l + 2 * i + e / 2, s = 8 * j + 2 * c + e % 2;
+                if (col < L && s < rows) out[s * ps + col * pl] = acc[i][j][e];
+            }
+}
+
+
 }  // namespace
 
-// gemm_skinny_<wl|wk>_<in>_s<S>: rows <= S (the host picks the smallest S of 1, 2, 4, 8, 16), k slices of at
+// gemm_skinny_<wl|wk>_f32_s<S>: rows <= S (the host picks the smallest S of 1, 2, 4, 8, 16), k slices of at
 // most skinny_kc(S) (S * kc floats of X staged). vec: W's base and pitch allow 16-byte loads (checked here).
-#define SKINNY_ENTRY(LAYOUT, SFX, TI, S, SMEM_FLOATS)                                                          \
+#define SKINNY_ENTRY(LAYOUT, S, SMEM_FLOATS)                                                                   \
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
-        gemm_skinny_##LAYOUT##_##SFX##_s##S(int rows, int L, int k, int kc, const TI *X, long long xs,          \
-                                           long long xk, const TI *W, long long wld, float *part, long long ps, \
-                                           long long pl) {                                                      \
+        gemm_skinny_##LAYOUT##_f32_s##S(int rows, int L, int k, int kc, const float *X, long long xs,          \
+                                        long long xk, const float *W, long long wld, float *part, long long ps, \
+                                        long long pl) {                                                         \
         __shared__ __align__(16) float smem[SMEM_FLOATS];                                                       \
-        const bool vec = (((unsigned long long)W | (unsigned long long)(wld * sizeof(TI))) & 15ull) == 0;      \
-        if (vec) skinny_##LAYOUT<S, TI, true>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);           \
-        else skinny_##LAYOUT<S, TI, false>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);              \
+        const bool vec = (((unsigned long long)W | (unsigned long long)(wld * sizeof(float))) & 15ull) == 0;   \
+        if (vec) skinny_##LAYOUT<S, float, true>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);        \
+        else skinny_##LAYOUT<S, float, false>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);           \
     }
 // wl also keeps the warps' sums (S x 32 V floats) after X.
-#define SKINNY_S(SFX, TI, S)                                                                                    \
-    SKINNY_ENTRY(wl, SFX, TI, S, S * skinny_kc(S) + S * 32 * Vec<TI>::V)                                        \
-    SKINNY_ENTRY(wk, SFX, TI, S, S * skinny_kc(S))
-#define SKINNY_TYPE(SFX, TI)                                                                                    \
-    SKINNY_S(SFX, TI, 1) SKINNY_S(SFX, TI, 2) SKINNY_S(SFX, TI, 4) SKINNY_S(SFX, TI, 8) SKINNY_S(SFX, TI, 16)
+#define SKINNY_S(S)                                                                                             \
+    SKINNY_ENTRY(wl, S, S * skinny_kc(S) + S * 32 * Vec<float>::V)                                              \
+    SKINNY_ENTRY(wk, S, S * skinny_kc(S))
+SKINNY_S(1) SKINNY_S(2) SKINNY_S(4) SKINNY_S(8) SKINNY_S(16)
 
-SKINNY_TYPE(f32, float)
-SKINNY_TYPE(bf16, __nv_bfloat16)
-SKINNY_TYPE(f16, __half)
+// gemm_skinny_tc_<wl|wk>_<bf16|f16>_s<S>: 16-bit data on the tensor cores, rows <= S (8 or 16: the host picks
+// the smaller that holds C's short side), slices of any depth (X is read from global memory). Configurations
+// measured on an H100 (notes/skinny-tc), the best over both layouts' shapes with the weights in L2 and not: wk,
+// 2 warps of one 16-column tile along the long side x 4 along k; wl, 1 warp of 64 columns x 8 along k; both 2
+// steps in flight. Blocks cover 32 (wk) or 64 (wl) columns.
+#define SKINNY_TC_ENTRY(SFX, TI, S)                                                                            \
+    PRISM_KERNEL void __launch_bounds__(256)                                                                    \
+        gemm_skinny_tc_wk_##SFX##_s##S(int rows, int L, int k, int kc, const TI *X, long long xs, long long xk, \
+                                       const TI *W, long long wld, float *part, long long ps, long long pl) {   \
+        __shared__ float red[2 * 1 * (S / 8) * 4 * 32];                                                         \
+        skinny_tc_wk<S, 1, 2, 4, 2, TI>(red, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                  \
+    }                                                                                                           \
+    PRISM_KERNEL void __launch_bounds__(256)                                                                    \
+        gemm_skinny_tc_wl_##SFX##_s##S(int rows, int L, int k, int kc, const TI *X, long long xs, long long xk, \
+                                       const TI *W, long long wld, float *part, long long ps, long long pl) {   \
+        __shared__ float red[1 * 4 * (S / 8) * 4 * 32];                                                         \
+        skinny_tc_wl<S, 1, 8, 2, TI>(red, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                     \
+    }
+SKINNY_TC_ENTRY(bf16, __nv_bfloat16, 8)
+SKINNY_TC_ENTRY(bf16, __nv_bfloat16, 16)
+SKINNY_TC_ENTRY(f16, __half, 8)
+SKINNY_TC_ENTRY(f16, __half, 16)

@@ -144,8 +144,31 @@ fn small_skinny_short_sides_every_layout() {
                     run_f32(&rt, &spec.scaled(0.75, -0.5).padded([3, 5, 2]), &mut rng);
                 }
                 run_sixteen_bit(&rt, &Spec::new(m, n, k).trans(ta, tb).scaled(-1.5, 0.25), &mut rng);
+                run_sixteen_bit(&rt, &Spec::new(m, n, k).trans(ta, tb).padded([3, 5, 2]), &mut rng);
             }
         }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn decode_products_on_the_tensor_cores() {
+    // 16-bit, C's short side 1-16 (the tensor-core skinny kernels' 8 and 16 rows) as m and as n,
+    // so both operands take both roles; long sides and k that are not multiples of the kernels'
+    // 128 / 64 columns and 256-deep slices; padded pitches for the element-wise loads; scaled
+    // with beta. Then an aligned decode product along each layout of the weights.
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for (short, long, k) in [(1, 4100, 4099), (5, 2000, 3000), (16, 1031, 5000)] {
+        for (m, n) in [(short, long), (long, short)] {
+            for (ta, tb) in TRANSPOSES {
+                let spec = Spec::new(m, n, k).trans(ta, tb);
+                run_sixteen_bit(&rt, &spec.scaled(0.75, -0.5), &mut rng);
+                run_sixteen_bit(&rt, &spec.padded([3, 5, 2]), &mut rng);
+            }
+        }
+    }
+    for tb in [false, true] {
+        run_sixteen_bit(&rt, &Spec::new(8, 4096, 4096).trans(false, tb), &mut rng);
     }
 }
 

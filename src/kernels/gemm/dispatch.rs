@@ -65,13 +65,14 @@ pub enum Kernel {
         /// TF32, BF16 or FP16 on mma.sync (otherwise exact fp32 on the CUDA cores).
         mma: bool,
     },
-    /// `gemm_skinny_*`: C's short side at most 16 long; the long operand streamed once through
-    /// the CUDA cores, k in `splits` slices (f32 partial products), summed into C by
-    /// `gemm_splitk_reduce_<out>`.
+    /// `gemm_skinny_*`: C's short side at most 16 long; the long operand streamed once, through
+    /// the CUDA cores (f32 data) or the tensor cores (16-bit data, `gemm_skinny_tc_*`), k in
+    /// `splits` slices (f32 partial products), summed into C by `gemm_splitk_reduce_<out>`.
     Skinny {
-        /// The kernel's row count: the short side rounded up to a power of two.
+        /// The kernel's row count: the short side rounded up to a power of two (f32: 1-16;
+        /// 16-bit: 8 or 16).
         rows: u32,
-        /// Slices of k, each at most [`skinny_depth`]`(rows)` deep.
+        /// Slices of k, each at most [`skinny_depth`]`(rows, precision)` deep.
         splits: u32,
     },
     /// `gemm_sm90_*`: TMA + wgmma (sm_90a), tile width `bn`, each operand read as `a` / `b` say.
@@ -161,30 +162,59 @@ const SKINNY_MAX_F32: usize = 16;
 /// ... up to this long for TF32, whose tensor-core kernels pull ahead beyond (4x4096x4096 0.67x ->
 /// 0.97x, but 8x12288x4096 0.88x -> 0.75x, 16x4096x4096 0.72x -> 0.53x) ...
 const SKINNY_MAX_TF32: usize = 4;
-/// ... and a single row for 16-bit data (1x4096x12288 bf16 0.04x -> 0.74x; 2x4096x4096 0.81x ->
-/// 0.68x, 8x4096x4096 0.82x -> 0.26x: at 2 bytes a weight the kernel no longer keeps up with
-/// memory) ...
-const SKINNY_MAX_16BIT: usize = 1;
+/// ... and up to this long for 16-bit data, on the tensor cores (H100, weights not in L2, against
+/// cuBLAS in the same run, notes/skinny-tc: 1-16 x 4096 x 4096 1.03-1.11x k-contiguous weights,
+/// 1.00-1.17x long-side-contiguous; 32 rows 0.90x / 0.68x, 64 rows 0.54x / 0.48x, where the
+/// tiled kernels are the better choice) ...
+const SKINNY_MAX_16BIT: usize = 16;
 /// ... or, for any precision, up to this long when C has few enough outputs for the small kernel
 /// (which walks all of k per output: 2x768x768 bf16 0.23x -> 1.14x, 4x768x768 0.23x -> 0.77x).
 const SKINNY_MAX_ROWS: usize = 16;
 /// ... when the long operand holds at least this many elements (else the small kernel's one
 /// launch is cheaper than a slice launch and a reduction).
 const SKINNY_MIN_WEIGHTS: u128 = 1 << 16;
-/// Blocks of the skinny kernels the k split aims at per multiprocessor (the kernels hold 1-4).
+/// Blocks of the skinny kernels the k split aims at per multiprocessor: the CUDA-core kernels
+/// (which hold 1-4) ...
 const SKINNY_BLOCKS_PER_SM: usize = 4;
-/// At most this many slices of k ...
+/// ... and the tensor-core ones, whose blocks each stream more of W (H100, notes/skinny-tc:
+/// 1-16 x 4096 x 4096 best at 3-4 slices, 10-25% faster than at 8-16).
+const SKINNY_TC_BLOCKS_PER_SM: usize = 2;
+/// At most this many slices of k.
 const SKINNY_SPLIT_MAX: usize = 64;
-/// ... each at least this deep (and every slice but the last a multiple of it).
-pub const SKINNY_SLICE_ALIGN: usize = 64;
 
-/// The deepest k slice the skinny kernel of `rows` rows stages (`skinny_kc` in
-/// cuda/gemm_skinny.cu: 32 KB of X at most).
-pub fn skinny_depth(rows: u32) -> usize {
-    if rows <= 4 {
-        2048
+/// Whether the skinny kernels for `precision` run on the tensor cores (`gemm_skinny_tc_*`).
+pub fn skinny_on_tensor_cores(precision: Precision) -> bool {
+    matches!(precision, Precision::Bf16 | Precision::F16)
+}
+
+/// The skinny kernels' row counts at `precision`.
+pub fn skinny_rows(precision: Precision) -> &'static [u32] {
+    if skinny_on_tensor_cores(precision) {
+        &[8, 16]
     } else {
-        8192 / rows as usize
+        &[1, 2, 4, 8, 16]
+    }
+}
+
+/// Every slice of k but the last is a multiple of this many elements: 64 for the CUDA-core
+/// kernels' staging, 256 for the tensor-core ones (4 warps along k, 2 steps of 32 each, so the
+/// warps of a block share a slice evenly).
+pub fn skinny_slice_align(precision: Precision) -> usize {
+    if skinny_on_tensor_cores(precision) {
+        256
+    } else {
+        64
+    }
+}
+
+/// The deepest k slice the skinny kernel of `rows` rows takes: the CUDA-core kernels stage X
+/// (`skinny_kc` in cuda/gemm_skinny.cu: 32 KB at most); the tensor-core ones read it from global
+/// memory, any depth.
+pub fn skinny_depth(rows: u32, precision: Precision) -> usize {
+    match () {
+        _ if skinny_on_tensor_cores(precision) => usize::MAX,
+        _ if rows <= 4 => 2048,
+        _ => 8192 / rows as usize,
     }
 }
 
@@ -198,18 +228,19 @@ pub fn skinny_long_contiguous(g: &Gemm) -> bool {
     }
 }
 
-/// Columns of C's long side per block of the skinny kernels: 32 lanes of 16 bytes (`wl`), or 8
-/// warps of 4 (`wk`).
-pub fn skinny_tile(g: &Gemm, element_bytes: usize) -> usize {
-    if skinny_long_contiguous(g) {
-        32 * 16 / element_bytes
-    } else {
-        32
+/// Columns of C's long side per block of the skinny kernels. CUDA cores: 32 lanes of 16 bytes of
+/// f32 (`wl`), or 8 warps of 4 (`wk`). Tensor cores: 1 warp of 64 (`wl`) or 2 of 16 (`wk`).
+pub fn skinny_tile(g: &Gemm, precision: Precision) -> usize {
+    match (skinny_on_tensor_cores(precision), skinny_long_contiguous(g)) {
+        (false, true) => 32 * 16 / 4,
+        (false, false) => 32,
+        (true, true) => 64,
+        (true, false) => 32,
     }
 }
 
 /// The skinny plan for a batch-1 `g` whose short side suits the skinny kernels: enough slices of k
-/// for `SKINNY_BLOCKS_PER_SM` blocks per multiprocessor, as long as the partial products (8 bytes
+/// for `SKINNY_BLOCKS_PER_SM` (`SKINNY_TC_BLOCKS_PER_SM`) blocks per multiprocessor, as long as the partial products (8 bytes
 /// per output and slice, written and read back) stay within a quarter of the long operand's bytes,
 /// and never fewer than the staged depth needs.
 fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
@@ -220,19 +251,26 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
         Precision::F32 => (SKINNY_MAX_F32, 4),
     };
     let few_outputs = (g.m * g.n) as u128 <= SMALL_OUTPUTS && short <= SKINNY_MAX_ROWS;
-    if g.batch != 1 || (short > max && !few_outputs) || (long as u128 * g.k as u128) < SKINNY_MIN_WEIGHTS {
+    let tensor_cores = skinny_on_tensor_cores(precision);
+    if g.batch != 1
+        || (short > max && !few_outputs)
+        || (long as u128 * g.k as u128) < SKINNY_MIN_WEIGHTS
+        || (tensor_cores && !device.tensor_cores())
+    {
         return None;
     }
-    let rows = short.next_power_of_two();
-    let blocks = long.div_ceil(skinny_tile(g, element_bytes));
-    let wanted = (SKINNY_BLOCKS_PER_SM * device.multiprocessors as usize).div_ceil(blocks);
-    let traffic = g.k * element_bytes / (32 * rows);
-    let needed = g.k.div_ceil(skinny_depth(rows as u32));
+    let rows = *skinny_rows(precision).iter().find(|&&r| r as usize >= short)?;
+    let blocks = long.div_ceil(skinny_tile(g, precision));
+    let per_sm = if tensor_cores { SKINNY_TC_BLOCKS_PER_SM } else { SKINNY_BLOCKS_PER_SM };
+    let wanted = (per_sm * device.multiprocessors as usize).div_ceil(blocks);
+    let traffic = g.k * element_bytes / (32 * rows as usize);
+    let needed = g.k.div_ceil(skinny_depth(rows, precision));
     if needed > GRID_YZ_MAX {
         return None; // the slices are grid.y
     }
-    let splits = wanted.min(traffic).min(SKINNY_SPLIT_MAX).min(g.k / SKINNY_SLICE_ALIGN).max(needed).max(1);
-    Some(Kernel::Skinny { rows: rows as u32, splits: splits as u32 })
+    let splits =
+        wanted.min(traffic).min(SKINNY_SPLIT_MAX).min(g.k / skinny_slice_align(precision)).max(needed).max(1);
+    Some(Kernel::Skinny { rows, splits: splits as u32 })
 }
 
 /// The plan for a validated, non-empty `g` (k >= 1) at `precision` (already resolved for the
@@ -556,17 +594,18 @@ mod tests {
     fn short_sides_stream_the_long_operand() {
         let skinny = |rows, splits| Kernel::Skinny { rows, splits };
         let on = |g: Gemm, p| heuristic(&g, p, &H100, ALIGNED);
-        // Decode, x * W (W k x n, long side contiguous: 256-column bf16 tiles, 16 blocks): 33
-        // slices for 4 blocks per multiprocessor.
-        assert_eq!(on(Gemm::new(1, 4096, 4096), Precision::Bf16), skinny(1, 33));
+        // Decode, x * W (W k x n, long side contiguous: 64-column bf16 tiles on the tensor cores,
+        // 64 blocks): 5 slices for 2 blocks per multiprocessor; x * W^T (32-column tiles): 3.
+        assert_eq!(on(Gemm::new(1, 4096, 4096), Precision::Bf16), skinny(8, 5));
+        assert_eq!(on(Gemm::new(13, 4096, 4096).transposed(false, true), Precision::F16), skinny(16, 3));
         // x * W^T (W n x k, along k: 32-column tiles, 128 blocks): 5 slices.
         assert_eq!(on(Gemm::new(3, 4096, 4096).transposed(false, true), Precision::F32), skinny(4, 5));
         // The short side is n: W = op(A)^T, read along k unless A is stored transposed (128-column
         // f32 tiles, 32 blocks: 17 slices).
         assert_eq!(on(Gemm::new(4096, 1, 4096), Precision::F32), skinny(1, 5));
         assert_eq!(on(Gemm::new(4096, 3, 4096).transposed(true, false), Precision::Tf32), skinny(4, 17));
-        // Few columns: the partial products' traffic caps the slices (768 x 2 bytes / (32 x 4)).
-        assert_eq!(on(Gemm::new(4, 768, 768), Precision::Bf16), skinny(4, 12));
+        // Few columns: the partial products' traffic caps the slices (4096 x 4 bytes / (32 x 16)).
+        assert_eq!(on(Gemm::new(16, 768, 4096), Precision::F32), skinny(16, 32));
         // Deep: at least the staged depth (512 for 16 rows), whatever the traffic.
         assert_eq!(on(Gemm::new(16, 300, 100_000), Precision::F32), skinny(16, 196));
         // Beyond each precision's rows, unless C's outputs are few: other kernels.
@@ -575,8 +614,15 @@ mod tests {
         assert!(!skinny_plan(Gemm::new(17, 4096, 4096), Precision::F32));
         assert!(skinny_plan(Gemm::new(4, 4096, 4096), Precision::Tf32));
         assert!(!skinny_plan(Gemm::new(5, 4096, 4096), Precision::Tf32));
-        assert!(!skinny_plan(Gemm::new(2, 4096, 4096), Precision::F16));
-        assert!(!skinny_plan(Gemm::new(8, 768, 768), Precision::Bf16));
+        assert!(skinny_plan(Gemm::new(16, 4096, 4096), Precision::F16));
+        assert!(!skinny_plan(Gemm::new(17, 4096, 4096), Precision::Bf16));
+        assert!(skinny_plan(Gemm::new(2, 768, 768), Precision::Bf16));
+        // 16-bit skinny needs tensor cores.
+        let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false, shared_optin: 98_304 };
+        assert!(!matches!(
+            heuristic(&Gemm::new(8, 4096, 4096), Precision::Bf16, &volta, ALIGNED),
+            Kernel::Skinny { .. }
+        ));
         // Tiny, batched, or too deep for grid.y.
         assert_eq!(on(Gemm::new(4, 4, 4), Precision::F32), Kernel::Small);
         let batched = Gemm::new(1, 4096, 4096).batched(2, 0, 4096 * 4096, 4096);

@@ -8,8 +8,9 @@
 use std::fmt;
 
 use super::dispatch::{
-    skinny_depth, skinny_long_contiguous, skinny_tile, sm90_tile, Device, Feed, Kernel, TmaReady,
-    SIMT64_TILE_M, SIMT_TILE_N, SKINNY_SLICE_ALIGN, TILE_M, TMA_FAST_PITCH, TRANSPOSE_TILE,
+    skinny_depth, skinny_long_contiguous, skinny_on_tensor_cores, skinny_rows, skinny_slice_align,
+    skinny_tile, sm90_tile, Device, Feed, Kernel, TmaReady, SIMT64_TILE_M, SIMT_TILE_N, TILE_M,
+    TMA_FAST_PITCH, TRANSPOSE_TILE,
 };
 use super::spec::{Gemm, Precision};
 use super::tensor_map::Dtype;
@@ -29,8 +30,6 @@ const STAGE_PITCH: usize = 32;
 const SPLIT_SLICE_ALIGN: usize = 32;
 /// The most slices of k a split-K plan may ask for (a skinny plan: grid.y's limit).
 pub(crate) const MAX_SPLITS: u32 = 64;
-/// The skinny kernels' row counts.
-pub(crate) const SKINNY_ROWS: [u32; 5] = [1, 2, 4, 8, 16];
 /// The sm_90a tile widths.
 pub(crate) const SM90_WIDTHS: [u32; 3] = [256, 128, 64];
 
@@ -118,17 +117,21 @@ pub struct SplitK {
     pub workspace: usize,
 }
 
-/// A skinny launch: X (the short side's operand) staged, W (the long one) streamed.
+/// A skinny launch: X (the short side's operand) staged or read in place, W (the long one)
+/// streamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Skinny {
     /// The kernel's row count (a power of two, at least C's short side).
     pub rows: u32,
-    /// Depth of every slice but the last (a multiple of 64, at most [`skinny_depth`]`(rows)`).
+    /// Depth of every slice but the last (a multiple of [`skinny_slice_align`], at most
+    /// [`skinny_depth`]).
     pub depth: usize,
     /// Slices of k (grid.y).
     pub parts: usize,
     /// W read along C's long side (`wl`) rather than along k (`wk`).
     pub long_contiguous: bool,
+    /// The tensor-core kernels (`gemm_skinny_tc_*`, 16-bit data).
+    pub tensor_cores: bool,
     /// Columns of C's long side per block (grid.x covers the long side with them).
     pub block_cols: usize,
     /// Workspace bytes (the partial products).
@@ -252,25 +255,36 @@ impl Kernel {
                 if g.batch != 1 {
                     return invalid("one product (batch 1) for skinny".into());
                 }
-                if !SKINNY_ROWS.contains(&rows) || short > rows as usize {
-                    return invalid(format!("rows of 1, 2, 4, 8 or 16, at least C's short side ({short})"));
+                let tensor_cores = skinny_on_tensor_cores(precision);
+                if tensor_cores && !device.tensor_cores() {
+                    return invalid("tensor cores (sm_80+) for 16-bit skinny".into());
+                }
+                let valid_rows = skinny_rows(precision);
+                if !valid_rows.contains(&rows) || short > rows as usize {
+                    return invalid(format!("rows of {valid_rows:?}, at least C's short side ({short})"));
                 }
                 if !(1..=GRID_YZ_MAX as u32).contains(&splits) {
                     return invalid(format!("1 to {GRID_YZ_MAX} slices"));
                 }
-                let depth = g.k.div_ceil(splits as usize).next_multiple_of(SKINNY_SLICE_ALIGN);
-                if depth > skinny_depth(rows) {
-                    let needed = g.k.div_ceil(skinny_depth(rows));
-                    return invalid(format!(
-                        "at least {needed} slices (at most {} deep)",
-                        skinny_depth(rows)
-                    ));
+                let deepest = skinny_depth(rows, precision);
+                let depth = g.k.div_ceil(splits as usize).next_multiple_of(skinny_slice_align(precision));
+                if depth > deepest {
+                    let needed = g.k.div_ceil(deepest);
+                    return invalid(format!("at least {needed} slices (at most {deepest} deep)"));
                 }
                 let parts = g.k.div_ceil(depth);
                 let workspace = bytes(&[parts, g.m, g.n, size_of::<f32>()])?;
                 let long_contiguous = skinny_long_contiguous(g);
-                let block_cols = skinny_tile(g, element_bytes(precision));
-                Launch::Skinny(Skinny { rows, depth, parts, long_contiguous, block_cols, workspace })
+                let block_cols = skinny_tile(g, precision);
+                Launch::Skinny(Skinny {
+                    rows,
+                    depth,
+                    parts,
+                    long_contiguous,
+                    tensor_cores,
+                    block_cols,
+                    workspace,
+                })
             }
             Kernel::Sm90 { bn, a, b } => match sm90(g, precision, device, tma, bn, [a, b]) {
                 Ok(Ok(plan)) => Launch::Sm90(plan),
@@ -288,14 +302,6 @@ pub(crate) fn layout_char(trans: bool) -> char {
         't'
     } else {
         'n'
-    }
-}
-
-/// Bytes per input element at `precision` (f32 data for F32 and TF32).
-fn element_bytes(precision: Precision) -> usize {
-    match precision {
-        Precision::Bf16 | Precision::F16 => 2,
-        Precision::F32 | Precision::Tf32 => 4,
     }
 }
 
@@ -477,7 +483,8 @@ impl Kernel {
             Kernel::SplitK { splits, .. } if !(2..=MAX_SPLITS).contains(&splits) => {
                 Err(format!("split-K takes 2 to {MAX_SPLITS} slices, not {splits}"))
             }
-            Kernel::Skinny { rows, .. } if !SKINNY_ROWS.contains(&rows) => {
+            // The CUDA-core kernels' row counts include the tensor-core ones.
+            Kernel::Skinny { rows, .. } if !skinny_rows(Precision::F32).contains(&rows) => {
                 Err(format!("skinny kernels have 1, 2, 4, 8 or 16 rows, not {rows}"))
             }
             Kernel::Skinny { splits, .. } if !(1..=GRID_YZ_MAX as u32).contains(&splits) => {
@@ -527,20 +534,23 @@ mod tests {
         assert_eq!(launch(Gemm::new(32, 4096, 16384), Bf16, &H100), split(Family::Mma, 2048, 8, 32, 4096));
         // 41x185x2913 TF32: 11 slices of 288 (the last 33).
         assert_eq!(launch(Gemm::new(41, 185, 2913), Tf32, &H100), split(Family::Mma, 288, 11, 41, 185));
-        // Skinny: decode bf16 x W (33 slices asked: 128 deep, 32 parts), W read along n.
-        let skinny = |rows, depth, parts, long_contiguous, block_cols, outputs: usize| {
+        // Skinny: decode bf16 x W on the tensor cores (5 slices asked: 4 of 1024, 8 rows), W read
+        // along n; x W^T in f32 on the CUDA cores and in f16 on the tensor cores.
+        let skinny = |rows, depth, parts, long_contiguous, tensor_cores, block_cols, outputs: usize| {
             Launch::Skinny(Skinny {
                 rows,
                 depth,
                 parts,
                 long_contiguous,
+                tensor_cores,
                 block_cols,
                 workspace: parts * outputs * 4,
             })
         };
-        assert_eq!(launch(Gemm::new(1, 4096, 4096), Bf16, &H100), skinny(1, 128, 32, true, 256, 4096));
+        assert_eq!(launch(Gemm::new(1, 4096, 4096), Bf16, &H100), skinny(8, 1024, 4, true, true, 64, 4096));
         let xwt = Gemm::new(3, 4096, 4096).transposed(false, true);
-        assert_eq!(launch(xwt, F32, &H100), skinny(4, 832, 5, false, 32, 3 * 4096));
+        assert_eq!(launch(xwt, F32, &H100), skinny(4, 832, 5, false, false, 32, 3 * 4096));
+        assert_eq!(launch(xwt, F16, &H100), skinny(8, 1536, 3, false, true, 32, 3 * 4096));
         // sm_90: 16-bit in place, and TF32 tn with A transposed into the workspace (nn kernel,
         // 256-row tiles along m).
         let sm90 = |bn, feeds, read_transposed, tile, tiles, dtype, bk, staged_ld, regions| {

@@ -114,7 +114,8 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(
         (pb, x_strides, pa, g.lda, (1, g.n), g.n, g.m)
     };
     let layout = if plan.long_contiguous { "wl" } else { "wk" };
-    let function = kernels.function(&format!("gemm_skinny_{layout}_{}_s{}", TIn::NAME, plan.rows))?;
+    let cores = if plan.tensor_cores { "tc_" } else { "" };
+    let function = kernels.function(&format!("gemm_skinny_{cores}{layout}_{}_s{}", TIn::NAME, plan.rows))?;
     let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: the slice launch writes every element of the `parts` m x n partial products
     // before the reduction reads them.
@@ -130,7 +131,7 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(
     let (ps, pl) = (p_strides.0 as i64, p_strides.1 as i64);
     // SAFETY: `(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl)` as the skinny entries take them;
     // the plan holds the short side within the kernel's rows and each slice within its staged
-    // depth. X and W are A and B (or B and A), which `validate` checked hold every element of
+    // depth (the tensor-core kernels stage nothing). X and W are A and B (or B and A), which `validate` checked hold every element of
     // op(A) and op(B) with these leading dimensions; the kernel reads X's `short` x k and W's
     // k x `long` elements through exactly those strides, and writes `parts` packed m x n f32
     // blocks into the workspace grown to hold them above.

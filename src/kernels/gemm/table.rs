@@ -3,7 +3,7 @@
 //! the kernel measured best for one shape:
 //!
 //! ```text
-//! bf16 nn 1 1 4096 4096 -> skinny rows=1 splits=33
+//! bf16 nn 1 1 4096 4096 -> skinny rows=8 splits=12
 //! tf32 tn 1 128 50257 768 -> sm90 bn=128 a=transpose b=inplace
 //! f64 nn many 512 512 512 -> dmma
 //! ```
@@ -291,7 +291,7 @@ mod tests {
 
     const TEXT: &str = "# a comment\n\
         \n\
-        bf16 nn 1 1 4096 4096 -> skinny rows=1 splits=33   # decode\n\
+        bf16 nn 1 1 4096 4096 -> skinny rows=8 splits=12   # decode\n\
         tf32 tn 1 128 50257 768 -> sm90 bn=128 a=transpose b=inplace\n\
         f32 nt many 257 257 257 -> splitk simt64 splits=4\n\
         f16 tt 1 1568 512 4608 -> mma\n\
@@ -360,7 +360,7 @@ mod tests {
             |p, (ta, tb), batched, shape| Class { precision: p, trans_a: ta, trans_b: tb, batched, shape };
         let bf16 = Tuned::Gemm(Precision::Bf16);
         let at = |shape| table.nearest(&class(bf16, (false, false), false, shape)).map(|e| e.choice);
-        let skinny = Some(Choice::Kernel(Kernel::Skinny { rows: 1, splits: 33 }));
+        let skinny = Some(Choice::Kernel(Kernel::Skinny { rows: 8, splits: 12 }));
         let sm90 = Some(Choice::Kernel(Kernel::Sm90 { bn: 64, a: Feed::InPlace, b: Feed::InPlace }));
         assert_eq!(at((1, 4096, 4096)), skinny);
         assert_eq!(at((1, 3600, 4700)), skinny); // n / 1.14, k x 1.15
@@ -388,7 +388,15 @@ mod tests {
         };
         // In reach and valid: the table's kernel.
         let decode = Gemm::new(1, 4096, 4096);
-        assert_eq!(applied(decode, Precision::Bf16, &H100, ALIGNED), Kernel::Skinny { rows: 1, splits: 33 });
+        assert_eq!(applied(decode, Precision::Bf16, &H100, ALIGNED), Kernel::Skinny { rows: 8, splits: 12 });
+        // A row count the 16-bit kernels do not have (they run 8 or 16 rows): the rules.
+        let one_row = Table::parse("f16 nn 1 1 4096 4096 -> skinny rows=1 splits=33\n").unwrap();
+        assert_eq!(
+            super::super::dispatch::plan_with(&one_row, &decode, Precision::F16, &H100, ALIGNED)
+                .unwrap()
+                .kernel,
+            heuristic(&decode, Precision::F16, &H100, ALIGNED)
+        );
         // m = 2: out of both entries' reach, the rules.
         let two = Gemm::new(2, 4096, 4096);
         assert_eq!(

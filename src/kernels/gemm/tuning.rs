@@ -10,7 +10,8 @@ pub use super::double::PlanF64;
 pub use super::plan::{Launch, Plan};
 pub use super::table::{Choice, Class, Entry, Table, Tuned};
 
-use super::plan::{Family, MAX_SPLITS, SKINNY_ROWS, SM90_WIDTHS};
+use super::dispatch::{skinny_depth, skinny_rows};
+use super::plan::{Family, MAX_SPLITS, SM90_WIDTHS};
 use super::{effective_precision, Element, Gemm, GemmF64, Precision, RawEpilogue, Workspace};
 use crate::driver::{CudaStream, CudaView, CudaViewMut};
 use crate::error::Result;
@@ -73,9 +74,9 @@ pub fn candidates(
     for splits in SPLITS.into_iter().filter(|s| (2..=MAX_SPLITS).contains(s)) {
         kernels.extend([Kernel::SplitK { splits, mma: true }, Kernel::SplitK { splits, mma: false }]);
     }
-    for rows in SKINNY_ROWS {
+    for &rows in skinny_rows(precision) {
         // The fewest slices that stage k, then the listed counts above it.
-        let fewest = g.k.div_ceil(super::dispatch::skinny_depth(rows)).min(u32::MAX as usize) as u32;
+        let fewest = g.k.div_ceil(skinny_depth(rows, precision)).min(u32::MAX as usize) as u32;
         kernels.push(Kernel::Skinny { rows, splits: fewest.max(1) });
         kernels
             .extend(SPLITS.into_iter().filter(|&s| s > fewest).map(|splits| Kernel::Skinny { rows, splits }));
