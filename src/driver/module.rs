@@ -44,13 +44,10 @@ unsafe impl Sync for CudaModule {}
 
 impl Drop for CudaModule {
     fn drop(&mut self) {
-        // Bind our own context whatever error is parked; if even that fails, leak the module
-        // rather than unload it under another context.
-        if let Err(e) = self.ctx.bind() {
-            return self.ctx.record_err::<()>(Err(e));
-        }
-        // SAFETY: we own the module; every CudaFunction holds an Arc to it, so none is left.
-        self.ctx.record_err(unsafe { result::module::unload(self.cu_module) });
+        self.ctx.release(|ctx| {
+            // SAFETY: we own the module; every CudaFunction holds an Arc to it, so none is left.
+            ctx.record_err(unsafe { result::module::unload(self.cu_module) });
+        });
     }
 }
 
