@@ -11,10 +11,10 @@
 mod proptest_support;
 
 use prism_gpu::ProductionGpuRuntime;
-use proptest_support::ops;
+use proptest_support::{cases_of, ops, Cases};
 
 /// The case count of each property; their sum is this suite's total.
-const CASES: &[(&str, u32)] = &[
+const CASES: &Cases = &[
     ("elementwise", 3000),
     ("axpy_scale_fill", 1600),
     ("conversions", 1000),
@@ -36,17 +36,12 @@ const CASES: &[(&str, u32)] = &[
 ];
 
 fn cases(name: &str) -> u32 {
-    CASES.iter().find(|(n, _)| *n == name).map(|&(_, c)| c).expect("every property has a case count")
+    cases_of(CASES, name)
 }
 
 #[test]
 fn case_budget() {
-    let total: u32 = CASES.iter().map(|&(_, c)| c).sum();
-    for (name, c) in CASES {
-        eprintln!("{name:>20}: {c}");
-    }
-    eprintln!("property cases in proptest_cpu: {total}");
-    assert!(total >= 10_000, "the CPU property suite runs {total} cases, fewer than 10,000");
+    proptest_support::case_budget(CASES, "proptest_cpu", 10_000);
 }
 
 #[test]

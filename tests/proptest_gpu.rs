@@ -15,14 +15,14 @@ use prism_gpu::ProductionGpuRuntime;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use proptest_support::{any_f32, check, dim, ok, ops};
+use proptest_support::{any_f32, cases_of, check, dim, ok, ops, Cases};
 
 fn gpu() -> ProductionGpuRuntime {
     ProductionGpuRuntime::with_device(0).expect("a usable CUDA GPU")
 }
 
 /// The case count of each GPU property (at least 1,000 in all: `gpu_case_budget`).
-const CASES: &[(&str, u32)] = &[
+const CASES: &Cases = &[
     ("exact_ops_match_the_cpu", 600),
     ("elementwise", 150),
     ("axpy_scale_fill", 100),
@@ -45,14 +45,12 @@ const CASES: &[(&str, u32)] = &[
 ];
 
 fn cases(name: &str) -> u32 {
-    CASES.iter().find(|(n, _)| *n == name).map(|&(_, c)| c).expect("every property has a case count")
+    cases_of(CASES, name)
 }
 
 #[test]
 fn gpu_case_budget() {
-    let total: u32 = CASES.iter().map(|&(_, c)| c).sum();
-    eprintln!("property cases in proptest_gpu: {total}");
-    assert!(total >= 1_000, "the GPU property suite runs {total} cases, fewer than 1,000");
+    proptest_support::case_budget(CASES, "proptest_gpu", 1_000);
 }
 
 macro_rules! on_the_gpu {

@@ -19,6 +19,25 @@ pub fn seed() -> u64 {
     }
 }
 
+/// A suite's case count of each property; their sum is the suite's total.
+pub type Cases = [(&'static str, u32)];
+
+/// The case count of property `name` in `table`.
+pub fn cases_of(table: &Cases, name: &str) -> u32 {
+    table.iter().find(|(n, _)| *n == name).map(|&(_, c)| c).expect("every property has a case count")
+}
+
+/// Prints the case count of each property of `suite` and their total, which must be at least
+/// `least`.
+pub fn case_budget(table: &Cases, suite: &str, least: u32) {
+    let total: u32 = table.iter().map(|&(_, c)| c).sum();
+    for (name, c) in table {
+        eprintln!("{name:>24}: {c}");
+    }
+    eprintln!("property cases in {suite}: {total}");
+    assert!(total >= least, "{suite} runs {total} property cases, fewer than {least}");
+}
+
 /// Runs `test` on `cases` values of `strategy` from a printed seed; a failure (an `Err` from a
 /// `prop_assert`, or a panic in the code under test) shrinks and panics with the minimal input.
 pub fn check<S>(name: &str, cases: u32, strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)
