@@ -15,11 +15,7 @@ fn open(path: &std::path::Path) -> Driver {
 
 /// Opening `names`, none of which exists, fails naming `library` and every path tried, each with
 /// its reason.
-fn missing<L>(
-    open: unsafe fn(&[String]) -> Result<L, LoadError>,
-    library_name: &str,
-    names: [&str; 2],
-) {
+fn missing<L>(open: unsafe fn(&[String]) -> Result<L, LoadError>, library_name: &str, names: [&str; 2]) {
     let names = names.map(String::from);
     // SAFETY: neither name exists, so nothing is opened and no initialiser runs.
     let Err(err) = (unsafe { open(&names) }) else { panic!("a nonexistent library loaded") };

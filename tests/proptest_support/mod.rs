@@ -19,23 +19,29 @@ pub fn seed() -> u64 {
     }
 }
 
-/// A suite's case count of each property; their sum is the suite's total.
-pub type Cases = [(&'static str, u32)];
-
-/// The case count of property `name` in `table`.
-pub fn cases_of(table: &Cases, name: &str) -> u32 {
-    table.iter().find(|(n, _)| *n == name).map(|&(_, c)| c).expect("every property has a case count")
+/// A property suite: the case count of each property, whose sum is at least `least`.
+pub struct Suite {
+    pub name: &'static str,
+    pub least: u32,
+    pub cases: &'static [(&'static str, u32)],
 }
 
-/// Prints the case count of each property of `suite` and their total, which must be at least
-/// `least`.
-pub fn case_budget(table: &Cases, suite: &str, least: u32) {
-    let total: u32 = table.iter().map(|&(_, c)| c).sum();
-    for (name, c) in table {
-        eprintln!("{name:>24}: {c}");
+impl Suite {
+    /// The case count of property `name`.
+    pub fn cases(&self, name: &str) -> u32 {
+        self.cases.iter().find(|(n, _)| *n == name).map(|&(_, c)| c).expect("every property has a case count")
     }
-    eprintln!("property cases in {suite}: {total}");
-    assert!(total >= least, "{suite} runs {total} property cases, fewer than {least}");
+
+    /// Prints the case count of each property and their total, which must be at least `least`.
+    pub fn check_budget(&self) {
+        let (suite, least) = (self.name, self.least);
+        let total: u32 = self.cases.iter().map(|&(_, c)| c).sum();
+        for (name, c) in self.cases {
+            eprintln!("{name:>24}: {c}");
+        }
+        eprintln!("property cases in {suite}: {total}");
+        assert!(total >= least, "{suite} runs {total} property cases, fewer than {least}");
+    }
 }
 
 /// Runs `test` on `cases` values of `strategy` from a printed seed; a failure (an `Err` from a
