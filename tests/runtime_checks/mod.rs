@@ -462,24 +462,21 @@ pub fn gemv(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, shapes: &[(usize, u
         let (y0, y0t) = (rng.vec(m, -1.0, 1.0), rng.vec(n, -1.0, 1.0));
         for beta in [0.0f32, rng.uniform(0.25, 1.5)] {
             let d = Gemv { m, n, lda, alpha: rng.uniform(-2.0, 2.0), beta };
-            let (want, scale) = gemv_ref(d, &a, &xn, &y0, false);
-            let y = if beta == 0.0 { vec![] } else { y0.clone() };
-            close_scaled(
-                &rt.gemv(d, &a, &xn, &y).unwrap(),
-                &want,
-                &scale,
-                1e-5,
-                &format!("gemv {m}x{n} lda {lda} beta {beta}"),
-            );
-            let (want, scale) = gemv_ref(d, &a, &xt, &y0t, true);
-            let y = if beta == 0.0 { vec![] } else { y0t.clone() };
-            close_scaled(
-                &rt.gemv_t(d, &a, &xt, &y).unwrap(),
-                &want,
-                &scale,
-                1e-5,
-                &format!("gemv_t {m}x{n} lda {lda} beta {beta}"),
-            );
+            for (transposed, x, y0) in [(false, &xn, &y0), (true, &xt, &y0t)] {
+                let (want, scale) = gemv_ref(d, &a, x, y0, transposed);
+                let y = if beta == 0.0 { vec![] } else { y0.clone() };
+                let (name, got) = match transposed {
+                    false => ("gemv", rt.gemv(d, &a, x, &y)),
+                    true => ("gemv_t", rt.gemv_t(d, &a, x, &y)),
+                };
+                close_scaled(
+                    &got.unwrap(),
+                    &want,
+                    &scale,
+                    1e-5,
+                    &format!("{name} {m}x{n} lda {lda} beta {beta}"),
+                );
+            }
         }
     }
 }
