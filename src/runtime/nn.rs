@@ -32,19 +32,14 @@ launchers! {
     pub fn bias_add(y: &mut CudaViewMut<f32>, bias: &CudaView<f32>, rows: usize, cols: usize) => nn::bias_add;
 
     /// `db[c] = sum_r dy[r, c]` (`dy` `[rows, cols]`), deterministic.
-    pub fn bias_grad(dy: &CudaView<f32>, db: &mut CudaViewMut<f32>, rows: usize, cols: usize) => nn::bias_grad;
+    pub fn bias_grad(dy: &CudaView<f32>, db: &mut CudaViewMut<f32>, rows: usize, cols: usize)
+        => nn::bias_grad;
 
     /// Fused softmax cross-entropy of `logits` (`[rows, cols]`) against `labels`: per-row loss and
     /// correctness, and the gradient when `out.grad` is given (the launcher `kernels::nn::softmax_xent`).
     #[allow(clippy::too_many_arguments)] // the kernel's operands, each named
-    pub fn softmax_xent(
-        logits: &CudaView<f32>,
-        labels: &CudaView<i32>,
-        out: LossRows<'_, '_>,
-        correct: &mut CudaViewMut<f32>,
-        rows: usize,
-        cols: usize,
-    ) => nn::softmax_xent;
+    pub fn softmax_xent(logits: &CudaView<f32>, labels: &CudaView<i32>, out: LossRows<'_, '_>,
+        correct: &mut CudaViewMut<f32>, rows: usize, cols: usize) => nn::softmax_xent;
 
     /// Fused mean squared error of each row and its gradient (the launcher `kernels::nn::mse`).
     pub fn mse(pred: &CudaView<f32>, target: &CudaView<f32>, out: LossRows<'_, '_>, rows: usize, cols: usize)
@@ -54,33 +49,18 @@ launchers! {
     pub fn dropout(x: &CudaView<f32>, u: &CudaView<f32>, y: &mut CudaViewMut<f32>, p: f32) => nn::dropout;
 
     /// `dst[r, :] = src[index[r], :]` (rows of `cols`; an index out of range gives zeros).
-    pub fn gather_rows<T: GatherElement>(
-        src: &CudaView<T>,
-        index: &CudaView<u32>,
-        dst: &mut CudaViewMut<T>,
-        cols: usize,
-    ) => nn::gather_rows;
+    pub fn gather_rows<T: GatherElement>(src: &CudaView<T>, index: &CudaView<u32>,
+        dst: &mut CudaViewMut<T>, cols: usize) => nn::gather_rows;
 
     /// One step of `opt` over all `params` at learning rate `lr`, step `t` (1-based), in one launch.
-    pub fn optimizer_step(
-        opt: Optimizer,
-        lr: f32,
-        t: u64,
-        params: &mut CudaViewMut<f32>,
-        grads: &CudaView<f32>,
-        state: &mut CudaViewMut<f32>,
-    ) => nn::optimizer_step;
+    pub fn optimizer_step(opt: Optimizer, lr: f32, t: u64, params: &mut CudaViewMut<f32>,
+        grads: &CudaView<f32>, state: &mut CudaViewMut<f32>) => nn::optimizer_step;
 
     /// [`optimizer_step`](Self::optimizer_step) with the step count kept on the device in `sched`
     /// (the launcher `kernels::nn::optimizer_step_scheduled`), for steps captured into a CUDA graph and replayed.
-    pub fn optimizer_step_scheduled(
-        opt: Optimizer,
-        lr: f32,
-        params: &mut CudaViewMut<f32>,
-        grads: &CudaView<f32>,
-        state: &mut CudaViewMut<f32>,
-        sched: &mut CudaViewMut<f32>,
-    ) => nn::optimizer_step_scheduled;
+    pub fn optimizer_step_scheduled(opt: Optimizer, lr: f32, params: &mut CudaViewMut<f32>,
+        grads: &CudaView<f32>, state: &mut CudaViewMut<f32>, sched: &mut CudaViewMut<f32>)
+        => nn::optimizer_step_scheduled;
 }
 
 /// The outputs of a fused classification loss on host slices.
