@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::kernels::norms::{self as launch, NormElement};
 use crate::ops::Gpu;
 
-pub use crate::spec::norms::{check_batch, check_batch_train, check_nchw, check_rows, Nchw};
+pub use crate::spec::norms::{check_batch, check_batch_train, check_nchw, check_rows, Lens, Nchw};
 
 /// The optional operands of a batch-norm training step by name, for [`check_batch_train`]: gamma,
 /// beta, and the running mean and variance.
