@@ -13,7 +13,7 @@ use crate::kernels::gemv;
 use crate::kernels::{args, grid, launch, shape, Kernels};
 use crate::spec::gemv::Gemv;
 
-use crate::spec::neuromorphic::{Csr, Patterns, Reservoir};
+use crate::spec::neuromorphic::{Csr, Patterns, ReservoirWeights};
 
 /// Threads per block of the warp-per-row kernels.
 const WARP_BLOCK: usize = 256;
@@ -396,7 +396,7 @@ struct HostStack {
 }
 
 /// Stacks `members` (each checked as an `[n, n]` reservoir) for the batched kernels.
-fn stack(op: &'static str, members: &[Reservoir<'_>], n: usize) -> Result<HostStack> {
+fn stack(op: &'static str, members: &[ReservoirWeights<'_>], n: usize) -> Result<HostStack> {
     if members.is_empty() {
         return Err(Error::Shape { op, expected: "at least one reservoir".into(), got: "none".into() });
     }
@@ -407,7 +407,7 @@ fn stack(op: &'static str, members: &[Reservoir<'_>], n: usize) -> Result<HostSt
         w.check(op, n)?;
     }
     let square = shape::elements(op, "a dense member", &[n, n])?;
-    let dense_members = members.iter().filter(|w| matches!(w, Reservoir::Dense(_))).count();
+    let dense_members = members.iter().filter(|w| matches!(w, ReservoirWeights::Dense(_))).count();
     let mut dense =
         Vec::with_capacity(shape::elements(op, "stacked dense matrices", &[dense_members, square])?);
     let mut dense_off = Vec::with_capacity(members.len());
@@ -416,12 +416,12 @@ fn stack(op: &'static str, members: &[Reservoir<'_>], n: usize) -> Result<HostSt
     row_ptr.push(0);
     for w in members {
         match w {
-            Reservoir::Dense(d) => {
+            ReservoirWeights::Dense(d) => {
                 dense_off.push(dense.len() as i64);
                 dense.extend_from_slice(d);
                 row_ptr.extend(std::iter::repeat_n(values.len() as i32, n));
             }
-            Reservoir::Csr(c) => {
+            ReservoirWeights::Csr(c) => {
                 dense_off.push(-1);
                 let base = values.len();
                 let end = base.checked_add(c.values.len()).filter(|&e| i32::try_from(e).is_ok());
@@ -454,7 +454,7 @@ fn stack(op: &'static str, members: &[Reservoir<'_>], n: usize) -> Result<HostSt
 
 impl DeviceReservoirStack {
     /// Checks `members` as `[n, n]` reservoirs and stacks them on the device, in order.
-    pub fn upload(stream: &Arc<CudaStream>, members: &[Reservoir<'_>], n: usize) -> Result<Self> {
+    pub fn upload(stream: &Arc<CudaStream>, members: &[ReservoirWeights<'_>], n: usize) -> Result<Self> {
         let h = stack("DeviceReservoirStack::upload", members, n)?;
         Ok(Self {
             dense: stream.clone_htod(&h.dense)?,
@@ -597,8 +597,12 @@ mod tests {
     fn a_stack_keeps_each_members_format_and_offsets() {
         let dense = [1.0f32, 2.0, 3.0, 4.0];
         let csr = Csr { row_ptr: &[0, 1, 3], col_idx: &[1, 0, 1], values: &[5.0, 6.0, 7.0] };
-        let got =
-            stack("t", &[Reservoir::Csr(csr), Reservoir::Dense(&dense), Reservoir::Csr(csr)], 2).unwrap();
+        let got = stack(
+            "t",
+            &[ReservoirWeights::Csr(csr), ReservoirWeights::Dense(&dense), ReservoirWeights::Csr(csr)],
+            2,
+        )
+        .unwrap();
         assert_eq!(
             got,
             HostStack {
@@ -610,10 +614,10 @@ mod tests {
             }
         );
         // One format alone: the other's arrays hold one unread entry.
-        let only_dense = stack("t", &[Reservoir::Dense(&dense); 2], 2).unwrap();
+        let only_dense = stack("t", &[ReservoirWeights::Dense(&dense); 2], 2).unwrap();
         assert_eq!((only_dense.dense_off, only_dense.row_ptr), (vec![0, 4], vec![0; 5]));
         assert_eq!((only_dense.col_idx.len(), only_dense.values.len()), (1, 1));
-        assert_eq!(stack("t", &[Reservoir::Csr(csr)], 2).unwrap().dense.len(), 1);
+        assert_eq!(stack("t", &[ReservoirWeights::Csr(csr)], 2).unwrap().dense.len(), 1);
     }
 
     #[test]
@@ -621,11 +625,10 @@ mod tests {
         let dense = [0.0f32; 4];
         let csr = Csr { row_ptr: &[0, 1, 3], col_idx: &[1, 0, 2], values: &[5.0, 6.0, 7.0] };
         assert!(shape_error(stack("t", &[], 2)).contains("at least one"));
-        assert!(shape_error(stack("t", &[Reservoir::Dense(&dense[..3])], 2)).contains("w"));
-        assert!(
-            shape_error(stack("t", &[Reservoir::Dense(&dense), Reservoir::Csr(csr)], 2)).contains("column")
-        );
-        assert!(shape_error(stack("t", &[Reservoir::Dense(&dense)], 1 << 31)).contains("batch * n"));
+        assert!(shape_error(stack("t", &[ReservoirWeights::Dense(&dense[..3])], 2)).contains("w"));
+        assert!(shape_error(stack("t", &[ReservoirWeights::Dense(&dense), ReservoirWeights::Csr(csr)], 2))
+            .contains("column"));
+        assert!(shape_error(stack("t", &[ReservoirWeights::Dense(&dense)], 1 << 31)).contains("batch * n"));
     }
 
     #[test]

@@ -5,14 +5,14 @@
 //! One name per thing: "neuromorphic" is this operation family in every layer
 //! (`cuda/neuromorphic.cu`, `ops`, `kernels`, `cpu`, the runtime's methods); the
 //! [`reservoir`](crate::reservoir) module is the application built on it (echo-state networks:
-//! run, ridge readout, free run); [`Reservoir`] is this family's matrix operand, a reservoir's
+//! run, ridge readout, free run); [`ReservoirWeights`] is this family's matrix operand, a reservoir's
 //! recurrent `[n, n]` matrix.
 
 use crate::cpu;
 use crate::kernels::neuromorphic as launch;
 use crate::ops::{map, shape, update};
 
-pub use crate::spec::neuromorphic::{spike_len, Csr, Patterns, Reservoir};
+pub use crate::spec::neuromorphic::{spike_len, Csr, Patterns, ReservoirWeights};
 
 /// `W_in u`: `w_in` row-major `[n_reservoir, n_inputs]`, `u` of `n_inputs`.
 #[derive(Debug, Clone, Copy)]

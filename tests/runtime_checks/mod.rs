@@ -7,7 +7,7 @@ use half::{bf16, f16};
 use prism_gpu::cpu;
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::gemv::Gemv;
-use prism_gpu::ops::neuromorphic::{Csr, Patterns, Reservoir};
+use prism_gpu::ops::neuromorphic::{Csr, Patterns, ReservoirWeights};
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::runtime::RunningStats;
 use prism_gpu::ProductionGpuRuntime;
@@ -504,14 +504,14 @@ pub fn neuromorphic(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, n: usize, n
     let x = rng.vec(n, -1.0, 1.0);
     let (want, scale) = matvec_ref(&w, &x, n, n);
     close_scaled(
-        &rt.matvec_reservoir(Reservoir::Dense(&w), &x).unwrap(),
+        &rt.matvec_reservoir(ReservoirWeights::Dense(&w), &x).unwrap(),
         &want,
         &scale,
         1e-5,
         "matvec_reservoir dense",
     );
     let (rp, ci, vals, dense) = random_csr(rng, n, 0.1);
-    let csr = Reservoir::Csr(Csr { row_ptr: &rp, col_idx: &ci, values: &vals });
+    let csr = ReservoirWeights::Csr(Csr { row_ptr: &rp, col_idx: &ci, values: &vals });
     let (want, scale) = matvec_ref(&dense, &x, n, n);
     close_scaled(&rt.matvec_reservoir(csr, &x).unwrap(), &want, &scale, 1e-5, "matvec_reservoir csr");
 
@@ -526,7 +526,7 @@ pub fn neuromorphic(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, n: usize, n
         .map(|(&s, &d)| (1.0 - f64::from(leak)) * f64::from(s) + f64::from(leak) * f64::from(d).tanh())
         .collect();
     close(&s, &want, 2e-6, "leaky_integration");
-    for (name, wr, wd) in [("dense", Reservoir::Dense(&w), &w), ("csr", csr, &dense)] {
+    for (name, wr, wd) in [("dense", ReservoirWeights::Dense(&w), &w), ("csr", csr, &dense)] {
         let mut s = x.clone();
         rt.reservoir_step(&w_in, wr, &u, &mut s, leak).unwrap();
         let (a, _) = matvec_ref(&w_in, &u, n, n_in);
@@ -580,13 +580,18 @@ pub fn neuromorphic(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, n: usize, n
     for i in 0..n {
         diag[i * n + i] = if i == top { lambda } else { 0.5 * rng.uniform(-1.0, 1.0) };
     }
-    let est = rt.spectral_radius(Reservoir::Dense(&diag), n, 200, seed).unwrap();
+    let est = rt.spectral_radius(ReservoirWeights::Dense(&diag), n, 200, seed).unwrap();
     assert!((est - lambda.abs()).abs() < 1e-4, "spectral radius {est} vs {}", lambda.abs());
     let rp: Vec<i32> = (0..=n as i32).collect();
     let ci: Vec<i32> = (0..n as i32).collect();
     let vals: Vec<f32> = (0..n).map(|i| diag[i * n + i]).collect();
     let est = rt
-        .spectral_radius(Reservoir::Csr(Csr { row_ptr: &rp, col_idx: &ci, values: &vals }), n, 200, seed)
+        .spectral_radius(
+            ReservoirWeights::Csr(Csr { row_ptr: &rp, col_idx: &ci, values: &vals }),
+            n,
+            200,
+            seed,
+        )
         .unwrap();
     assert!((est - lambda.abs()).abs() < 1e-4, "spectral radius (CSR) {est} vs {}", lambda.abs());
 }

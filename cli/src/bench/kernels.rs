@@ -22,7 +22,7 @@ use prism_gpu::kernels::{convert, transpose, Kernels};
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::elementwise::Binary;
 use prism_gpu::ops::gemv::Gemv;
-use prism_gpu::ops::neuromorphic::Reservoir;
+use prism_gpu::ops::neuromorphic::ReservoirWeights;
 use prism_gpu::ops::random::{Normal, Philox};
 use prism_gpu::ops::reductions::Reduce;
 use prism_gpu::ops::softmax::Softmax;
@@ -493,7 +493,7 @@ fn reservoir_step(b: &mut Bench, (n, n_in): (usize, usize)) -> Result<()> {
     let mut hx = s.clone_dtoh(&x)?;
     let host = time_host(b.settings, |_| {
         for _ in 0..STEPS {
-            cpu::reservoir_step(&hw_in, Reservoir::Dense(&hw), &hu, &mut hx, 0.3);
+            cpu::reservoir_step(&hw_in, ReservoirWeights::Dense(&hw), &hu, &mut hx, 0.3);
         }
         Ok(())
     })?;
