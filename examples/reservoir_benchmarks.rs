@@ -11,8 +11,8 @@
 //!
 //! `cargo run --release --example reservoir_benchmarks [-- --cpu]` (`--cpu`: the CPU fallback only).
 //! Settings were tuned on the CPU fallback; `RES_<FIELD>` (`RES_SR`, `RES_P`, `RES_LEAK`, `RES_IN`,
-//! `RES_BIAS`, `RES_RIDGE`, `RES_SEED`; `RES_1_...` for the one-step task, `RES_1_INC` its input
-//! connectivity) overrides one for further tuning.
+//! `RES_INC` (input connectivity), `RES_BIAS`, `RES_RIDGE`, `RES_SEED`; `RES_1_...` for the
+//! one-step task, `RES_N_...` for NARMA10) overrides one for further tuning.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,53 +30,79 @@ const MG_HORIZON: usize = 84;
 const MG_RUNS: usize = 20;
 
 fn mg84_config() -> ReservoirConfig {
-    ReservoirConfig {
-        size: 1000,
-        input_size: 1,
-        spectral_radius: env_f("SR", 0.95) as f32,
-        connection_prob: env_f("P", 0.05) as f32,
-        leak_rate: env_f("LEAK", 0.7) as f32,
-        input_scaling: env_f("IN", 1.0) as f32,
-        input_connectivity: 1.0,
-        bias: env_f("BIAS", 0.2) as f32,
-        ridge: env_f("RIDGE", 1e-10),
-        warmup: 1000,
-        seed: env_f("SEED", 7.0) as u64,
-        ..Default::default()
-    }
+    tuned(
+        "",
+        ReservoirConfig {
+            size: 1000,
+            input_size: 1,
+            spectral_radius: 0.95,
+            connection_prob: 0.05,
+            leak_rate: 0.7,
+            input_scaling: 1.0,
+            input_connectivity: 1.0,
+            bias: 0.2,
+            ridge: 1e-10,
+            warmup: 1000,
+            seed: 7,
+            ..Default::default()
+        },
+    )
 }
 
 fn one_step_config() -> ReservoirConfig {
-    ReservoirConfig {
-        size: 100,
-        input_size: 1,
-        spectral_radius: env_f("1_SR", 1.25) as f32,
-        connection_prob: env_f("1_P", 0.1) as f32,
-        leak_rate: env_f("1_LEAK", 0.3) as f32,
-        input_scaling: env_f("1_IN", 1.0) as f32,
-        input_connectivity: env_f("1_INC", 1.0) as f32,
-        bias: env_f("1_BIAS", 1.0) as f32,
-        ridge: env_f("1_RIDGE", 1e-7),
-        warmup: 100,
-        seed: env_f("1_SEED", 7.0) as u64,
-        ..Default::default()
-    }
+    tuned(
+        "1_",
+        ReservoirConfig {
+            size: 100,
+            input_size: 1,
+            spectral_radius: 1.25,
+            connection_prob: 0.1,
+            leak_rate: 0.3,
+            input_scaling: 1.0,
+            input_connectivity: 1.0,
+            bias: 1.0,
+            ridge: 1e-7,
+            warmup: 100,
+            seed: 7,
+            ..Default::default()
+        },
+    )
 }
 
 fn narma10_config() -> ReservoirConfig {
+    tuned(
+        "N_",
+        ReservoirConfig {
+            size: 200,
+            input_size: 1,
+            spectral_radius: 0.9,
+            connection_prob: 0.1,
+            leak_rate: 1.0,
+            input_scaling: 0.5,
+            input_connectivity: 1.0,
+            bias: 0.2,
+            ridge: 1e-6,
+            warmup: 200,
+            seed: 7,
+            ..Default::default()
+        },
+    )
+}
+
+/// `settings` with each tunable field overridden from the environment when set:
+/// `RES_<prefix><FIELD>` for `SR`, `P`, `LEAK`, `IN`, `INC`, `BIAS`, `RIDGE`, `SEED`.
+fn tuned(prefix: &str, settings: ReservoirConfig) -> ReservoirConfig {
+    let f = |field: &str, default: f64| env_f(&format!("{prefix}{field}"), default);
     ReservoirConfig {
-        size: 200,
-        input_size: 1,
-        spectral_radius: env_f("N_SR", 0.9) as f32,
-        connection_prob: 0.1,
-        leak_rate: env_f("N_LEAK", 1.0) as f32,
-        input_scaling: env_f("N_IN", 0.5) as f32,
-        input_connectivity: 1.0,
-        bias: env_f("N_BIAS", 0.2) as f32,
-        ridge: env_f("N_RIDGE", 1e-6),
-        warmup: 200,
-        seed: 7,
-        ..Default::default()
+        spectral_radius: f("SR", settings.spectral_radius.into()) as f32,
+        connection_prob: f("P", settings.connection_prob.into()) as f32,
+        leak_rate: f("LEAK", settings.leak_rate.into()) as f32,
+        input_scaling: f("IN", settings.input_scaling.into()) as f32,
+        input_connectivity: f("INC", settings.input_connectivity.into()) as f32,
+        bias: f("BIAS", settings.bias.into()) as f32,
+        ridge: f("RIDGE", settings.ridge),
+        seed: f("SEED", settings.seed as f64) as u64,
+        ..settings
     }
 }
 

@@ -6,14 +6,15 @@ import re
 import sys
 
 
+def matches(path, pattern, value):
+    """{name: value(match)} of the lines of the log at `path` that `pattern` matches, group 1 the name."""
+    found = (re.match(pattern, line) for line in open(path, errors="replace"))
+    return {m.group(1): value(m) for m in found if m}
+
+
 def tests(out):
     def results(side):
-        r = {}
-        for line in open(f"{out}/candle-tests-{side}.log", errors="replace"):
-            m = re.match(r"^test (\S+) \.\.\. (ok|FAILED|ignored)", line)
-            if m:
-                r[m.group(1)] = m.group(2)
-        return r
+        return matches(f"{out}/candle-tests-{side}.log", r"^test (\S+) \.\.\. (ok|FAILED|ignored)", lambda m: m.group(2))
 
     ours, real = results("ours"), results("real")
     files = collections.defaultdict(collections.Counter)
@@ -47,12 +48,8 @@ def tests(out):
 
 def bench(out):
     def times(side):
-        r = {}
-        for line in open(f"{out}/candle-bench-{side}.log", errors="replace"):
-            m = re.match(r"^test (\S+) \.\.\. bench:\s+([\d,.]+) ns/iter", line)
-            if m:
-                r[m.group(1)] = float(m.group(2).replace(",", ""))
-        return r
+        pattern = r"^test (\S+) \.\.\. bench:\s+([\d,.]+) ns/iter"
+        return matches(f"{out}/candle-bench-{side}.log", pattern, lambda m: float(m.group(2).replace(",", "")))
 
     ours, real = times("ours"), times("real")
     lines = ["| candle bench | real cudarc (us) | ours (us) | real / ours |", "|---|---|---|---|"]

@@ -16,19 +16,9 @@ macro_rules! unprovided {
     ) => {
         $(#[$meta])*
         pub mod $name {
-            /// Implemented by no type: the bound every entry point of this module carries, so that
-            /// calling one fails to compile with this module's message.
-            #[diagnostic::on_unimplemented(
-                message = $message,
-                label = "prism-gpu does not provide this cudarc module",
-                note = "keep the real cudarc for this module, or drop the call; see prism-gpu's README, \
-                        \"Switching from cudarc\""
-            )]
-            pub trait NotProvided {
-                /// A value of an uninhabited type: unreachable, since nothing implements the trait.
-                const NEVER: ::core::convert::Infallible;
-            }
-            $crate::unprovided::unprovided!(@items [$crate::unprovided::$name::NotProvided]; $($body)*);
+            $crate::unprovided::unprovided!(
+                @here [$crate::unprovided::$name::NotProvided], $message { $($body)* }
+            );
         }
     };
     // The trait and the items in place, inside an existing module whose path is given.
@@ -56,17 +46,7 @@ macro_rules! unprovided {
         #[derive(Debug)]
         pub struct $ty(::core::convert::Infallible);
         impl $ty {
-            $(
-                /// Not provided by prism-gpu: calling this is a compile error.
-                #[allow(clippy::new_ret_no_self, clippy::too_many_arguments)]
-                pub fn $f<'a>($($arg: impl Sized),*) -> $ret
-                where
-                    ::core::marker::PhantomData<&'a ()>: $tr,
-                {
-                    $(let _ = $arg;)*
-                    match <::core::marker::PhantomData<&'a ()> as $tr>::NEVER {}
-                }
-            )*
+            $($crate::unprovided::unprovided!(@fn [$tr] $f($($arg),*) -> $ret);)*
         }
         $crate::unprovided::unprovided!(@items [$tr]; $($rest)*);
     };
@@ -74,7 +54,13 @@ macro_rules! unprovided {
         pub fn $f:ident($($arg:ident),*) -> $ret:ty;
         $($rest:tt)*
     ) => {
+        $crate::unprovided::unprovided!(@fn [$tr] $f($($arg),*) -> $ret);
+        $crate::unprovided::unprovided!(@items [$tr]; $($rest)*);
+    };
+    // One entry point, a free function or a method: bound on the trait nothing implements.
+    (@fn [$tr:path] $f:ident($($arg:ident),*) -> $ret:ty) => {
         /// Not provided by prism-gpu: calling this is a compile error.
+        #[allow(clippy::new_ret_no_self, clippy::too_many_arguments)]
         pub fn $f<'a>($($arg: impl Sized),*) -> $ret
         where
             ::core::marker::PhantomData<&'a ()>: $tr,
@@ -82,7 +68,6 @@ macro_rules! unprovided {
             $(let _ = $arg;)*
             match <::core::marker::PhantomData<&'a ()> as $tr>::NEVER {}
         }
-        $crate::unprovided::unprovided!(@items [$tr]; $($rest)*);
     };
     (@items [$tr:path];
         pub enum $err:ident;

@@ -35,26 +35,25 @@ enum Act {
     Gelu,
 }
 
+/// (rows, cols) of an operand stored `(rows, cols)` as used, or transposed.
+fn stored((rows, cols): (usize, usize), transposed: bool) -> (usize, usize) {
+    if transposed {
+        (cols, rows)
+    } else {
+        (rows, cols)
+    }
+}
+
 impl Problem {
     fn batch(&self) -> usize {
         self.cfg.batch_size.unwrap_or(1) as usize
     }
     /// (rows, cols) of stored A and B, column-major.
     fn a_dims(&self) -> (usize, usize) {
-        let (m, k) = (self.cfg.m as usize, self.cfg.k as usize);
-        if self.cfg.transa {
-            (k, m)
-        } else {
-            (m, k)
-        }
+        stored((self.cfg.m as usize, self.cfg.k as usize), self.cfg.transa)
     }
     fn b_dims(&self) -> (usize, usize) {
-        let (n, k) = (self.cfg.n as usize, self.cfg.k as usize);
-        if self.cfg.transb {
-            (n, k)
-        } else {
-            (k, n)
-        }
+        stored((self.cfg.k as usize, self.cfg.n as usize), self.cfg.transb)
     }
     /// Elements a stored rows x cols operand spans over the batch.
     fn len(&self, (rows, cols): (usize, usize), ld: i64, stride: Option<i64>) -> usize {

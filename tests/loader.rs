@@ -3,7 +3,7 @@
 mod support;
 
 use prism_gpu::sys::driver::{CUfunc_cache, CUlimit, CUresult};
-use prism_gpu::sys::{Driver, LoadError};
+use prism_gpu::sys::{Driver, LoadError, Nccl};
 use prism_gpu::{probe_driver, Error};
 use std::ffi::CStr;
 
@@ -13,17 +13,26 @@ fn open(path: &std::path::Path) -> Driver {
     unsafe { Driver::open(&[path.to_string_lossy().into_owned()]) }.expect("the fake driver loads")
 }
 
-#[test]
-fn a_missing_library_names_every_path_tried() {
-    let names = vec!["/nonexistent/libcuda.so.1".to_string(), "libcuda-not-installed.so.7".to_string()];
+/// Opening `names`, none of which exists, fails naming `library` and every path tried, each with
+/// its reason.
+fn missing<L>(open: unsafe fn(&[String]) -> Result<L, LoadError>, library_name: &str, names: [&str; 2]) {
+    let names = names.map(String::from);
     // SAFETY: neither name exists, so nothing is opened and no initialiser runs.
-    let Err(err) = (unsafe { Driver::open(&names) }) else { panic!("a nonexistent library loaded") };
+    let Err(err) = (unsafe { open(&names) }) else { panic!("a nonexistent library loaded") };
     let LoadError::LibraryNotFound { library, tried } = &err else { panic!("wrong error: {err:?}") };
-    assert_eq!(*library, "the CUDA driver library (libcuda)");
+    assert_eq!(*library, library_name);
     assert_eq!(tried.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), names);
     assert!(tried.iter().all(|a| !a.reason.is_empty()));
     let message = err.to_string();
-    assert!(message.contains("/nonexistent/libcuda.so.1") && message.contains("libcuda-not-installed.so.7"));
+    assert!(names.iter().all(|name| message.contains(name.as_str())));
+}
+
+#[test]
+fn a_missing_library_names_every_path_tried() {
+    let driver = ["/nonexistent/libcuda.so.1", "libcuda-not-installed.so.7"];
+    missing(Driver::open, "the CUDA driver library (libcuda)", driver);
+    let nccl = ["/nonexistent/libnccl.so.2", "libnccl-not-installed.so.9"];
+    missing(Nccl::open, "the NCCL library (libnccl)", nccl);
 }
 
 #[test]

@@ -12,12 +12,7 @@ use prism_gpu::ProductionGpuRuntime;
 
 #[test]
 fn runtime_nn_ops_match_f64_references() {
-    let rt = ProductionGpuRuntime::cpu();
-    let mut rng = checks::fresh_rng("runtime_nn_ops");
-    checks::bias_ops(&rt, &mut rng);
-    checks::loss_ops(&rt, &mut rng);
-    checks::dropout_and_gather(&rt, &mut rng);
-    checks::optimizers(&rt, &mut rng);
+    checks::runtime_ops(&ProductionGpuRuntime::cpu(), "runtime_nn_ops");
 }
 
 #[test]

@@ -30,11 +30,7 @@ fn gpu() -> Device {
 #[ignore = "needs a CUDA GPU"]
 fn runtime_nn_ops_match_f64_references_on_the_gpu() {
     let rt = ProductionGpuRuntime::with_device(0).expect("a usable CUDA GPU");
-    let mut rng = checks::fresh_rng("runtime_nn_ops_gpu");
-    checks::bias_ops(&rt, &mut rng);
-    checks::loss_ops(&rt, &mut rng);
-    checks::dropout_and_gather(&rt, &mut rng);
-    checks::optimizers(&rt, &mut rng);
+    checks::runtime_ops(&rt, "runtime_nn_ops_gpu");
 }
 
 #[test]

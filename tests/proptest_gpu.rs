@@ -15,44 +15,42 @@ use prism_gpu::ProductionGpuRuntime;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use proptest_support::{any_f32, check, dim, ok, ops};
+use proptest_support::{any_f32, check, dim, ok, ops, Suite};
 
 fn gpu() -> ProductionGpuRuntime {
     ProductionGpuRuntime::with_device(0).expect("a usable CUDA GPU")
 }
 
 /// The case count of each GPU property (at least 1,000 in all: `gpu_case_budget`).
-const CASES: &[(&str, u32)] = &[
-    ("exact_ops_match_the_cpu", 600),
-    ("elementwise", 150),
-    ("axpy_scale_fill", 100),
-    ("conversions", 100),
-    ("activations", 150),
-    ("activation_backward", 100),
-    ("softmax", 150),
-    ("norms", 120),
-    ("norms_bf16", 60),
-    ("batch_norm", 80),
-    ("reductions", 120),
-    ("row_reductions", 120),
-    ("gemv_transpose", 120),
-    ("gemm", 150),
-    ("gemm_f64", 100),
-    ("gemm_layouts", 150),
-    ("random", 80),
-    ("neuromorphic", 100),
-    ("bad_inputs", 100),
-];
-
-fn cases(name: &str) -> u32 {
-    CASES.iter().find(|(n, _)| *n == name).map(|&(_, c)| c).expect("every property has a case count")
-}
+const SUITE: Suite = Suite {
+    name: "proptest_gpu",
+    least: 1_000,
+    cases: &[
+        ("exact_ops_match_the_cpu", 600),
+        ("elementwise", 150),
+        ("axpy_scale_fill", 100),
+        ("conversions", 100),
+        ("activations", 150),
+        ("activation_backward", 100),
+        ("softmax", 150),
+        ("norms", 120),
+        ("norms_bf16", 60),
+        ("batch_norm", 80),
+        ("reductions", 120),
+        ("row_reductions", 120),
+        ("gemv_transpose", 120),
+        ("gemm", 150),
+        ("gemm_f64", 100),
+        ("gemm_layouts", 150),
+        ("random", 80),
+        ("neuromorphic", 100),
+        ("bad_inputs", 100),
+    ],
+};
 
 #[test]
 fn gpu_case_budget() {
-    let total: u32 = CASES.iter().map(|&(_, c)| c).sum();
-    eprintln!("property cases in proptest_gpu: {total}");
-    assert!(total >= 1_000, "the GPU property suite runs {total} cases, fewer than 1,000");
+    SUITE.check_budget();
 }
 
 macro_rules! on_the_gpu {
@@ -60,7 +58,7 @@ macro_rules! on_the_gpu {
         #[test]
         #[ignore = "needs a CUDA GPU"]
         fn $name() {
-            ops::$name(&gpu(), cases(stringify!($name)));
+            ops::$name(&gpu(), SUITE.cases(stringify!($name)));
         }
     )*};
 }
@@ -123,7 +121,7 @@ fn exact_ops_match_the_cpu() {
     );
     check(
         "exact_ops_match_the_cpu",
-        cases("exact_ops_match_the_cpu"),
+        SUITE.cases("exact_ops_match_the_cpu"),
         s,
         |((a, b), (rows, cols), (seed, offset, alpha), (steps, w, p))| {
             let both = |name: &str,

@@ -10,7 +10,7 @@ use prism_gpu::curand::CudaRng;
 use prism_gpu::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
 use prism_gpu::kernels::random;
 use prism_gpu::kernels::Kernels;
-use prism_gpu::ops::random::{Normal, Philox};
+use prism_gpu::ops::random::{Normal, NormalElement, Philox};
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 use std::sync::Arc;
@@ -34,6 +34,24 @@ fn poisoned<T: DeviceRepr + Copy>(s: &Arc<CudaStream>, n: usize, poison: T) -> C
 }
 
 /// Distance in units in the last place between two finite f64 of one sign (0 and -0 equal).
+/// The GPU's normal (`log`: log-normal) fill of `N(mean, std^2)` at `at` into a buffer poisoned
+/// with `nan`, as long as `want` (the CPU's), each element `close` to the CPU's.
+fn normal_matches<T: NormalElement + Copy + std::fmt::Display>(
+    (s, k): (&Arc<CudaStream>, &Kernels),
+    at: Philox,
+    (log, mean, std): (bool, T, T),
+    (nan, want): (T, &[T]),
+    close: impl Fn(T, T) -> bool,
+    what: &str,
+) {
+    let draw = if log { Normal::LogNormal { mean, std } } else { Normal::Normal { mean, std } };
+    let mut g = poisoned(s, want.len(), nan);
+    random::normal(k, s, &mut g.as_view_mut(), at, draw).unwrap();
+    for (i, (&a, &b)) in s.clone_dtoh(&g).unwrap().iter().zip(want).enumerate() {
+        assert!(close(a, b), "{what} [{i}]: {a} vs {b}");
+    }
+}
+
 fn ulps_f64(a: f64, b: f64) -> u64 {
     if a == b {
         return 0;
@@ -106,32 +124,30 @@ fn normals_equal_the_cpu() {
     let at = fresh("normal");
     for n in LENGTHS {
         for (log, mean, std) in [(false, 0.0f32, 1.0f32), (true, 0.25, 0.75)] {
-            let draw = if log { Normal::LogNormal { mean, std } } else { Normal::Normal { mean, std } };
-            let mut g = poisoned(&s, n, f32::NAN);
-            random::normal(&k, &s, &mut g.as_view_mut(), at, draw).unwrap();
             let mut want = vec![f32::NAN; n];
             cpu::normal_f32(&mut want, at, mean, std, log);
-            for (i, (a, b)) in s.clone_dtoh(&g).unwrap().iter().zip(&want).enumerate() {
-                // f32 normals are the same IEEE operations on both sides: bit for bit. The
-                // log-normal exponentiates with each side's own f64 exp.
-                let close = if log {
-                    log_normal_close(f64::from(*a), f64::from(*b), 0, f64::from(f32::EPSILON))
-                } else {
-                    a.to_bits() == b.to_bits()
-                };
-                assert!(a.is_finite() && close, "f32 log {log} n {n} [{i}]: {a} vs {b}");
-            }
+            // f32 normals are the same IEEE operations on both sides: bit for bit. The log-normal
+            // exponentiates with each side's own f64 exp.
+            let close = |a: f32, b: f32| {
+                let eps = f64::from(f32::EPSILON);
+                a.is_finite()
+                    && if log {
+                        log_normal_close(a.into(), b.into(), 0, eps)
+                    } else {
+                        a.to_bits() == b.to_bits()
+                    }
+            };
+            let what = format!("f32 log {log} n {n}");
+            normal_matches((&s, &k), at, (log, mean, std), (f32::NAN, &want), close, &what);
             let (mean, std) = (f64::from(mean), f64::from(std));
-            let draw = if log { Normal::LogNormal { mean, std } } else { Normal::Normal { mean, std } };
-            let mut g = poisoned(&s, n, f64::NAN);
-            random::normal(&k, &s, &mut g.as_view_mut(), at, draw).unwrap();
             let mut want = vec![f64::NAN; n];
             cpu::normal_f64(&mut want, at, mean, std, log);
-            for (i, (a, b)) in s.clone_dtoh(&g).unwrap().iter().zip(&want).enumerate() {
-                let close =
-                    if log { log_normal_close(*a, *b, 4, f64::EPSILON) } else { ulps_f64(*a, *b) <= 4 };
-                assert!(a.is_finite() && close, "f64 log {log} n {n} [{i}]: {a} vs {b}");
-            }
+            let close = |a: f64, b: f64| {
+                a.is_finite()
+                    && if log { log_normal_close(a, b, 4, f64::EPSILON) } else { ulps_f64(a, b) <= 4 }
+            };
+            let what = format!("f64 log {log} n {n}");
+            normal_matches((&s, &k), at, (log, mean, std), (f64::NAN, &want), close, &what);
         }
     }
 }

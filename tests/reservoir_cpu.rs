@@ -4,16 +4,10 @@
 
 mod reservoir_common;
 
-use std::sync::Arc;
-
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::reservoir::{mackey_glass, narma10, GpuReservoirComputer, ReservoirConfig};
 use prism_gpu::ProductionGpuRuntime;
 use reservoir_common::*;
-
-fn cpu() -> Arc<ProductionGpuRuntime> {
-    Arc::new(ProductionGpuRuntime::cpu())
-}
 
 fn small(seed: u64, connection_prob: f32) -> ReservoirConfig {
     ReservoirConfig {
@@ -90,26 +84,9 @@ fn ridge_readout_matches_an_f64_reference() {
 fn generate_feeds_the_output_back() {
     let (mut rng, seed) = fresh();
     let config = ReservoirConfig { input_size: 1, ..small(seed, 0.3) };
-    let steps = 200;
-    let inputs = rng.vec(steps + 1, -1.0, 1.0);
+    let inputs = rng.vec(201, -1.0, 1.0);
     let mut esn = GpuReservoirComputer::with_runtime(config.clone(), cpu()).unwrap();
-    esn.fit(&inputs[..steps], &inputs[1..]).unwrap();
-    let w = esn.readout().unwrap().to_vec();
-    let x_end: Vec<f64> = esn.state().unwrap().iter().map(|&v| f64::from(v)).collect();
-    let free = esn.generate(6).unwrap();
-    // Reference: y = W_out [1; u; x]; then x steps on y.
-    let (mut u, mut x) = (f64::from(inputs[steps - 1]), x_end);
-    let mut y_ref = Vec::new();
-    for _ in 0..6 {
-        let y =
-            f64::from(w[0]) + f64::from(w[1]) * u + (0..37).map(|i| f64::from(w[2 + i]) * x[i]).sum::<f64>();
-        y_ref.push(y);
-        x = states(&esn, &[y as f32], &x);
-        u = y;
-    }
-    let scale = w.iter().map(|v| f64::from(v.abs())).sum::<f64>();
-    let err = max_scaled_error(&free, &y_ref, scale);
-    assert!(err < 1e-5, "free run off by {err:e}");
+    free_run_matches(&mut esn, &inputs, 6, "free run");
 }
 
 #[test]

@@ -14,10 +14,6 @@ fn gpu() -> Arc<ProductionGpuRuntime> {
     Arc::new(ProductionGpuRuntime::with_device(0).expect("a usable CUDA GPU"))
 }
 
-fn cpu() -> Arc<ProductionGpuRuntime> {
-    Arc::new(ProductionGpuRuntime::cpu())
-}
-
 fn config(seed: u64, connection_prob: f32) -> ReservoirConfig {
     ReservoirConfig {
         size: 301,
@@ -99,25 +95,9 @@ fn gpu_spectral_radius_is_the_configured_one() {
 fn gpu_free_run_feeds_the_output_back() {
     let (mut rng, seed) = fresh();
     let cfg = ReservoirConfig { input_size: 1, ..config(seed, 0.3) };
-    let n = cfg.size;
     let inputs = rng.vec(401, -1.0, 1.0);
     let mut esn = GpuReservoirComputer::with_runtime(cfg, gpu()).unwrap();
-    esn.fit(&inputs[..400], &inputs[1..]).unwrap();
-    let w = esn.readout().unwrap().to_vec();
-    let mut x: Vec<f64> = esn.state().unwrap().iter().map(|&v| f64::from(v)).collect();
-    let free = esn.generate(9).unwrap();
-    let mut u = f64::from(inputs[399]);
-    let mut y_ref = Vec::new();
-    for _ in 0..9 {
-        let y =
-            f64::from(w[0]) + f64::from(w[1]) * u + (0..n).map(|i| f64::from(w[2 + i]) * x[i]).sum::<f64>();
-        y_ref.push(y);
-        x = states(&esn, &[y as f32], &x);
-        u = y;
-    }
-    let scale = w.iter().map(|v| f64::from(v.abs())).sum::<f64>();
-    let err = max_scaled_error(&free, &y_ref, scale);
-    assert!(err < 1e-5, "GPU free run off by {err:e}");
+    free_run_matches(&mut esn, &inputs, 9, "GPU free run");
 }
 
 #[test]

@@ -5,7 +5,7 @@ mod runtime_checks;
 
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::gemv::Gemv;
-use prism_gpu::ops::neuromorphic::{Csr, Patterns, Reservoir};
+use prism_gpu::ops::neuromorphic::{Csr, Patterns, ReservoirWeights};
 use prism_gpu::{Error, ProductionGpuRuntime};
 use runtime_checks as checks;
 
@@ -92,16 +92,16 @@ fn shape_errors_name_expected_and_given() {
     shape_error(rt.gemv_t(Gemv::dense(3, 4), &x[..11], &[1.0; 3], &[]));
     shape_error(rt.transpose(&x, 5, 3));
     shape_error(rt.matvec_input(&x, &[1.0; 3], 3, 4));
-    shape_error(rt.matvec_reservoir(Reservoir::Dense(&x), &[1.0; 3]));
+    shape_error(rt.matvec_reservoir(ReservoirWeights::Dense(&x), &[1.0; 3]));
     shape_error(rt.spike_encode(&[0.5; 3], usize::MAX, 1));
     let p = Patterns { t: 4, n: 3, p: 1, w: 5 };
     let e = shape_error(rt.pattern_correlation(&x, &[0.0; 15], p));
     assert!(e.contains("1 <= w <= t = 4") && e.contains("w = 5"), "{e}");
     shape_error(rt.pattern_correlation(&x, &[0.0; 8], Patterns { w: 3, ..p }));
-    shape_error(rt.spectral_radius(Reservoir::Dense(&x), 4, 10, 1));
+    shape_error(rt.spectral_radius(ReservoirWeights::Dense(&x), 4, 10, 1));
     let mut s = vec![0.0f32; 3];
     shape_error(rt.leaky_integration(&mut s, &[1.0; 4], 0.5));
-    shape_error(rt.reservoir_step(&x, Reservoir::Dense(&[0.0; 9]), &[1.0; 3], &mut s, 0.5));
+    shape_error(rt.reservoir_step(&x, ReservoirWeights::Dense(&[0.0; 9]), &[1.0; 3], &mut s, 0.5));
 }
 
 #[test]
@@ -118,11 +118,11 @@ fn bad_csr_is_rejected_before_any_use() {
         Csr { row_ptr: &[0, 1, 2, 3], col_idx: &[0, -1, 2], values: &[1.0; 3] }, // negative column
     ];
     for csr in bad {
-        shape_error(rt.matvec_reservoir(Reservoir::Csr(csr), &x));
+        shape_error(rt.matvec_reservoir(ReservoirWeights::Csr(csr), &x));
     }
     let good = Csr { row_ptr: &[0, 1, 1, 3], col_idx: &[2, 0, 1], values: &[2.0, 3.0, 4.0] };
     assert_eq!(
-        rt.matvec_reservoir(Reservoir::Csr(good), &[1.0, 10.0, 100.0]).unwrap(),
+        rt.matvec_reservoir(ReservoirWeights::Csr(good), &[1.0, 10.0, 100.0]).unwrap(),
         vec![200.0, 0.0, 43.0]
     );
 }
@@ -160,11 +160,11 @@ fn empty_inputs_give_empty_outputs() {
         vec![2.0, 1.0]
     );
     assert!(rt.transpose(&e, 0, 9).unwrap().is_empty());
-    assert!(rt.matvec_reservoir(Reservoir::Dense(&e), &e).unwrap().is_empty());
+    assert!(rt.matvec_reservoir(ReservoirWeights::Dense(&e), &e).unwrap().is_empty());
     assert!(rt.spike_encode(&e, 10, 1).unwrap().is_empty());
     assert!(rt.spike_encode(&[0.5], 0, 1).unwrap().is_empty());
     assert!(rt.pattern_correlation(&[0.0; 6], &e, Patterns { t: 3, n: 2, p: 0, w: 2 }).unwrap().is_empty());
-    assert_eq!(rt.spectral_radius(Reservoir::Dense(&e), 0, 10, 1).unwrap(), 0.0);
+    assert_eq!(rt.spectral_radius(ReservoirWeights::Dense(&e), 0, 10, 1).unwrap(), 0.0);
     let mut s: Vec<f32> = vec![];
     rt.leaky_integration(&mut s, &e, 0.5).unwrap();
     rt.activation_inplace(Activation::Relu, &mut s).unwrap();
@@ -223,7 +223,7 @@ fn overflowing_extents_are_shape_errors() {
 
     // rows + 1 offsets for rows = usize::MAX.
     let csr = Csr { row_ptr: &[0, 1], col_idx: &[0], values: &[1.0] };
-    shape_error(rt.spectral_radius(Reservoir::Csr(csr), usize::MAX, 10, 1));
+    shape_error(rt.spectral_radius(ReservoirWeights::Csr(csr), usize::MAX, 10, 1));
 
     // n = 0 makes every input empty whatever p is; p * (t - w + 1) used to overflow.
     shape_error(rt.pattern_correlation(&[], &[], Patterns { t: 2, n: 0, p: usize::MAX, w: 1 }));

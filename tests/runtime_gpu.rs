@@ -11,7 +11,7 @@ use prism_gpu::kernels::neuromorphic::{self, DeviceReservoir};
 use prism_gpu::kernels::{activations, convert, gemv, norms, reductions, softmax, transpose};
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::gemv::Gemv;
-use prism_gpu::ops::neuromorphic::{Csr, Patterns, Reservoir};
+use prism_gpu::ops::neuromorphic::{Csr, Patterns, ReservoirWeights};
 use prism_gpu::ops::reductions::Reduce;
 use prism_gpu::ops::softmax::Softmax;
 use prism_gpu::runtime::GpuOps;
@@ -433,9 +433,9 @@ fn neuromorphic_poisoned_and_against_the_cpu() {
         let mut drive = poison(g, n);
         let mut xc = x0.clone();
         let host_w = if name == "dense" {
-            Reservoir::Dense(&w)
+            ReservoirWeights::Dense(&w)
         } else {
-            Reservoir::Csr(Csr { row_ptr: &rp, col_idx: &ci, values: &vals })
+            ReservoirWeights::Csr(Csr { row_ptr: &rp, col_idx: &ci, values: &vals })
         };
         for _ in 0..20 {
             neuromorphic::reservoir_step(

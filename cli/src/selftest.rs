@@ -7,7 +7,7 @@ use half::{bf16, f16};
 
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::gemv::Gemv;
-use prism_gpu::ops::neuromorphic::{Patterns, Reservoir};
+use prism_gpu::ops::neuromorphic::{Patterns, ReservoirWeights};
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Gemm, Precision, ProductionGpuRuntime, Result};
 
@@ -493,7 +493,7 @@ fn neuromorphic_checks(
             label("matvec_reservoir"),
             gpu,
             cpu,
-            Box::new(|r| r.matvec_reservoir(Reservoir::Dense(&w), &x)),
+            Box::new(|r| r.matvec_reservoir(ReservoirWeights::Dense(&w), &x)),
             &w_x,
             1e-5,
         )?,
@@ -515,7 +515,7 @@ fn neuromorphic_checks(
             cpu,
             Box::new(|r| {
                 let mut s = x.clone();
-                r.reservoir_step(&w_in, Reservoir::Dense(&w), &u, &mut s, leak)?;
+                r.reservoir_step(&w_in, ReservoirWeights::Dense(&w), &u, &mut s, leak)?;
                 Ok(s)
             }),
             &step,
@@ -542,7 +542,7 @@ fn neuromorphic_checks(
             label("spectral_radius"),
             gpu,
             cpu,
-            Box::new(|r| Ok(vec![r.spectral_radius(Reservoir::Dense(&diag), n, 300, seed)?])),
+            Box::new(|r| Ok(vec![r.spectral_radius(ReservoirWeights::Dense(&diag), n, 300, seed)?])),
             &[f64::from(lambda)],
             1e-4,
         )?,

@@ -9,24 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <vector>
-
-template <class F> float median_ms(F f) {
-    cudaEvent_t a, b;
-    cudaEventCreate(&a), cudaEventCreate(&b);
-    for (int i = 0; i < 5; ++i) f();
-    std::vector<float> t;
-    for (int i = 0; i < 20; ++i) {
-        cudaEventRecord(a);
-        f();
-        cudaEventRecord(b);
-        cudaEventSynchronize(b);
-        float ms;
-        cudaEventElapsedTime(&ms, a, b);
-        t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
+#include "../median_ms.cuh"
 
 int main() {
     const int n = 32, c = 64, hw = 12544;

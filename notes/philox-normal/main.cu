@@ -5,29 +5,12 @@
 #include <cstdio>
 #include <vector>
 #include <curand.h>
+#include "../median_ms.cuh"
 
 void normal_old(float *, unsigned long long, int);
 void normal_new(float *, unsigned long long, int);
 void normal_alt(float *, unsigned long long, int);
 void uniform_new(float *, unsigned long long, int);
-
-template <class F> float median_ms(F f) {
-    cudaEvent_t a, b;
-    cudaEventCreate(&a), cudaEventCreate(&b);
-    for (int i = 0; i < 5; ++i) f();
-    std::vector<float> t;
-    for (int i = 0; i < 20; ++i) {
-        cudaEventRecord(a);
-        f();
-        cudaEventRecord(b);
-        cudaEventSynchronize(b);
-        float ms;
-        cudaEventElapsedTime(&ms, a, b);
-        t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
 
 int main(int argc, char **) {
     const unsigned long long n = 1ull << 28;

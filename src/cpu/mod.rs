@@ -19,7 +19,7 @@ use rayon::prelude::*;
 
 use crate::spec::activations::Activation;
 use crate::spec::elementwise::Binary;
-use crate::spec::neuromorphic::{Csr, Reservoir};
+use crate::spec::neuromorphic::{Csr, ReservoirWeights};
 
 /// Rows below this many elements in total are not worth splitting over threads.
 const PAR_MIN: usize = 1 << 14;
@@ -831,7 +831,7 @@ pub(crate) fn power_iteration_normalize(w: &[f32]) -> (Vec<f32>, f32) {
 /// `||w||` is the estimate). Converges to `|lambda_max|` when one eigenvalue dominates in modulus.
 pub fn spectral_radius(w: &[f32], n: usize, iters: usize, seed: u64) -> f32 {
     debug_assert_eq!(w.len(), n * n);
-    reservoir_spectral_radius(Reservoir::Dense(w), n, iters, seed)
+    reservoir_spectral_radius(ReservoirWeights::Dense(w), n, iters, seed)
 }
 
 /// [`spectral_radius`] for a CSR reservoir (see `matvec_reservoir_csr` for the layout).
@@ -843,11 +843,11 @@ pub fn spectral_radius_csr(
     iters: usize,
     seed: u64,
 ) -> f32 {
-    reservoir_spectral_radius(Reservoir::Csr(Csr { row_ptr, col_idx, values }), n, iters, seed)
+    reservoir_spectral_radius(ReservoirWeights::Csr(Csr { row_ptr, col_idx, values }), n, iters, seed)
 }
 
 /// [`spectral_radius`] of a dense or CSR reservoir `[n, n]` (checked).
-pub(crate) fn reservoir_spectral_radius(w: Reservoir<'_>, n: usize, iters: usize, seed: u64) -> f32 {
+pub(crate) fn reservoir_spectral_radius(w: ReservoirWeights<'_>, n: usize, iters: usize, seed: u64) -> f32 {
     let (mut v, mut est) = power_iteration_normalize(&power_iteration_init(n, seed));
     for _ in 0..iters {
         let (nv, nrm) = power_iteration_normalize(&reservoir_matvec(w, &v));
@@ -858,22 +858,28 @@ pub(crate) fn reservoir_spectral_radius(w: Reservoir<'_>, n: usize, iters: usize
 }
 
 /// `W x` for a dense or CSR reservoir `[n, n]`, `n = x.len()` (checked).
-pub(crate) fn reservoir_matvec(w: Reservoir<'_>, x: &[f32]) -> Vec<f32> {
+pub(crate) fn reservoir_matvec(w: ReservoirWeights<'_>, x: &[f32]) -> Vec<f32> {
     match w {
-        Reservoir::Dense(d) => matvec_reservoir(d, x, x.len()),
-        Reservoir::Csr(c) => matvec_reservoir_csr(c.row_ptr, c.col_idx, c.values, x, x.len()),
+        ReservoirWeights::Dense(d) => matvec_reservoir(d, x, x.len()),
+        ReservoirWeights::Csr(c) => matvec_reservoir_csr(c.row_ptr, c.col_idx, c.values, x, x.len()),
     }
 }
 
 /// One echo-state step in place: `x = (1 - leak) * x + leak * tanh(W_in u + W x)`, `w_in`
 /// `[n, u.len()]`, `w` `[n, n]` dense or CSR, `n = x.len()`. Assumes the shapes were checked.
-pub fn reservoir_step(w_in: &[f32], w: Reservoir<'_>, u: &[f32], x: &mut [f32], leak: f32) {
+pub fn reservoir_step(w_in: &[f32], w: ReservoirWeights<'_>, u: &[f32], x: &mut [f32], leak: f32) {
     let next = reservoir_update(w_in, w, u, x, leak);
     x.copy_from_slice(&next);
 }
 
 /// [`reservoir_step`] out of place: the next state of `x`.
-pub(crate) fn reservoir_update(w_in: &[f32], w: Reservoir<'_>, u: &[f32], x: &[f32], leak: f32) -> Vec<f32> {
+pub(crate) fn reservoir_update(
+    w_in: &[f32],
+    w: ReservoirWeights<'_>,
+    u: &[f32],
+    x: &[f32],
+    leak: f32,
+) -> Vec<f32> {
     let recurrent = reservoir_matvec(w, x);
     let mut drive = matvec_input(w_in, u, x.len(), u.len());
     binary_inplace(Binary::Add, &mut drive, &recurrent);

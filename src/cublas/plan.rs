@@ -258,6 +258,11 @@ mod tests {
     /// A small deterministic generator (xorshift), values in [-1, 1).
     struct Rng(u64);
     impl Rng {
+        /// The generator from `seed`, printed so that a failure names it.
+        fn seeded(seed: u64) -> Self {
+            println!("seed {seed:#x}");
+            Rng(seed)
+        }
         fn next(&mut self) -> u64 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
@@ -274,9 +279,7 @@ mod tests {
 
     #[test]
     fn the_row_major_problem_is_the_column_major_product() {
-        let seed = 0x5eed_c0b1a5;
-        println!("seed {seed:#x}");
-        let mut rng = Rng(seed);
+        let mut rng = Rng::seeded(0x5eed_c0b1a5);
         for case in 0..300 {
             let (m, n, k) = (1 + rng.below(7) as i32, 1 + rng.below(7) as i32, rng.below(6) as i32);
             let (ta, tb) = ([N, T, Op::CUBLAS_OP_C][rng.below(3) as usize], [N, T][rng.below(2) as usize]);
@@ -352,36 +355,44 @@ mod tests {
     #[test]
     fn type_combinations_route_or_are_not_supported() {
         use Compute::*;
-        let r = |a, c, compute| route(a, a, c, compute);
-        assert_eq!(
-            r(Ty::CUDA_R_32F, Ty::CUDA_R_32F, CUBLAS_COMPUTE_32F),
-            Ok((Route::F32(Precision::F32), Scalar::F32))
-        );
-        assert_eq!(
-            r(Ty::CUDA_R_32F, Ty::CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32),
-            Ok((Route::F32(Precision::Tf32), Scalar::F32))
-        );
-        assert_eq!(
-            r(Ty::CUDA_R_32F, Ty::CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16BF),
-            Ok((Route::F32Rounded(Precision::Bf16), Scalar::F32))
-        );
-        assert_eq!(
-            r(Ty::CUDA_R_32F, Ty::CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16F),
-            Ok((Route::F32Rounded(Precision::F16), Scalar::F32))
-        );
-        assert_eq!(
-            r(Ty::CUDA_R_16F, Ty::CUDA_R_16F, CUBLAS_COMPUTE_16F),
-            Ok((Route::F16 { out_f32: false }, Scalar::F16))
-        );
-        assert_eq!(
-            r(Ty::CUDA_R_16F, Ty::CUDA_R_32F, CUBLAS_COMPUTE_32F),
-            Ok((Route::F16 { out_f32: true }, Scalar::F32))
-        );
-        assert_eq!(
-            r(Ty::CUDA_R_16BF, Ty::CUDA_R_16BF, CUBLAS_COMPUTE_32F),
-            Ok((Route::Bf16 { out_f32: false }, Scalar::F32))
-        );
-        assert_eq!(r(Ty::CUDA_R_64F, Ty::CUDA_R_64F, CUBLAS_COMPUTE_64F), Ok((Route::F64, Scalar::F64)));
+        // (A and B, C, compute): the route and the scalars' type.
+        for (ab, c, compute, want) in [
+            (Ty::CUDA_R_32F, Ty::CUDA_R_32F, CUBLAS_COMPUTE_32F, (Route::F32(Precision::F32), Scalar::F32)),
+            (
+                Ty::CUDA_R_32F,
+                Ty::CUDA_R_32F,
+                CUBLAS_COMPUTE_32F_FAST_TF32,
+                (Route::F32(Precision::Tf32), Scalar::F32),
+            ),
+            (
+                Ty::CUDA_R_32F,
+                Ty::CUDA_R_32F,
+                CUBLAS_COMPUTE_32F_FAST_16BF,
+                (Route::F32Rounded(Precision::Bf16), Scalar::F32),
+            ),
+            (
+                Ty::CUDA_R_32F,
+                Ty::CUDA_R_32F,
+                CUBLAS_COMPUTE_32F_FAST_16F,
+                (Route::F32Rounded(Precision::F16), Scalar::F32),
+            ),
+            (
+                Ty::CUDA_R_16F,
+                Ty::CUDA_R_16F,
+                CUBLAS_COMPUTE_16F,
+                (Route::F16 { out_f32: false }, Scalar::F16),
+            ),
+            (Ty::CUDA_R_16F, Ty::CUDA_R_32F, CUBLAS_COMPUTE_32F, (Route::F16 { out_f32: true }, Scalar::F32)),
+            (
+                Ty::CUDA_R_16BF,
+                Ty::CUDA_R_16BF,
+                CUBLAS_COMPUTE_32F,
+                (Route::Bf16 { out_f32: false }, Scalar::F32),
+            ),
+            (Ty::CUDA_R_64F, Ty::CUDA_R_64F, CUBLAS_COMPUTE_64F, (Route::F64, Scalar::F64)),
+        ] {
+            assert_eq!(route(ab, ab, c, compute), Ok(want), "{ab:?} {c:?} {compute:?}");
+        }
         let unsupported = Err(Status::CUBLAS_STATUS_NOT_SUPPORTED);
         for (a, b, c, compute) in [
             (Ty::CUDA_R_16F, Ty::CUDA_R_16BF, Ty::CUDA_R_32F, CUBLAS_COMPUTE_32F),
@@ -401,9 +412,7 @@ mod tests {
 
     #[test]
     fn gemv_is_a_one_row_gemm() {
-        let seed = 0x9e3779b97f4a7c15;
-        println!("seed {seed:#x}");
-        let mut rng = Rng(seed);
+        let mut rng = Rng::seeded(0x9e3779b97f4a7c15);
         for _ in 0..200 {
             let (m, n) = (1 + rng.below(6) as i32, 1 + rng.below(6) as i32);
             let trans = [N, T][rng.below(2) as usize];

@@ -230,126 +230,89 @@ pub mod generate {
     //! context, aligned for its type, with `num` elements writable and not in use by other work
     //! until the fill is done.
 
-    use super::{normal, sys, uniform, CurandError, Normal};
+    use super::{normal, sys, uniform, CurandError, LogNormalFill, Normal, NormalFill, UniformFill};
 
-    /// `num` f32 uniform in (0, 1].
-    ///
-    /// # Safety
-    /// See the module documentation.
-    #[doc(alias = "curandGenerateUniform")]
-    pub unsafe fn uniform_f32(
-        gen: sys::curandGenerator_t,
-        out: *mut f32,
-        num: usize,
-    ) -> Result<(), CurandError> {
-        // SAFETY: the caller's obligation.
-        unsafe { uniform(gen, out, num) }
+    /// The uniform fills, each with its [`UniformFill`] impl.
+    macro_rules! uniform_fills {
+        ($($(#[$doc:meta])* $f:ident: $t:ty;)+) => {$(
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// See the module documentation.
+            pub unsafe fn $f(
+                gen: sys::curandGenerator_t,
+                out: *mut $t,
+                num: usize,
+            ) -> Result<(), CurandError> {
+                // SAFETY: the caller's obligation.
+                unsafe { uniform(gen, out, num) }
+            }
+
+            impl UniformFill<$t> for sys::curandGenerator_t {
+                unsafe fn fill(self, out: *mut $t, num: usize) -> Result<(), CurandError> {
+                    // SAFETY: the caller's obligation.
+                    unsafe { $f(self, out, num) }
+                }
+            }
+        )+};
     }
 
-    /// `num` f64 uniform in (0, 1].
-    ///
-    /// # Safety
-    /// See the module documentation.
-    #[doc(alias = "curandGenerateUniformDouble")]
-    pub unsafe fn uniform_f64(
-        gen: sys::curandGenerator_t,
-        out: *mut f64,
-        num: usize,
-    ) -> Result<(), CurandError> {
-        // SAFETY: the caller's obligation.
-        unsafe { uniform(gen, out, num) }
+    /// The normal and log-normal fills (`Normal`'s variant), each with its [`NormalFill`] or
+    /// [`LogNormalFill`] impl.
+    macro_rules! normal_fills {
+        ($($(#[$doc:meta])* $f:ident: $t:ty, $draw:ident, $fill:ident;)+) => {$(
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// See the module documentation.
+            pub unsafe fn $f(
+                gen: sys::curandGenerator_t,
+                out: *mut $t,
+                num: usize,
+                mean: $t,
+                std: $t,
+            ) -> Result<(), CurandError> {
+                // SAFETY: the caller's obligation.
+                unsafe { normal(gen, out, num, Normal::$draw { mean, std }) }
+            }
+
+            impl $fill<$t> for sys::curandGenerator_t {
+                unsafe fn fill(self, o: *mut $t, n: usize, m: $t, s: $t) -> Result<(), CurandError> {
+                    // SAFETY: the caller's obligation.
+                    unsafe { $f(self, o, n, m, s) }
+                }
+            }
+        )+};
     }
 
-    /// `num` u32 with every bit random.
-    ///
-    /// # Safety
-    /// See the module documentation.
-    #[doc(alias = "curandGenerate")]
-    pub unsafe fn uniform_u32(
-        gen: sys::curandGenerator_t,
-        out: *mut u32,
-        num: usize,
-    ) -> Result<(), CurandError> {
-        // SAFETY: the caller's obligation.
-        unsafe { uniform(gen, out, num) }
+    uniform_fills! {
+        /// `num` f32 uniform in (0, 1].
+        #[doc(alias = "curandGenerateUniform")]
+        uniform_f32: f32;
+        /// `num` f64 uniform in (0, 1].
+        #[doc(alias = "curandGenerateUniformDouble")]
+        uniform_f64: f64;
+        /// `num` u32 with every bit random.
+        #[doc(alias = "curandGenerate")]
+        uniform_u32: u32;
+        /// `num` u64 with every bit random.
+        #[doc(alias = "curandGenerateLongLong")]
+        uniform_u64: u64;
     }
 
-    /// `num` u64 with every bit random.
-    ///
-    /// # Safety
-    /// See the module documentation.
-    #[doc(alias = "curandGenerateLongLong")]
-    pub unsafe fn uniform_u64(
-        gen: sys::curandGenerator_t,
-        out: *mut u64,
-        num: usize,
-    ) -> Result<(), CurandError> {
-        // SAFETY: the caller's obligation.
-        unsafe { uniform(gen, out, num) }
-    }
-
-    /// `num` f32 from `N(mean, std^2)`.
-    ///
-    /// # Safety
-    /// See the module documentation.
-    #[doc(alias = "curandGenerateNormal")]
-    pub unsafe fn normal_f32(
-        gen: sys::curandGenerator_t,
-        out: *mut f32,
-        num: usize,
-        mean: f32,
-        std: f32,
-    ) -> Result<(), CurandError> {
-        // SAFETY: the caller's obligation.
-        unsafe { normal(gen, out, num, Normal::Normal { mean, std }) }
-    }
-
-    /// `num` f64 from `N(mean, std^2)`.
-    ///
-    /// # Safety
-    /// See the module documentation.
-    #[doc(alias = "curandGenerateNormalDouble")]
-    pub unsafe fn normal_f64(
-        gen: sys::curandGenerator_t,
-        out: *mut f64,
-        num: usize,
-        mean: f64,
-        std: f64,
-    ) -> Result<(), CurandError> {
-        // SAFETY: the caller's obligation.
-        unsafe { normal(gen, out, num, Normal::Normal { mean, std }) }
-    }
-
-    /// `num` f32 from `exp(N(mean, std^2))`.
-    ///
-    /// # Safety
-    /// See the module documentation.
-    #[doc(alias = "curandGenerateLogNormal")]
-    pub unsafe fn log_normal_f32(
-        gen: sys::curandGenerator_t,
-        out: *mut f32,
-        num: usize,
-        mean: f32,
-        std: f32,
-    ) -> Result<(), CurandError> {
-        // SAFETY: the caller's obligation.
-        unsafe { normal(gen, out, num, Normal::LogNormal { mean, std }) }
-    }
-
-    /// `num` f64 from `exp(N(mean, std^2))`.
-    ///
-    /// # Safety
-    /// See the module documentation.
-    #[doc(alias = "curandGenerateLogNormalDouble")]
-    pub unsafe fn log_normal_f64(
-        gen: sys::curandGenerator_t,
-        out: *mut f64,
-        num: usize,
-        mean: f64,
-        std: f64,
-    ) -> Result<(), CurandError> {
-        // SAFETY: the caller's obligation.
-        unsafe { normal(gen, out, num, Normal::LogNormal { mean, std }) }
+    normal_fills! {
+        /// `num` f32 from `N(mean, std^2)`.
+        #[doc(alias = "curandGenerateNormal")]
+        normal_f32: f32, Normal, NormalFill;
+        /// `num` f64 from `N(mean, std^2)`.
+        #[doc(alias = "curandGenerateNormalDouble")]
+        normal_f64: f64, Normal, NormalFill;
+        /// `num` f32 from `exp(N(mean, std^2))`.
+        #[doc(alias = "curandGenerateLogNormal")]
+        log_normal_f32: f32, LogNormal, LogNormalFill;
+        /// `num` f64 from `exp(N(mean, std^2))`.
+        #[doc(alias = "curandGenerateLogNormalDouble")]
+        log_normal_f64: f64, LogNormal, LogNormalFill;
     }
 }
 
@@ -373,31 +336,6 @@ pub trait LogNormalFill<T> {
     /// As the [`generate`] functions.
     unsafe fn fill(self, o: *mut T, n: usize, m: T, s: T) -> Result<(), CurandError>;
 }
-
-macro_rules! impl_uniform {
-    ($($t:ty => $f:ident),*) => {$(
-        impl UniformFill<$t> for sys::curandGenerator_t {
-            unsafe fn fill(self, out: *mut $t, num: usize) -> Result<(), CurandError> {
-                // SAFETY: the caller's obligation.
-                unsafe { generate::$f(self, out, num) }
-            }
-        }
-    )*};
-}
-impl_uniform!(f32 => uniform_f32, f64 => uniform_f64, u32 => uniform_u32, u64 => uniform_u64);
-
-macro_rules! impl_normal {
-    ($trait:ident: $($t:ty => $f:ident),*) => {$(
-        impl $trait<$t> for sys::curandGenerator_t {
-            unsafe fn fill(self, o: *mut $t, n: usize, m: $t, s: $t) -> Result<(), CurandError> {
-                // SAFETY: the caller's obligation.
-                unsafe { generate::$f(self, o, n, m, s) }
-            }
-        }
-    )*};
-}
-impl_normal!(NormalFill: f32 => normal_f32, f64 => normal_f64);
-impl_normal!(LogNormalFill: f32 => log_normal_f32, f64 => log_normal_f64);
 
 #[cfg(test)]
 mod tests {

@@ -58,11 +58,9 @@ impl CudaRng {
     where
         sys::curandGenerator_t: result::UniformFill<T>,
     {
-        let num = dst.len();
-        let (ptr, _write) = self.device_ptr_mut(dst)?;
         // SAFETY: `ptr` addresses the `num` elements of `dst`, a buffer of this stream's context,
-        // held for writing until `_write` drops after the fill is enqueued.
-        unsafe { result::UniformFill::fill(self.gen, ptr as *mut T, num) }
+        // held for writing until the fill is enqueued (see `fill`).
+        self.fill(dst, |gen, ptr, num| unsafe { result::UniformFill::fill(gen, ptr, num) })
     }
 
     /// Fills `dst` from `N(mean, std^2)` (any length).
@@ -75,10 +73,8 @@ impl CudaRng {
     where
         sys::curandGenerator_t: result::NormalFill<T>,
     {
-        let num = dst.len();
-        let (ptr, _write) = self.device_ptr_mut(dst)?;
         // SAFETY: as in `fill_with_uniform`.
-        unsafe { result::NormalFill::fill(self.gen, ptr as *mut T, num, mean, std) }
+        self.fill(dst, |gen, ptr, num| unsafe { result::NormalFill::fill(gen, ptr, num, mean, std) })
     }
 
     /// Fills `dst` from `exp(N(mean, std^2))` (any length).
@@ -91,19 +87,21 @@ impl CudaRng {
     where
         sys::curandGenerator_t: result::LogNormalFill<T>,
     {
-        let num = dst.len();
-        let (ptr, _write) = self.device_ptr_mut(dst)?;
         // SAFETY: as in `fill_with_uniform`.
-        unsafe { result::LogNormalFill::fill(self.gen, ptr as *mut T, num, mean, std) }
+        self.fill(dst, |gen, ptr, num| unsafe { result::LogNormalFill::fill(gen, ptr, num, mean, std) })
     }
 
-    /// `dst`'s address for a fill on this stream; a buffer of another context is refused.
-    fn device_ptr_mut<'a, T, Dst: DevicePtrMut<T>>(
-        &'a self,
-        dst: &'a mut Dst,
-    ) -> Result<(crate::driver::sys::CUdeviceptr, crate::driver::SyncOnDrop<'a>), CurandError> {
+    /// Runs `fill` on the generator, `dst`'s address on this stream and its length, holding `dst`
+    /// for writing until the fill is enqueued; a buffer of another context is refused.
+    fn fill<T, Dst: DevicePtrMut<T>>(
+        &self,
+        dst: &mut Dst,
+        fill: impl FnOnce(sys::curandGenerator_t, *mut T, usize) -> Result<(), CurandError>,
+    ) -> Result<(), CurandError> {
+        let num = dst.len();
         same_context(dst.stream(), &self.stream).map_err(result::to_status)?;
-        Ok(dst.device_ptr_mut(&self.stream))
+        let (ptr, _write) = dst.device_ptr_mut(&self.stream);
+        fill(self.gen, ptr as *mut T, num)
     }
 }
 

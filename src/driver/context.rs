@@ -459,6 +459,16 @@ impl CudaContext {
         }
     }
 
+    /// Runs `release` (a `Drop` freeing something of this context) with this context bound
+    /// whatever error is parked. When even binding fails, parks that error and skips `release`:
+    /// the resource leaks rather than be freed under another context.
+    pub(crate) fn release(&self, release: impl FnOnce(&Self)) {
+        match self.bind() {
+            Ok(()) => release(self),
+            Err(e) => self.record_err::<()>(Err(e)),
+        }
+    }
+
     /// Parks `result`'s error, if any, for the next [`check_err`](Self::check_err).
     pub fn record_err<T>(&self, result: Result<T, DriverError>) {
         if let Err(err) = result {

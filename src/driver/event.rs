@@ -21,14 +21,11 @@ unsafe impl Sync for CudaEvent {}
 
 impl Drop for CudaEvent {
     fn drop(&mut self) {
-        // Bind our own context whatever error is parked; if even that fails, leak the event
-        // rather than destroy it under another context.
-        if let Err(e) = self.ctx.bind() {
-            return self.ctx.record_err::<()>(Err(e));
-        }
-        // SAFETY: we own the event and its context is current; destroying one with pending work
-        // is allowed.
-        self.ctx.record_err(unsafe { result::event::destroy(self.cu_event) });
+        self.ctx.release(|ctx| {
+            // SAFETY: we own the event and its context is current; destroying one with pending
+            // work is allowed.
+            ctx.record_err(unsafe { result::event::destroy(self.cu_event) });
+        });
     }
 }
 

@@ -49,22 +49,18 @@ impl std::fmt::Debug for CudaGraph {
 
 impl Drop for CudaGraph {
     fn drop(&mut self) {
-        let ctx = &self.stream.ctx;
-        // Bind our own context whatever error is parked; if even that fails, leak the graph
-        // rather than destroy it under another context.
-        if let Err(e) = ctx.bind() {
-            return ctx.record_err::<()>(Err(e));
-        }
-        let exec = std::mem::replace(&mut self.cu_graph_exec, std::ptr::null_mut());
-        if !exec.is_null() {
-            // SAFETY: we own the executable graph; pending launches keep their resources.
-            ctx.record_err(unsafe { result::graph::exec_destroy(exec) });
-        }
-        let graph = std::mem::replace(&mut self.cu_graph, std::ptr::null_mut());
-        if !graph.is_null() {
-            // SAFETY: we own the graph.
-            ctx.record_err(unsafe { result::graph::destroy(graph) });
-        }
+        self.stream.ctx.release(|ctx| {
+            let exec = std::mem::replace(&mut self.cu_graph_exec, std::ptr::null_mut());
+            if !exec.is_null() {
+                // SAFETY: we own the executable graph; pending launches keep their resources.
+                ctx.record_err(unsafe { result::graph::exec_destroy(exec) });
+            }
+            let graph = std::mem::replace(&mut self.cu_graph, std::ptr::null_mut());
+            if !graph.is_null() {
+                // SAFETY: we own the graph.
+                ctx.record_err(unsafe { result::graph::destroy(graph) });
+            }
+        });
     }
 }
 

@@ -44,13 +44,10 @@ unsafe impl Sync for CudaModule {}
 
 impl Drop for CudaModule {
     fn drop(&mut self) {
-        // Bind our own context whatever error is parked; if even that fails, leak the module
-        // rather than unload it under another context.
-        if let Err(e) = self.ctx.bind() {
-            return self.ctx.record_err::<()>(Err(e));
-        }
-        // SAFETY: we own the module; every CudaFunction holds an Arc to it, so none is left.
-        self.ctx.record_err(unsafe { result::module::unload(self.cu_module) });
+        self.ctx.release(|ctx| {
+            // SAFETY: we own the module; every CudaFunction holds an Arc to it, so none is left.
+            ctx.record_err(unsafe { result::module::unload(self.cu_module) });
+        });
     }
 }
 
@@ -323,6 +320,17 @@ fn to_c_int(v: u32) -> Result<c_int, DriverError> {
     c_int::try_from(v).map_err(|_| DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))
 }
 
+/// `CudaFunction`'s getters of one attribute each: `name = CU_FUNC_ATTRIBUTE_...`, read with
+/// [`CudaFunction::get_attribute`].
+macro_rules! attribute_getters {
+    ($($(#[$doc:meta])* $name:ident = $attribute:ident;)+) => {$(
+        $(#[$doc])*
+        pub fn $name(&self) -> Result<i32, DriverError> {
+            self.get_attribute(sys::CUfunction_attribute::$attribute)
+        }
+    )+};
+}
+
 impl CudaFunction {
     /// The raw handle (valid while this function's module is loaded).
     pub fn cu_function(&self) -> sys::CUfunction {
@@ -461,39 +469,21 @@ impl CudaFunction {
         unsafe { result::function::get_function_attribute(self.cu_function, attribute) }
     }
 
-    /// Registers per thread.
-    pub fn num_regs(&self) -> Result<i32, DriverError> {
-        self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)
-    }
-
-    /// Static shared memory per block, in bytes.
-    pub fn shared_size_bytes(&self) -> Result<i32, DriverError> {
-        self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-    }
-
-    /// Constant memory used, in bytes.
-    pub fn const_size_bytes(&self) -> Result<i32, DriverError> {
-        self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)
-    }
-
-    /// Local memory per thread, in bytes.
-    pub fn local_size_bytes(&self) -> Result<i32, DriverError> {
-        self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)
-    }
-
-    /// The most threads a block of this kernel can have.
-    pub fn max_threads_per_block(&self) -> Result<i32, DriverError> {
-        self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
-    }
-
-    /// The PTX version it was compiled for (major * 10 + minor).
-    pub fn ptx_version(&self) -> Result<i32, DriverError> {
-        self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PTX_VERSION)
-    }
-
-    /// The binary architecture it was compiled for (major * 10 + minor).
-    pub fn binary_version(&self) -> Result<i32, DriverError> {
-        self.get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_BINARY_VERSION)
+    attribute_getters! {
+        /// Registers per thread.
+        num_regs = CU_FUNC_ATTRIBUTE_NUM_REGS;
+        /// Static shared memory per block, in bytes.
+        shared_size_bytes = CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES;
+        /// Constant memory used, in bytes.
+        const_size_bytes = CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES;
+        /// Local memory per thread, in bytes.
+        local_size_bytes = CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES;
+        /// The most threads a block of this kernel can have.
+        max_threads_per_block = CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+        /// The PTX version it was compiled for (major * 10 + minor).
+        ptx_version = CU_FUNC_ATTRIBUTE_PTX_VERSION;
+        /// The binary architecture it was compiled for (major * 10 + minor).
+        binary_version = CU_FUNC_ATTRIBUTE_BINARY_VERSION;
     }
 
     /// Sets a function attribute (e.g. the maximum dynamic shared memory).

@@ -53,17 +53,14 @@ impl Drop for CudaStream {
         if !self.owned {
             return;
         }
-        // Bind our own context whatever error is parked; if even that fails, leak the stream
-        // rather than destroy it under another context.
-        if let Err(e) = self.ctx.bind() {
-            return self.ctx.record_err::<()>(Err(e));
-        }
-        let cu_stream = std::mem::replace(&mut self.cu_stream, std::ptr::null_mut());
-        if !cu_stream.is_null() {
-            self.ctx.tracking.stream_dropped();
-            // SAFETY: we created the stream; pending work still completes after destruction.
-            self.ctx.record_err(unsafe { result::stream::destroy(cu_stream) });
-        }
+        self.ctx.release(|ctx| {
+            let cu_stream = std::mem::replace(&mut self.cu_stream, std::ptr::null_mut());
+            if !cu_stream.is_null() {
+                ctx.tracking.stream_dropped();
+                // SAFETY: we created the stream; pending work still completes after destruction.
+                ctx.record_err(unsafe { result::stream::destroy(cu_stream) });
+            }
+        });
     }
 }
 

@@ -61,13 +61,7 @@ pub(crate) fn input<'a, T, V: CheckedPtr<T> + ?Sized>(
     view: Option<&'a V>,
     stream: &'a CudaStream,
 ) -> Result<(CUdeviceptr, Option<SyncOnDrop<'a>>)> {
-    match view {
-        Some(v) => {
-            let (ptr, guard) = v.checked_ptr(stream)?;
-            Ok((ptr, Some(guard)))
-        }
-        None => Ok((NULL, None)),
-    }
+    optional(view.map(|v| v.checked_ptr(stream)))
 }
 
 /// The address of an optional output (null when absent) and the guard to drop after the launch.
@@ -75,11 +69,15 @@ pub(crate) fn output<'a, T>(
     view: Option<&'a mut CudaViewMut<'_, T>>,
     stream: &'a CudaStream,
 ) -> Result<(CUdeviceptr, Option<SyncOnDrop<'a>>)> {
-    match view {
-        Some(v) => {
-            let (ptr, guard) = v.checked_ptr_mut(stream)?;
-            Ok((ptr, Some(guard)))
-        }
+    optional(view.map(|v| v.checked_ptr_mut(stream)))
+}
+
+/// The address and guard of a present operand, or the null address with no guard.
+fn optional(
+    ptr: Option<Result<(CUdeviceptr, SyncOnDrop<'_>)>>,
+) -> Result<(CUdeviceptr, Option<SyncOnDrop<'_>>)> {
+    match ptr.transpose()? {
+        Some((ptr, guard)) => Ok((ptr, Some(guard))),
         None => Ok((NULL, None)),
     }
 }

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::driver::{CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use crate::driver::{CudaStream, DeviceRepr, LaunchConfig};
 use crate::error::Result;
 use crate::kernels::reductions::partial_blocks;
-use crate::kernels::Kernels;
+use crate::kernels::{launch, Kernels};
 
 /// Threads per block of the partial pass.
 const PARTIAL_BLOCK: u32 = 256;
@@ -50,8 +50,8 @@ pub unsafe fn asum_raw<T: AsumElement>(
     // SAFETY: the partial pass writes one element per block, `blocks` blocks, before the final
     // pass reads them.
     let mut partials = unsafe { stream.alloc::<f64>(blocks) }?;
-    let partial = kernels.function(&format!("prism_asum_partial_{}", T::NAME))?;
-    let finalize = kernels.function(&format!("prism_asum_finalize_{}", T::NAME))?;
+    let partial = format!("prism_asum_partial_{}", T::NAME);
+    let finalize = format!("prism_asum_finalize_{}", T::NAME);
     let (count, stride, parts) = (n as u64, incx as i64, blocks as i32); // blocks <= 8 * SMs
     let cfg = LaunchConfig {
         grid_dim: (blocks as u32, 1, 1),
@@ -60,11 +60,8 @@ pub unsafe fn asum_raw<T: AsumElement>(
     };
     // SAFETY: `(x, n, incx, partials)`: reads the n strided elements the caller vouches for, writes
     // `blocks` partials (one per block).
-    unsafe {
-        stream.launch_builder(&partial).arg(&x).arg(&count).arg(&stride).arg(&mut partials).launch(cfg)
-    }?;
+    unsafe { launch!(kernels, stream, &partial, cfg, [&x, &count, &stride, &mut partials]) }?;
     let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (FINALIZE_BLOCK, 1, 1), shared_mem_bytes: 0 };
     // SAFETY: `(partials, count, out)`: reads the `blocks` partials, writes the one `T` at `out`.
-    unsafe { stream.launch_builder(&finalize).arg(&partials).arg(&parts).arg(&out).launch(one) }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, &finalize, one, [&partials, &parts, &out]) }
 }

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use crate::driver::{CudaStream, CudaView, CudaViewMut, PushKernelArg};
+use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig};
 use crate::error::Result;
 use crate::kernels::args::CheckedPtrMut as _;
-use crate::kernels::{grid, shape, Kernels};
+use crate::kernels::{grid, launch, shape, Kernels};
 
 use crate::spec::elementwise::Binary;
 
@@ -19,19 +19,9 @@ pub fn binary(
     out: &mut CudaViewMut<f32>,
 ) -> Result<()> {
     let n = shape::same_len(op.kernel(), &[("a", a.len()), ("b", b.len()), ("out", out.len())])?;
-    let function = kernels.function(op.kernel())?;
     let count = n as u64;
     // SAFETY: the kernel reads `n` elements of a and b and writes `n` of out; all three hold `n`.
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(a)
-            .arg(b)
-            .arg(out)
-            .arg(&count)
-            .launch(grid::elementwise(n, grid::Step::Map))?;
-    }
-    Ok(())
+    unsafe { launch!(kernels, stream, op.kernel(), map(n), [a, b, out, &count]) }
 }
 
 /// `out = alpha * x + y`; all three of one length.
@@ -44,20 +34,9 @@ pub(crate) fn axpy(
     out: &mut CudaViewMut<f32>,
 ) -> Result<()> {
     let n = shape::same_len("axpy", &[("x", x.len()), ("y", y.len()), ("out", out.len())])?;
-    let function = kernels.function("prism_axpy_f32")?;
     let count = n as u64;
     // SAFETY: reads n elements of x and y, writes n of out; all hold n.
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(&alpha)
-            .arg(x)
-            .arg(y)
-            .arg(out)
-            .arg(&count)
-            .launch(grid::elementwise(n, grid::Step::Map))?;
-    }
-    Ok(())
+    unsafe { launch!(kernels, stream, "prism_axpy_f32", map(n), [&alpha, x, y, out, &count]) }
 }
 
 /// `out = alpha * x`; both of one length.
@@ -69,19 +48,9 @@ pub(crate) fn scale(
     out: &mut CudaViewMut<f32>,
 ) -> Result<()> {
     let n = shape::same_len("scale", &[("x", x.len()), ("out", out.len())])?;
-    let function = kernels.function("prism_scale_f32")?;
     let count = n as u64;
     // SAFETY: reads n elements of x, writes n of out; both hold n.
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(&alpha)
-            .arg(x)
-            .arg(out)
-            .arg(&count)
-            .launch(grid::elementwise(n, grid::Step::Map))?;
-    }
-    Ok(())
+    unsafe { launch!(kernels, stream, "prism_scale_f32", map(n), [&alpha, x, out, &count]) }
 }
 
 /// `x *= alpha` in place.
@@ -95,22 +64,12 @@ pub(crate) fn scale_inplace(
     if n == 0 {
         return Ok(());
     }
-    let function = kernels.function("prism_scale_f32")?;
     let count = n as u64;
     // The kernel allows its output to alias its input, so the one buffer is passed as both; the
     // guard records the write for other streams when it drops after the launch.
     let (ptr, _write) = x.checked_ptr_mut(stream)?;
     // SAFETY: reads and writes the n elements `x` holds, in place, which the kernel supports.
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(&alpha)
-            .arg(&ptr)
-            .arg(&ptr)
-            .arg(&count)
-            .launch(grid::elementwise(n, grid::Step::Map))?;
-    }
-    Ok(())
+    unsafe { launch!(kernels, stream, "prism_scale_f32", map(n), [&alpha, &ptr, &ptr, &count]) }
 }
 
 /// Sets every element of `out` to `value`.
@@ -124,16 +83,13 @@ pub(crate) fn fill(
     if n == 0 {
         return Ok(());
     }
-    let function = kernels.function("prism_fill_f32")?;
     let count = n as u64;
+    let config = grid::elementwise(n, grid::Step::Vector);
     // SAFETY: writes n elements of out, which holds n.
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(out)
-            .arg(&value)
-            .arg(&count)
-            .launch(grid::elementwise(n, grid::Step::Vector))?;
-    }
-    Ok(())
+    unsafe { launch!(kernels, stream, "prism_fill_f32", config, [out, &value, &count]) }
+}
+
+/// The launch of the map kernels over `n` elements.
+fn map(n: usize) -> LaunchConfig {
+    grid::elementwise(n, grid::Step::Map)
 }

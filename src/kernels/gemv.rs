@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig};
 use crate::error::Result;
-use crate::kernels::{args, grid, Kernels};
+use crate::kernels::{args, grid, launch, Kernels};
 
 /// Warps (rows) per block of the row-per-warp kernel.
 const ROWS_PER_BLOCK: usize = 8;
@@ -37,7 +37,6 @@ pub fn gemv(
         return Ok(());
     }
     let (m, n, lda) = ints(&dims, OP)?;
-    let function = kernels.function(OP)?;
     let cfg = LaunchConfig {
         grid_dim: (dims.m.div_ceil(ROWS_PER_BLOCK) as u32, 1, 1),
         block_dim: (32 * ROWS_PER_BLOCK as u32, 1, 1),
@@ -45,20 +44,7 @@ pub fn gemv(
     };
     // SAFETY: A holds (m - 1) * lda + n elements, x n, y m (checked above); y is read only when
     // beta != 0.
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(a)
-            .arg(x)
-            .arg(y)
-            .arg(&m)
-            .arg(&n)
-            .arg(&lda)
-            .arg(&dims.alpha)
-            .arg(&dims.beta)
-            .launch(cfg)
-    }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, cfg, [a, x, y, &m, &n, &lda, &dims.alpha, &dims.beta]) }
 }
 
 /// Row splits of the transposed kernel for `[m, n]`: `(splits, rows_per_split)`, enough blocks to
@@ -87,26 +73,22 @@ pub fn gemv_t(
     }
     let (m, n, lda) = ints(&dims, OP)?;
     let (splits, rows_per_split) = transposed_splits(dims.m, dims.n, kernels.multiprocessors());
-    let finalize = kernels.function("prism_gemv_t_finalize_f32")?;
+    const FINALIZE: &str = "prism_gemv_t_finalize_f32";
     let finalize_cfg = grid::elementwise(dims.n, grid::Step::Scalar);
     if dims.m == 0 {
         // No rows: y = beta * y (or zeros), with no partials to add.
         let none = 0i32;
         // SAFETY: splits = 0, so the partial pointer is not read; y holds n elements.
-        unsafe {
-            stream
-                .launch_builder(&finalize)
-                .arg(&args::NULL)
-                .arg(y)
-                .arg(&n)
-                .arg(&none)
-                .arg(&dims.alpha)
-                .arg(&dims.beta)
-                .launch(finalize_cfg)
-        }?;
-        return Ok(());
+        return unsafe {
+            launch!(
+                kernels,
+                stream,
+                FINALIZE,
+                finalize_cfg,
+                [&args::NULL, y, &n, &none, &dims.alpha, &dims.beta]
+            )
+        };
     }
-    let partial = kernels.function("prism_gemv_t_partial_f32")?;
     // SAFETY: every (split, column) pair is written by the partial kernel before it is read.
     let mut partials = unsafe { stream.alloc::<f32>(splits * dims.n) }?;
     let (splits_i, rps) = (splits as i32, rows_per_split as i32);
@@ -117,30 +99,18 @@ pub fn gemv_t(
     };
     // SAFETY: A holds (m - 1) * lda + n elements and x m (checked above); partials holds splits * n.
     unsafe {
-        stream
-            .launch_builder(&partial)
-            .arg(a)
-            .arg(x)
-            .arg(&mut partials)
-            .arg(&m)
-            .arg(&n)
-            .arg(&lda)
-            .arg(&rps)
-            .launch(cfg)
+        launch!(kernels, stream, "prism_gemv_t_partial_f32", cfg, [a, x, &mut partials, &m, &n, &lda, &rps])
     }?;
     // SAFETY: reads splits * n partials, writes n elements of y (reads them when beta != 0).
     unsafe {
-        stream
-            .launch_builder(&finalize)
-            .arg(&partials)
-            .arg(y)
-            .arg(&n)
-            .arg(&splits_i)
-            .arg(&dims.alpha)
-            .arg(&dims.beta)
-            .launch(finalize_cfg)
-    }?;
-    Ok(())
+        launch!(
+            kernels,
+            stream,
+            FINALIZE,
+            finalize_cfg,
+            [&partials, y, &n, &splits_i, &dims.alpha, &dims.beta]
+        )
+    }
 }
 
 #[cfg(test)]

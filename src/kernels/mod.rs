@@ -50,3 +50,26 @@ pub(crate) fn images() -> impl Iterator<Item = KernelImage> {
 pub fn image(family: &str) -> Option<KernelImage> {
     images().find(|i| i.family == family)
 }
+
+/// Launches a built-in kernel with `config` and its arguments in the kernel's order, each pushed
+/// with [`PushKernelArg::arg`](crate::driver::PushKernelArg::arg), as a `Result<()>` (an unknown
+/// kernel, a refused launch): `launch!(kernels, stream, name, config, [args...])` looks the kernel
+/// up by name, `launch!(stream, &function, config, [args...])` takes one already looked up.
+///
+/// It expands to a call of the unsafe `LaunchArgs::launch`, so it stands in an `unsafe` block
+/// whose `SAFETY` comment says why the arguments are what the kernel takes and why the buffers
+/// hold what it reads and writes.
+macro_rules! launch {
+    ($stream:expr, $function:expr, $config:expr, [$($arg:expr),+ $(,)?]) => {{
+        let mut launch = $stream.launch_builder($function);
+        $( $crate::driver::PushKernelArg::arg(&mut launch, $arg); )+
+        launch.launch($config).map(drop).map_err($crate::error::Error::from)
+    }};
+    ($kernels:expr, $stream:expr, $name:expr, $config:expr, [$($arg:expr),+ $(,)?]) => {
+        match $kernels.function($name) {
+            Ok(function) => $crate::kernels::launch!($stream, &function, $config, [$($arg),+]),
+            Err(e) => Err(e),
+        }
+    };
+}
+pub(crate) use launch;

@@ -6,14 +6,14 @@
 use std::sync::Arc;
 
 use crate::driver::sys::CUdeviceptr;
-use crate::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchArgs, LaunchConfig, PushKernelArg};
+use crate::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
 use crate::error::{Error, Result};
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::gemv;
-use crate::kernels::{args, grid, shape, Kernels};
+use crate::kernels::{args, grid, launch, shape, Kernels};
 use crate::spec::gemv::Gemv;
 
-use crate::spec::neuromorphic::{Csr, Patterns, Reservoir};
+use crate::spec::neuromorphic::{Csr, Patterns, ReservoirWeights};
 
 /// Threads per block of the warp-per-row kernels.
 const WARP_BLOCK: usize = 256;
@@ -110,19 +110,8 @@ pub fn matvec_input(
         return Ok(());
     }
     let (nr, ni) = (args::int(OP, "n_reservoir", n_reservoir)?, args::int(OP, "n_inputs", n_inputs)?);
-    let function = kernels.function(OP)?;
     // SAFETY: w_in holds n_reservoir * n_inputs elements, u n_inputs, out n_reservoir (checked).
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(w_in)
-            .arg(u)
-            .arg(out)
-            .arg(&nr)
-            .arg(&ni)
-            .launch(warp_per_row(n_reservoir))
-    }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, warp_per_row(n_reservoir), [w_in, u, out, &nr, &ni]) }
 }
 
 /// `out = W x` for an `[n, n]` reservoir, `n = x.len()`; `out` of `n`, a different buffer from `x`.
@@ -154,33 +143,20 @@ fn reservoir_launch(
     if n == 0 {
         return Ok(());
     }
-    let ni = args::int(OP, "n", n)?;
+    let (ni, config) = (args::int(OP, "n", n)?, warp_per_row(n));
     match w {
-        DeviceReservoir::Dense(w) => {
-            let function = kernels.function("matvec_reservoir_kernel")?;
-            // SAFETY: w holds n * n elements (checked), x and out n each.
-            unsafe {
-                stream.launch_builder(&function).arg(w).arg(&x).arg(&out).arg(&ni).launch(warp_per_row(n))
-            }?;
-        }
-        DeviceReservoir::Csr(csr) => {
-            let function = kernels.function("matvec_reservoir_csr_kernel")?;
-            // SAFETY: the CSR arrays were checked on upload (offsets within the entries, columns
-            // below n); x and out hold n each.
-            unsafe {
-                stream
-                    .launch_builder(&function)
-                    .arg(&csr.row_ptr)
-                    .arg(&csr.col_idx)
-                    .arg(&csr.values)
-                    .arg(&x)
-                    .arg(&out)
-                    .arg(&ni)
-                    .launch(warp_per_row(n))
-            }?;
-        }
+        // SAFETY: w holds n * n elements (checked), x and out n each.
+        DeviceReservoir::Dense(w) => unsafe {
+            launch!(kernels, stream, "matvec_reservoir_kernel", config, [w, &x, &out, &ni])
+        },
+        // SAFETY: the CSR arrays were checked on upload (offsets within the entries, columns below
+        // n); x and out hold n each.
+        DeviceReservoir::Csr(csr) => unsafe {
+            let name = "matvec_reservoir_csr_kernel";
+            let (row_ptr, col_idx, values) = (&csr.row_ptr, &csr.col_idx, &csr.values);
+            launch!(kernels, stream, name, config, [row_ptr, col_idx, values, &x, &out, &ni])
+        },
     }
-    Ok(())
 }
 
 /// One echo-state step out of place in one launch: `out = (1 - leak) * x + leak * tanh(W_in u + W x)`,
@@ -204,47 +180,28 @@ pub fn reservoir_update(
         return Ok(());
     }
     let (ni, n_in) = (args::int(OP, "n", n)?, args::int(OP, "n_inputs", u.len())?);
+    let config = warp_per_row(n);
     match w {
-        DeviceReservoir::Dense(w) => {
-            let function = kernels.function("reservoir_update_kernel")?;
-            // SAFETY: w holds n * n elements, w_in n * n_in, u n_in, x and out n (checked); out is
-            // a mutable view, so it cannot overlap the shared view x.
-            unsafe {
-                stream
-                    .launch_builder(&function)
-                    .arg(w)
-                    .arg(w_in)
-                    .arg(u)
-                    .arg(x)
-                    .arg(out)
-                    .arg(&ni)
-                    .arg(&n_in)
-                    .arg(&leak)
-                    .launch(warp_per_row(n))
-            }?;
-        }
-        DeviceReservoir::Csr(csr) => {
-            let function = kernels.function("reservoir_update_csr_kernel")?;
-            // SAFETY: the CSR arrays were checked on upload (offsets within the entries, columns
-            // below n); w_in holds n * n_in, u n_in, x and out n (checked); out cannot overlap x.
-            unsafe {
-                stream
-                    .launch_builder(&function)
-                    .arg(&csr.row_ptr)
-                    .arg(&csr.col_idx)
-                    .arg(&csr.values)
-                    .arg(w_in)
-                    .arg(u)
-                    .arg(x)
-                    .arg(out)
-                    .arg(&ni)
-                    .arg(&n_in)
-                    .arg(&leak)
-                    .launch(warp_per_row(n))
-            }?;
-        }
+        // SAFETY: w holds n * n elements, w_in n * n_in, u n_in, x and out n (checked); out is a
+        // mutable view, so it cannot overlap the shared view x.
+        DeviceReservoir::Dense(w) => unsafe {
+            let name = "reservoir_update_kernel";
+            launch!(kernels, stream, name, config, [w, w_in, u, x, out, &ni, &n_in, &leak])
+        },
+        // SAFETY: the CSR arrays were checked on upload (offsets within the entries, columns below
+        // n); w_in holds n * n_in, u n_in, x and out n (checked); out cannot overlap x.
+        DeviceReservoir::Csr(csr) => unsafe {
+            let name = "reservoir_update_csr_kernel";
+            let (row_ptr, col_idx, values) = (&csr.row_ptr, &csr.col_idx, &csr.values);
+            launch!(
+                kernels,
+                stream,
+                name,
+                config,
+                [row_ptr, col_idx, values, w_in, u, x, out, &ni, &n_in, &leak]
+            )
+        },
     }
-    Ok(())
 }
 
 /// `x = (1 - leak) * x + leak * tanh(drive)` in place; both of one length.
@@ -260,19 +217,10 @@ pub fn leaky_integration(
     if n == 0 {
         return Ok(());
     }
-    let function = kernels.function(OP)?;
     let count = n as u64;
+    let config = grid::elementwise(n, grid::Step::Map);
     // SAFETY: x and drive hold n elements each.
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(x)
-            .arg(drive)
-            .arg(&leak)
-            .arg(&count)
-            .launch(grid::elementwise(n, grid::Step::Map))
-    }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, config, [x, drive, &leak, &count]) }
 }
 
 /// Rate-based spikes: `spikes[t * n + i] = 1` when `uniform01(seed, i, t) < rates[i]`, else 0, for
@@ -290,14 +238,10 @@ pub fn spike_encode(
     if spikes.is_empty() {
         return Ok(());
     }
-    let function = kernels.function(OP)?;
     let cfg = grid::elementwise(spikes.len(), grid::Step::Scalar);
     let (n, s) = (rates.len() as u64, args::int(OP, "steps", steps)?);
     // SAFETY: reads n rates, writes steps * n spikes (checked).
-    unsafe {
-        stream.launch_builder(&function).arg(rates).arg(spikes).arg(&n).arg(&s).arg(&seed).launch(cfg)
-    }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, cfg, [rates, spikes, &n, &s, &seed]) }
 }
 
 /// `out[k * (t - w + 1) + s]` = the sum over the window of `spikes[s + j, i] * templates[k, j, i]`.
@@ -320,21 +264,9 @@ pub fn pattern_correlation(
     args::int(OP, "p * (t - w + 1)", out.len())?;
     let (t, n) = (args::int(OP, "t", dims.t)?, args::int(OP, "n", dims.n)?);
     let (p, w) = (args::int(OP, "p", dims.p)?, args::int(OP, "w", dims.w)?);
-    let function = kernels.function(OP)?;
+    let config = warp_per_row(dims.p * dims.positions());
     // SAFETY: spikes holds t * n, templates p * w * n, out p * (t - w + 1) elements (checked).
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(spikes)
-            .arg(templates)
-            .arg(out)
-            .arg(&t)
-            .arg(&n)
-            .arg(&p)
-            .arg(&w)
-            .launch(warp_per_row(dims.p * dims.positions()))
-    }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, config, [spikes, templates, out, &t, &n, &p, &w]) }
 }
 
 /// `v[i] = 2 * uniform01(seed, i, 0) - 1`: the power iteration's start vector, uniform in `[-1, 1)`
@@ -349,18 +281,10 @@ pub fn power_iteration_init(
     if n == 0 {
         return Ok(());
     }
-    let function = kernels.function("power_iteration_init_kernel")?;
     let count = n as u64;
+    let config = grid::elementwise(n, grid::Step::Scalar);
     // SAFETY: writes the n elements of v.
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(v)
-            .arg(&count)
-            .arg(&seed)
-            .launch(grid::elementwise(n, grid::Step::Scalar))
-    }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, "power_iteration_init_kernel", config, [v, &count, &seed]) }
 }
 
 /// `norm[0] = ||w||` and `v = w / ||w||` (raw addresses of `n` elements; `v` may be `w`).
@@ -372,11 +296,9 @@ fn normalize(
     norm: &mut CudaSlice<f32>,
     n: i32,
 ) -> Result<()> {
-    let function = kernels.function("power_iteration_normalize_kernel")?;
     let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (NORMALIZE_BLOCK, 1, 1), shared_mem_bytes: 0 };
     // SAFETY: w and v address n elements (the callers' buffers), norm one; v may alias w.
-    unsafe { stream.launch_builder(&function).arg(&w).arg(&v).arg(norm).arg(&n).launch(cfg) }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, "power_iteration_normalize_kernel", cfg, [&w, &v, norm, &n]) }
 }
 
 /// Spectral-radius estimate of an `[n, n]` reservoir by `iters` steps of power iteration from the
@@ -474,7 +396,7 @@ struct HostStack {
 }
 
 /// Stacks `members` (each checked as an `[n, n]` reservoir) for the batched kernels.
-fn stack(op: &'static str, members: &[Reservoir<'_>], n: usize) -> Result<HostStack> {
+fn stack(op: &'static str, members: &[ReservoirWeights<'_>], n: usize) -> Result<HostStack> {
     if members.is_empty() {
         return Err(Error::Shape { op, expected: "at least one reservoir".into(), got: "none".into() });
     }
@@ -485,7 +407,7 @@ fn stack(op: &'static str, members: &[Reservoir<'_>], n: usize) -> Result<HostSt
         w.check(op, n)?;
     }
     let square = shape::elements(op, "a dense member", &[n, n])?;
-    let dense_members = members.iter().filter(|w| matches!(w, Reservoir::Dense(_))).count();
+    let dense_members = members.iter().filter(|w| matches!(w, ReservoirWeights::Dense(_))).count();
     let mut dense =
         Vec::with_capacity(shape::elements(op, "stacked dense matrices", &[dense_members, square])?);
     let mut dense_off = Vec::with_capacity(members.len());
@@ -494,12 +416,12 @@ fn stack(op: &'static str, members: &[Reservoir<'_>], n: usize) -> Result<HostSt
     row_ptr.push(0);
     for w in members {
         match w {
-            Reservoir::Dense(d) => {
+            ReservoirWeights::Dense(d) => {
                 dense_off.push(dense.len() as i64);
                 dense.extend_from_slice(d);
                 row_ptr.extend(std::iter::repeat_n(values.len() as i32, n));
             }
-            Reservoir::Csr(c) => {
+            ReservoirWeights::Csr(c) => {
                 dense_off.push(-1);
                 let base = values.len();
                 let end = base.checked_add(c.values.len()).filter(|&e| i32::try_from(e).is_ok());
@@ -532,7 +454,7 @@ fn stack(op: &'static str, members: &[Reservoir<'_>], n: usize) -> Result<HostSt
 
 impl DeviceReservoirStack {
     /// Checks `members` as `[n, n]` reservoirs and stacks them on the device, in order.
-    pub fn upload(stream: &Arc<CudaStream>, members: &[Reservoir<'_>], n: usize) -> Result<Self> {
+    pub fn upload(stream: &Arc<CudaStream>, members: &[ReservoirWeights<'_>], n: usize) -> Result<Self> {
         let h = stack("DeviceReservoirStack::upload", members, n)?;
         Ok(Self {
             dense: stream.clone_htod(&h.dense)?,
@@ -612,31 +534,19 @@ pub fn reservoir_update_batched(
     }
     let (n, n_in) = (w.n as i32, u.len() as i32); // both checked to fit
     let (cfg, row_blocks) = batched_grid(w.batch, w.n);
-    let function = kernels.function(OP)?;
+    let DeviceReservoirStack { dense, dense_off, row_ptr, col_idx, values, .. } = w;
     // SAFETY: the stack was checked on upload (each dense member n * n at its offset, each CSR
     // member's offsets within the entries and columns below n, batch * n rows); w_in holds
     // batch * n * n_in, u n_in, leaks batch, x and out batch * n (checked); out is a mutable view,
     // so it cannot overlap the shared view x.
     unsafe {
-        w.push_args(&mut stream.launch_builder(&function))
-            .arg(w_in)
-            .arg(u)
-            .arg(leaks)
-            .arg(x)
-            .arg(out)
-            .arg(&n)
-            .arg(&n_in)
-            .arg(&row_blocks)
-            .launch(cfg)
-    }?;
-    Ok(())
-}
-
-impl DeviceReservoirStack {
-    /// The stack's five kernel arguments (`w_dense, dense_off, row_ptr, col_idx, values`), in the
-    /// batched kernels' order.
-    fn push_args<'a, 'b>(&'a self, launch: &'b mut LaunchArgs<'a>) -> &'b mut LaunchArgs<'a> {
-        launch.arg(&self.dense).arg(&self.dense_off).arg(&self.row_ptr).arg(&self.col_idx).arg(&self.values)
+        launch!(
+            kernels,
+            stream,
+            OP,
+            cfg,
+            [dense, dense_off, row_ptr, col_idx, values, w_in, u, leaks, x, out, &n, &n_in, &row_blocks]
+        )
     }
 }
 
@@ -658,18 +568,18 @@ pub fn matvec_reservoir_batched(
     }
     let n = w.n as i32;
     let (cfg, row_blocks) = batched_grid(w.batch, w.n);
-    let function = kernels.function(OP)?;
+    let DeviceReservoirStack { dense, dense_off, row_ptr, col_idx, values, .. } = w;
     // SAFETY: the stack was checked on upload (see reservoir_update_batched); x and out hold
     // batch * n each (checked), out cannot overlap x.
     unsafe {
-        w.push_args(&mut stream.launch_builder(&function))
-            .arg(x)
-            .arg(out)
-            .arg(&n)
-            .arg(&row_blocks)
-            .launch(cfg)
-    }?;
-    Ok(())
+        launch!(
+            kernels,
+            stream,
+            OP,
+            cfg,
+            [dense, dense_off, row_ptr, col_idx, values, x, out, &n, &row_blocks]
+        )
+    }
 }
 
 #[cfg(test)]
@@ -687,8 +597,12 @@ mod tests {
     fn a_stack_keeps_each_members_format_and_offsets() {
         let dense = [1.0f32, 2.0, 3.0, 4.0];
         let csr = Csr { row_ptr: &[0, 1, 3], col_idx: &[1, 0, 1], values: &[5.0, 6.0, 7.0] };
-        let got =
-            stack("t", &[Reservoir::Csr(csr), Reservoir::Dense(&dense), Reservoir::Csr(csr)], 2).unwrap();
+        let got = stack(
+            "t",
+            &[ReservoirWeights::Csr(csr), ReservoirWeights::Dense(&dense), ReservoirWeights::Csr(csr)],
+            2,
+        )
+        .unwrap();
         assert_eq!(
             got,
             HostStack {
@@ -700,10 +614,10 @@ mod tests {
             }
         );
         // One format alone: the other's arrays hold one unread entry.
-        let only_dense = stack("t", &[Reservoir::Dense(&dense); 2], 2).unwrap();
+        let only_dense = stack("t", &[ReservoirWeights::Dense(&dense); 2], 2).unwrap();
         assert_eq!((only_dense.dense_off, only_dense.row_ptr), (vec![0, 4], vec![0; 5]));
         assert_eq!((only_dense.col_idx.len(), only_dense.values.len()), (1, 1));
-        assert_eq!(stack("t", &[Reservoir::Csr(csr)], 2).unwrap().dense.len(), 1);
+        assert_eq!(stack("t", &[ReservoirWeights::Csr(csr)], 2).unwrap().dense.len(), 1);
     }
 
     #[test]
@@ -711,11 +625,10 @@ mod tests {
         let dense = [0.0f32; 4];
         let csr = Csr { row_ptr: &[0, 1, 3], col_idx: &[1, 0, 2], values: &[5.0, 6.0, 7.0] };
         assert!(shape_error(stack("t", &[], 2)).contains("at least one"));
-        assert!(shape_error(stack("t", &[Reservoir::Dense(&dense[..3])], 2)).contains("w"));
-        assert!(
-            shape_error(stack("t", &[Reservoir::Dense(&dense), Reservoir::Csr(csr)], 2)).contains("column")
-        );
-        assert!(shape_error(stack("t", &[Reservoir::Dense(&dense)], 1 << 31)).contains("batch * n"));
+        assert!(shape_error(stack("t", &[ReservoirWeights::Dense(&dense[..3])], 2)).contains("w"));
+        assert!(shape_error(stack("t", &[ReservoirWeights::Dense(&dense), ReservoirWeights::Csr(csr)], 2))
+            .contains("column"));
+        assert!(shape_error(stack("t", &[ReservoirWeights::Dense(&dense)], 1 << 31)).contains("batch * n"));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::driver::sys::CUdeviceptr;
 use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use crate::error::{Error, Result};
 use crate::kernels::args::{self, CheckedPtr as _, CheckedPtrMut as _};
-use crate::kernels::{grid, shape, Kernels};
+use crate::kernels::{grid, launch, shape, Kernels};
 
 /// Rows per block of the one-warp-per-row loss kernels (256 threads).
 const ROWS_PER_BLOCK: usize = 8;
@@ -40,12 +40,8 @@ pub(crate) fn bias_add(
     let (r, c) = (args::int(OP, "rows", rows)?, args::int(OP, "cols", cols)?);
     let (bp, _read) = bias.checked_ptr(stream)?;
     let (yp, _write) = y.checked_ptr_mut(stream)?;
-    let function = kernels.function(OP)?;
-    let mut launch = stream.launch_builder(&function);
-    launch.arg(&yp).arg(&bp).arg(&r).arg(&c);
     // SAFETY: y holds rows * cols elements and bias cols (checked above); the kernel touches no others.
-    unsafe { launch.launch(grid::elementwise(n, grid::Step::Scalar)) }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, scalar(n), [&yp, &bp, &r, &c]) }
 }
 
 /// `db[c] = sum_r dy[r, c]` for `dy` `[rows, cols]` (deterministic; `rows == 0` gives zeros).
@@ -66,9 +62,6 @@ pub(crate) fn bias_grad(
     let (r, c) = (args::int(OP, "rows", rows)?, args::int(OP, "cols", cols)?);
     let (gp, _read) = dy.checked_ptr(stream)?;
     let (dp, _write) = db.checked_ptr_mut(stream)?;
-    let function = kernels.function(OP)?;
-    let mut launch = stream.launch_builder(&function);
-    launch.arg(&gp).arg(&dp).arg(&r).arg(&c);
     let cfg = LaunchConfig {
         grid_dim: (cols.div_ceil(32) as u32, 1, 1),
         block_dim: (32, 8, 1),
@@ -76,8 +69,7 @@ pub(crate) fn bias_grad(
     };
     // SAFETY: dy holds rows * cols elements and db cols (checked above); the kernel reads dy at
     // r * cols + c and writes db at c for r < rows, c < cols.
-    unsafe { launch.launch(cfg) }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, cfg, [&gp, &dp, &r, &c]) }
 }
 
 /// Per-row outputs of a fused loss: the loss of each row, and (cross-entropy) 1 where the row's
@@ -121,13 +113,10 @@ pub(crate) fn softmax_xent(
     let (gp, _g) = args::output(out.grad, stream)?;
     let (op, _o) = out.loss.checked_ptr_mut(stream)?;
     let (cp, _c) = correct.checked_ptr_mut(stream)?;
-    let function = kernels.function(OP)?;
-    let mut launch = stream.launch_builder(&function);
-    launch.arg(&xp).arg(&lp).arg(&gp).arg(&op).arg(&cp).arg(&out.grad_scale).arg(&r).arg(&c);
+    let config = rows_config(rows);
     // SAFETY: logits (and grad, when given) hold rows * cols elements, labels, loss and correct
     // rows (checked above); the kernel reads a row's logits only at a label inside 0..cols.
-    unsafe { launch.launch(rows_config(rows)) }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, config, [&xp, &lp, &gp, &op, &cp, &out.grad_scale, &r, &c]) }
 }
 
 /// Mean squared error of each row of `pred` against `target` (both `[rows, cols]`): `loss[r] =
@@ -158,12 +147,9 @@ pub(crate) fn mse(
     let (tp, _t) = target.checked_ptr(stream)?;
     let (gp, _g) = args::output(out.grad, stream)?;
     let (op, _o) = out.loss.checked_ptr_mut(stream)?;
-    let function = kernels.function(OP)?;
-    let mut launch = stream.launch_builder(&function);
-    launch.arg(&pp).arg(&tp).arg(&gp).arg(&op).arg(&out.grad_scale).arg(&r).arg(&c);
+    let config = rows_config(rows);
     // SAFETY: pred, target (and grad) hold rows * cols elements and loss rows (checked above).
-    unsafe { launch.launch(rows_config(rows)) }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, config, [&pp, &tp, &gp, &op, &out.grad_scale, &r, &c]) }
 }
 
 /// Inverted dropout: `y = u > p ? x / (1 - p) : 0` with uniforms `u` in (0, 1]; `p` in `[0, 1)`.
@@ -182,17 +168,12 @@ pub(crate) fn dropout(
     if n == 0 {
         return Ok(());
     }
-    let scale = 1.0 / (1.0 - p);
-    let count = n as u64;
+    let (scale, count) = (1.0 / (1.0 - p), n as u64);
     let (xp, _x) = x.checked_ptr(stream)?;
     let (up, _u) = u.checked_ptr(stream)?;
     let (yp, _y) = y.checked_ptr_mut(stream)?;
-    let function = kernels.function(OP)?;
-    let mut launch = stream.launch_builder(&function);
-    launch.arg(&xp).arg(&up).arg(&yp).arg(&p).arg(&scale).arg(&count);
     // SAFETY: x, u and y hold n elements (checked above); the kernel touches indices below n.
-    unsafe { launch.launch(grid::elementwise(n, grid::Step::Scalar)) }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, scalar(n), [&xp, &up, &yp, &p, &scale, &count]) }
 }
 
 /// An element type that rows can be gathered of.
@@ -239,13 +220,9 @@ pub(crate) fn gather_rows<T: GatherElement>(
     let (sp, _s) = src.checked_ptr(stream)?;
     let (ip, _i) = index.checked_ptr(stream)?;
     let (dp, _d) = dst.checked_ptr_mut(stream)?;
-    let function = kernels.function(op)?;
-    let mut launch = stream.launch_builder(&function);
-    launch.arg(&sp).arg(&ip).arg(&dp).arg(&sr).arg(&r).arg(&c);
     // SAFETY: dst holds rows * cols elements and index rows; the kernel reads src only at rows
     // below src_rows (its own check), each of cols elements.
-    unsafe { launch.launch(grid::elementwise(n, grid::Step::Scalar)) }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, op, scalar(n), [&sp, &ip, &dp, &sr, &r, &c]) }
 }
 
 /// One optimiser step over all `params` with their `grads` and the rule's `state` (see
@@ -272,9 +249,8 @@ pub(crate) fn optimizer_step(
     let function = kernels.function(op)?;
     let (pp, _p) = params.checked_ptr_mut(stream)?;
     let (gp, _g) = grads.checked_ptr(stream)?;
-    let (sp, _s): (CUdeviceptr, _) = state.checked_ptr_mut(stream)?;
-    // The second moment follows the first in `state` (Adam, AdamW).
-    let vp = sp + (n * std::mem::size_of::<f32>()) as CUdeviceptr;
+    let (sp, _s) = state.checked_ptr_mut(stream)?;
+    let vp = second_moment(sp, n);
     let mut launch = stream.launch_builder(&function);
     launch.arg(&pp).arg(&gp).arg(&sp);
     match &opt {
@@ -291,7 +267,7 @@ pub(crate) fn optimizer_step(
     launch.arg(&count);
     // SAFETY: params and grads hold n elements, state n (SGD) or 2n (Adam: m at sp, v at sp + n
     // floats), checked above; the kernel touches indices below n of each.
-    unsafe { launch.launch(grid::elementwise(n, grid::Step::Scalar)) }?;
+    unsafe { launch.launch(scalar(n)) }?;
     Ok(())
 }
 
@@ -327,34 +303,35 @@ pub(crate) fn optimizer_step_scheduled(
         return Ok(());
     }
     let (schedp, _sched) = sched.checked_ptr_mut(stream)?;
-    {
-        let tick = kernels.function("prism_adam_tick_f32")?;
-        let mut launch = stream.launch_builder(&tick);
-        launch.arg(&schedp).arg(&lr).arg(&beta1).arg(&beta2).arg(&decoupled);
-        let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: sched holds SCHEDULE_LEN elements (checked above); one thread writes them.
-        unsafe { launch.launch(one) }?;
-    }
+    let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: sched holds SCHEDULE_LEN elements (checked above); one thread writes them.
+    unsafe {
+        launch!(kernels, stream, "prism_adam_tick_f32", one, [&schedp, &lr, &beta1, &beta2, &decoupled])
+    }?;
     let count = n as u64;
-    let function = kernels.function(OP)?;
     let (pp, _p) = params.checked_ptr_mut(stream)?;
     let (gp, _g) = grads.checked_ptr(stream)?;
     let (sp, _s) = state.checked_ptr_mut(stream)?;
-    let vp = sp + (n * std::mem::size_of::<f32>()) as CUdeviceptr;
-    let mut launch = stream.launch_builder(&function);
-    launch
-        .arg(&pp)
-        .arg(&gp)
-        .arg(&sp)
-        .arg(&vp)
-        .arg(&beta1)
-        .arg(&beta2)
-        .arg(&eps)
-        .arg(&l2)
-        .arg(&schedp)
-        .arg(&count);
+    let vp = second_moment(sp, n);
     // SAFETY: params and grads hold n elements, state 2n (m, then v at sp + n floats), sched
     // SCHEDULE_LEN (all checked above); the kernel touches indices below n and reads sched[1..4].
-    unsafe { launch.launch(grid::elementwise(n, grid::Step::Scalar)) }?;
-    Ok(())
+    unsafe {
+        launch!(
+            kernels,
+            stream,
+            OP,
+            scalar(n),
+            [&pp, &gp, &sp, &vp, &beta1, &beta2, &eps, &l2, &schedp, &count]
+        )
+    }
+}
+
+/// The address of Adam's second moment in `state`: it follows the first, `n` floats from `state`.
+fn second_moment(state: CUdeviceptr, n: usize) -> CUdeviceptr {
+    state + (n * std::mem::size_of::<f32>()) as CUdeviceptr
+}
+
+/// A 1-D launch of one element per thread over `n`.
+fn scalar(n: usize) -> LaunchConfig {
+    grid::elementwise(n, grid::Step::Scalar)
 }

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use half::bf16;
 
 use crate::driver::sys::CUdeviceptr;
-use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig};
 use crate::error::Result;
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::rows::{self, RowContract};
-use crate::kernels::{args, grid, shape, Kernels};
+use crate::kernels::{args, grid, launch, shape, Kernels};
 
 use crate::spec::norms::Nchw;
 use crate::spec::norms::{check_batch, check_batch_train, check_rows};
@@ -88,21 +88,7 @@ pub fn layer_norm<T: NormElement>(
     let (sp, _s) = args::output(rstd, stream)?;
     // SAFETY: x and out hold rows * cols elements, gamma/beta cols, mean/rstd rows (checked above)
     // or are null, which the kernel skips.
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(&xp)
-            .arg(&gp)
-            .arg(&bp)
-            .arg(&op_)
-            .arg(&mp)
-            .arg(&sp)
-            .arg(&r)
-            .arg(&c)
-            .arg(&eps)
-            .launch(cfg)
-    }?;
-    Ok(())
+    unsafe { launch!(stream, &function, cfg, [&xp, &gp, &bp, &op_, &mp, &sp, &r, &c, &eps]) }
 }
 
 /// RMS norm of each row of `x` (`[rows, cols]`): `out = x * rsqrt(mean(x^2) + eps) * gamma`; absent
@@ -140,19 +126,7 @@ pub fn rms_norm<T: NormElement>(
     let (op_, _o) = out.checked_ptr_mut(stream)?;
     let (sp, _s) = args::output(rstd, stream)?;
     // SAFETY: x and out hold rows * cols elements, gamma cols, rstd rows (checked above) or null.
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(&xp)
-            .arg(&gp)
-            .arg(&op_)
-            .arg(&sp)
-            .arg(&r)
-            .arg(&c)
-            .arg(&eps)
-            .launch(cfg)
-    }?;
-    Ok(())
+    unsafe { launch!(stream, &function, cfg, [&xp, &gp, &op_, &sp, &r, &c, &eps]) }
 }
 
 /// The per-channel operands of batch norm: statistics and optional gamma/beta.
@@ -197,29 +171,14 @@ fn batch_norm_launch(
         return Ok(());
     }
     let (ni, ci, hwi) = (args::int(OP, "n", n)?, args::int(OP, "c", c)?, args::int(OP, "hw", hw)?);
-    let function = kernels.function(OP)?;
     let (mp, _m) = channels.mean.checked_ptr(stream)?;
     let (vp, _v) = channels.var.checked_ptr(stream)?;
     let (gp, _g) = args::input(channels.gamma, stream)?;
     let (bp, _b) = args::input(channels.beta, stream)?;
+    let cfg = grid::elementwise(len, grid::Step::Vector);
     // SAFETY: x and out address n * c * hw elements (checked by the callers and above), the
     // per-channel operands c elements or null; out may alias x.
-    unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(&x)
-            .arg(&out)
-            .arg(&mp)
-            .arg(&vp)
-            .arg(&gp)
-            .arg(&bp)
-            .arg(&ni)
-            .arg(&ci)
-            .arg(&hwi)
-            .arg(&eps)
-            .launch(grid::elementwise(len, grid::Step::Vector))
-    }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, cfg, [&x, &out, &mp, &vp, &gp, &bp, &ni, &ci, &hwi, &eps]) }
 }
 
 /// Batch norm with given statistics (inference): `out = (x - mean[c]) * (gamma[c] * rsqrt(var[c] +
@@ -290,8 +249,6 @@ pub fn batch_norm_stats(
         return Ok(());
     }
     let (ni, ci, hwi) = (args::int(OP, "n", n)?, args::int(OP, "c", c)?, args::int(OP, "hw", hw)?);
-    let partials = kernels.function("prism_batch_norm_partials_f32")?;
-    let finish = kernels.function("prism_batch_norm_finish_f32")?;
     let momentum = running.as_ref().map_or(0.0, |r| r.momentum);
     let (rm, rv) = match running {
         Some(r) => (Some(r.mean), Some(r.var)),
@@ -321,7 +278,7 @@ pub fn batch_norm_stats(
     // SAFETY: x holds n * c * hw elements (checked above); block (ch, s) writes part's triple
     // ch * slices + s, inside its 3 * c * slices values.
     unsafe {
-        stream.launch_builder(&partials).arg(&xp).arg(&pp).arg(&ni).arg(&ci).arg(&hwi).arg(&si).launch(cfg)
+        launch!(kernels, stream, "prism_batch_norm_partials_f32", cfg, [&xp, &pp, &ni, &ci, &hwi, &si])
     }?;
     let cfg = LaunchConfig {
         grid_dim: (c.div_ceil(BLOCK as usize) as u32, 1, 1),
@@ -331,17 +288,12 @@ pub fn batch_norm_stats(
     // SAFETY: reads the c * slices triples written above; writes mean/var and the running
     // statistics, c each (checked above) or null; one thread per channel.
     unsafe {
-        stream
-            .launch_builder(&finish)
-            .arg(&pp)
-            .arg(&si)
-            .arg(&ci)
-            .arg(&mp)
-            .arg(&vp)
-            .arg(&rmp)
-            .arg(&rvp)
-            .arg(&momentum)
-            .launch(cfg)
-    }?;
-    Ok(())
+        launch!(
+            kernels,
+            stream,
+            "prism_batch_norm_finish_f32",
+            cfg,
+            [&pp, &si, &ci, &mp, &vp, &rmp, &rvp, &momentum]
+        )
+    }
 }

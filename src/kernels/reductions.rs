@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig};
 use crate::error::{Error, Result};
-use crate::kernels::{args, Kernels};
+use crate::kernels::{args, launch, Kernels};
 
 use crate::spec::reductions::{check_rows, Reduce};
 
@@ -23,6 +23,17 @@ const BLOCKS_PER_SM: usize = 8;
 /// device, so the result is deterministic.
 pub(crate) fn partial_blocks(n: usize, multiprocessors: u32) -> usize {
     n.div_ceil(ELEMENTS_PER_BLOCK).clamp(1, BLOCKS_PER_SM * multiprocessors as usize)
+}
+
+/// The partial blocks for `n` elements and their launch.
+fn partial_grid(n: usize, kernels: &Kernels) -> (usize, LaunchConfig) {
+    let blocks = partial_blocks(n, kernels.multiprocessors());
+    let cfg = LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (PARTIAL_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    (blocks, cfg)
 }
 
 fn one_block(threads: u32) -> LaunchConfig {
@@ -56,51 +67,28 @@ pub fn reduce(
     };
     check_scalar(name, out)?;
     let n = x.len();
-    let blocks = partial_blocks(n, kernels.multiprocessors());
-    let count = n as u64;
-    let cfg = LaunchConfig {
-        grid_dim: (blocks as u32, 1, 1),
-        block_dim: (PARTIAL_BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let blocks_i = blocks as i32; // at most 8 * SMs
+    let (blocks, cfg) = partial_grid(n, kernels);
+    let (count, blocks_i) = (n as u64, blocks as i32); // at most 8 * SMs
+    let finish = one_block(FINALIZE_BLOCK);
     match op {
         Reduce::Sum | Reduce::Mean => {
             let mut parts = partials::<f64>(stream, blocks)?;
-            let partial = kernels.function("prism_sum_partial_f32")?;
-            let finalize = kernels.function("prism_sum_finalize_f32")?;
             let scale = if op == Reduce::Mean { (1.0 / n as f64) as f32 } else { 1.0 };
             // SAFETY: reads n elements of x, writes `blocks` partials (one per block).
-            unsafe { stream.launch_builder(&partial).arg(x).arg(&mut parts).arg(&count).launch(cfg) }?;
+            unsafe { launch!(kernels, stream, "prism_sum_partial_f32", cfg, [x, &mut parts, &count]) }?;
             // SAFETY: reads the `blocks` partials, writes out[0]; out holds one element.
             unsafe {
-                stream
-                    .launch_builder(&finalize)
-                    .arg(&parts)
-                    .arg(&blocks_i)
-                    .arg(out)
-                    .arg(&scale)
-                    .launch(one_block(FINALIZE_BLOCK))
-            }?;
+                launch!(kernels, stream, "prism_sum_finalize_f32", finish, [&parts, &blocks_i, out, &scale])
+            }
         }
         Reduce::Max => {
             let mut parts = partials::<f32>(stream, blocks)?;
-            let partial = kernels.function("prism_max_partial_f32")?;
-            let finalize = kernels.function("prism_max_finalize_f32")?;
             // SAFETY: reads n elements of x, writes `blocks` partials.
-            unsafe { stream.launch_builder(&partial).arg(x).arg(&mut parts).arg(&count).launch(cfg) }?;
+            unsafe { launch!(kernels, stream, "prism_max_partial_f32", cfg, [x, &mut parts, &count]) }?;
             // SAFETY: reads the partials, writes out[0].
-            unsafe {
-                stream
-                    .launch_builder(&finalize)
-                    .arg(&parts)
-                    .arg(&blocks_i)
-                    .arg(out)
-                    .launch(one_block(FINALIZE_BLOCK))
-            }?;
+            unsafe { launch!(kernels, stream, "prism_max_finalize_f32", finish, [&parts, &blocks_i, out]) }
         }
     }
-    Ok(())
 }
 
 /// `index[0]` = the first index of the maximum of `x` (NaN skipped; 0 when every element is NaN),
@@ -125,34 +113,26 @@ pub fn argmax(
             got: "0 elements".into(),
         });
     }
-    let blocks = partial_blocks(n, kernels.multiprocessors());
+    let (blocks, cfg) = partial_grid(n, kernels);
     let (count, blocks_i) = (n as u64, blocks as i32);
     let mut values = partials::<f32>(stream, blocks)?;
     let mut indices = partials::<u64>(stream, blocks)?;
-    let partial = kernels.function("prism_argmax_partial_f32")?;
-    let finalize = kernels.function("prism_argmax_finalize_f32")?;
-    let cfg = LaunchConfig {
-        grid_dim: (blocks as u32, 1, 1),
-        block_dim: (PARTIAL_BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
     // SAFETY: reads n elements of x, writes `blocks` values and indices.
     unsafe {
-        stream.launch_builder(&partial).arg(x).arg(&mut values).arg(&mut indices).arg(&count).launch(cfg)
+        launch!(kernels, stream, "prism_argmax_partial_f32", cfg, [x, &mut values, &mut indices, &count])
     }?;
     let (vp, _v) = args::output(value, stream)?;
+    let finish = one_block(FINALIZE_BLOCK);
     // SAFETY: reads the partials, writes index[0] and value[0] (or skips the null value).
     unsafe {
-        stream
-            .launch_builder(&finalize)
-            .arg(&values)
-            .arg(&indices)
-            .arg(&blocks_i)
-            .arg(index)
-            .arg(&vp)
-            .launch(one_block(FINALIZE_BLOCK))
-    }?;
-    Ok(())
+        launch!(
+            kernels,
+            stream,
+            "prism_argmax_finalize_f32",
+            finish,
+            [&values, &indices, &blocks_i, index, &vp]
+        )
+    }
 }
 
 /// Threads per block for per-row reductions of `cols`: one per 16 elements, whole warps, 32 to 512.
@@ -174,18 +154,7 @@ pub fn rows(
     rows: usize,
     cols: usize,
 ) -> Result<()> {
-    let name = op.row_kernel();
-    check_rows(name, x.len(), out.len(), rows, cols)?;
-    if rows == 0 {
-        return Ok(());
-    }
-    let (r, c) = (args::int(name, "rows", rows)?, args::int(name, "cols", cols)?);
-    let function = kernels.function(name)?;
-    // SAFETY: reads rows * cols elements of x, writes rows of out (checked above).
-    unsafe {
-        stream.launch_builder(&function).arg(x).arg(out).arg(&r).arg(&c).launch(row_config(rows, cols))
-    }?;
-    Ok(())
+    per_row(kernels, stream, op.row_kernel(), x, out, rows, cols)
 }
 
 /// `out[r]` = the first column index of the maximum of row `r` (NaN skipped; 0 for an all-NaN row).
@@ -197,18 +166,26 @@ pub fn row_argmax(
     rows: usize,
     cols: usize,
 ) -> Result<()> {
-    const OP: &str = "prism_row_argmax_f32";
-    check_rows(OP, x.len(), out.len(), rows, cols)?;
+    per_row(kernels, stream, "prism_row_argmax_f32", x, out, rows, cols)
+}
+
+/// `out[r]` = the kernel `name`'s reduction of row `r` of `x` (`[rows, cols]`), one block a row.
+fn per_row<T>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    name: &'static str,
+    x: &CudaView<f32>,
+    out: &mut CudaViewMut<T>,
+    rows: usize,
+    cols: usize,
+) -> Result<()> {
+    check_rows(name, x.len(), out.len(), rows, cols)?;
     if rows == 0 {
         return Ok(());
     }
-    let (r, c) = (args::int(OP, "rows", rows)?, args::int(OP, "cols", cols)?);
-    let function = kernels.function(OP)?;
-    // SAFETY: reads rows * cols elements of x, writes rows of out.
-    unsafe {
-        stream.launch_builder(&function).arg(x).arg(out).arg(&r).arg(&c).launch(row_config(rows, cols))
-    }?;
-    Ok(())
+    let (r, c) = (args::int(name, "rows", rows)?, args::int(name, "cols", cols)?);
+    // SAFETY: reads rows * cols elements of x, writes rows of out (checked above).
+    unsafe { launch!(kernels, stream, name, row_config(rows, cols), [x, out, &r, &c]) }
 }
 
 #[cfg(test)]

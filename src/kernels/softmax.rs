@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use crate::driver::sys::CUdeviceptr;
-use crate::driver::{CudaStream, CudaView, CudaViewMut, PushKernelArg};
+use crate::driver::{CudaStream, CudaView, CudaViewMut};
 use crate::error::Result;
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::rows::{self, RowContract};
-use crate::kernels::{args, shape, Kernels};
+use crate::kernels::{args, launch, shape, Kernels};
 
 use crate::spec::softmax::Softmax;
 
@@ -29,8 +29,7 @@ fn launch(
     let cfg = rows::config(kernels, &function, CONTRACT, rows, cols)?;
     // SAFETY: x and out address rows * cols elements (checked by the callers); the kernel reads
     // row blockIdx.x of x and writes the same row of out, which may alias x.
-    unsafe { stream.launch_builder(&function).arg(&x).arg(&out).arg(&r).arg(&c).launch(cfg) }?;
-    Ok(())
+    unsafe { launch!(stream, &function, cfg, [&x, &out, &r, &c]) }
 }
 
 /// `out` = softmax (or log-softmax) of each row of `x` (`[rows, cols]`); `out` as long as `x`.

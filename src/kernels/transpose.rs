@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig};
 use crate::error::Result;
-use crate::kernels::{args, grid, shape, Kernels};
+use crate::kernels::{args, grid, launch, shape, Kernels};
 
 /// Rows and columns of the tile one block moves through shared memory.
 const TILE_ROWS: usize = 64;
@@ -41,10 +41,8 @@ pub fn transpose(
         return Ok(());
     }
     let (r, c) = (args::int(OP, "rows", rows)?, args::int(OP, "cols", cols)?);
-    let function = kernels.function(OP)?;
     // SAFETY: reads rows * cols elements of x and writes as many of out (checked above).
-    unsafe { stream.launch_builder(&function).arg(x).arg(out).arg(&r).arg(&c).launch(config(rows, cols)) }?;
-    Ok(())
+    unsafe { launch!(kernels, stream, OP, config(rows, cols), [x, out, &r, &c]) }
 }
 
 #[cfg(test)]

@@ -40,27 +40,7 @@ pub mod sys {
 
     use std::ffi::c_char;
 
-    /// Whether the NCCL library could be loaded (by this crate's loader, which
-    /// [`crate::sys::nccl_library`] gives with the reason when it could not).
-    ///
-    /// # Safety
-    /// None beyond the signature: `unsafe` as in cudarc (loading runs the library's
-    /// initialisers, which this crate's loader does once, for every caller).
-    pub unsafe fn is_culib_present() -> bool {
-        crate::sys::nccl_library().is_ok()
-    }
-
-    /// `ncclGetErrorString` through the process-wide NCCL library: NCCL's description of
-    /// `result`, or, when no NCCL library (or one without this function) could be loaded, a
-    /// sentence saying so. A static C string either way.
-    ///
-    /// # Safety
-    /// None beyond the signature: the returned string is static.
-    pub unsafe fn ncclGetErrorString(result: ncclResult_t) -> *const c_char {
-        // SAFETY: no pointer argument; NCCL returns a static string.
-        let found = crate::sys::nccl_library().map(|library| unsafe { library.ncclGetErrorString(result) });
-        crate::sys::static_text(found, c"no NCCL library is loaded to describe this code")
-    }
+    crate::sys::culib_functions!(nccl_library, "NCCL", ncclGetErrorString(ncclResult_t));
 
     /// `ncclGetLastError` through the process-wide NCCL library: NCCL's message about the last
     /// error on `comm`, or, when no NCCL library (or one without this function) could be loaded,

@@ -78,31 +78,37 @@ impl std::fmt::Display for NcclError {
 
 impl std::error::Error for NcclError {}
 
-/// The status of `ncclCommFinalize`.
-///
-/// # Safety
-/// `comm` is a live communicator.
-pub unsafe fn comm_finalize(comm: sys::ncclComm_t) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclCommFinalize(comm) }.result()
+/// NCCL calls passed on as they are: `pub unsafe fn name(arguments) => ncclName;` calls the loaded
+/// NCCL's `ncclName` with the same arguments and gives its result code as a `Result`. Each keeps the
+/// C function's contract, stated in its `# Safety`.
+macro_rules! forwarders {
+    ($($(#[$attr:meta])* pub unsafe fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $nccl:ident;)+) => {$(
+        $(#[$attr])*
+        pub unsafe fn $name($($arg: $ty),*) -> Result<NcclStatus, NcclError> {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { sys::$nccl($($arg),*) }.result()
+        }
+    )+};
 }
 
-/// Frees `comm` after its work completes (`ncclCommDestroy`).
-///
-/// # Safety
-/// `comm` is a live communicator, not used afterwards.
-pub unsafe fn comm_destroy(comm: sys::ncclComm_t) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclCommDestroy(comm) }.result()
-}
+forwarders! {
+    /// The status of `ncclCommFinalize`.
+    ///
+    /// # Safety
+    /// `comm` is a live communicator.
+    pub unsafe fn comm_finalize(comm: sys::ncclComm_t) => ncclCommFinalize;
 
-/// Frees `comm`, abandoning its pending work (`ncclCommAbort`).
-///
-/// # Safety
-/// `comm` is a live communicator, not used afterwards.
-pub unsafe fn comm_abort(comm: sys::ncclComm_t) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclCommAbort(comm) }.result()
+    /// Frees `comm` after its work completes (`ncclCommDestroy`).
+    ///
+    /// # Safety
+    /// `comm` is a live communicator, not used afterwards.
+    pub unsafe fn comm_destroy(comm: sys::ncclComm_t) => ncclCommDestroy;
+
+    /// Frees `comm`, abandoning its pending work (`ncclCommAbort`).
+    ///
+    /// # Safety
+    /// `comm` is a live communicator, not used afterwards.
+    pub unsafe fn comm_abort(comm: sys::ncclComm_t) => ncclCommAbort;
 }
 
 /// The loaded NCCL's version code (`22809` for 2.28.9), `ncclGetVersion`.
@@ -122,61 +128,34 @@ pub fn get_uniqueid() -> Result<sys::ncclUniqueId, NcclError> {
     Ok(unsafe { id.assume_init() })
 }
 
-/// `ncclCommInitRankConfig`.
-///
-/// # Safety
-/// `comm` is a valid out-pointer and `config` a valid, initialised config (or null).
-pub unsafe fn comm_init_rank_config(
-    comm: *mut sys::ncclComm_t,
-    nranks: c_int,
-    comm_id: sys::ncclUniqueId,
-    rank: c_int,
-    config: *mut sys::ncclConfig_t,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclCommInitRankConfig(comm, nranks, comm_id, rank, config) }.result()
-}
+forwarders! {
+    /// `ncclCommInitRankConfig`.
+    ///
+    /// # Safety
+    /// `comm` is a valid out-pointer and `config` a valid, initialised config (or null).
+    pub unsafe fn comm_init_rank_config(comm: *mut sys::ncclComm_t, nranks: c_int,
+        comm_id: sys::ncclUniqueId, rank: c_int, config: *mut sys::ncclConfig_t) => ncclCommInitRankConfig;
 
-/// `ncclCommInitRank`: this process's (or thread's) rank of a world of `nranks`.
-///
-/// # Safety
-/// `comm` is a valid out-pointer; the CUDA device of the calling thread is the rank's device.
-pub unsafe fn comm_init_rank(
-    comm: *mut sys::ncclComm_t,
-    nranks: c_int,
-    comm_id: sys::ncclUniqueId,
-    rank: c_int,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclCommInitRank(comm, nranks, comm_id, rank) }.result()
-}
+    /// `ncclCommInitRank`: this process's (or thread's) rank of a world of `nranks`.
+    ///
+    /// # Safety
+    /// `comm` is a valid out-pointer; the CUDA device of the calling thread is the rank's device.
+    pub unsafe fn comm_init_rank(comm: *mut sys::ncclComm_t, nranks: c_int, comm_id: sys::ncclUniqueId,
+        rank: c_int) => ncclCommInitRank;
 
-/// `ncclCommInitAll`: one communicator per device of `devlist`, from one thread.
-///
-/// # Safety
-/// `comm` has room for `ndev` communicators and `devlist` holds `ndev` device ordinals.
-pub unsafe fn comm_init_all(
-    comm: *mut sys::ncclComm_t,
-    ndev: c_int,
-    devlist: *const c_int,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclCommInitAll(comm, ndev, devlist) }.result()
-}
+    /// `ncclCommInitAll`: one communicator per device of `devlist`, from one thread.
+    ///
+    /// # Safety
+    /// `comm` has room for `ndev` communicators and `devlist` holds `ndev` device ordinals.
+    pub unsafe fn comm_init_all(comm: *mut sys::ncclComm_t, ndev: c_int, devlist: *const c_int)
+        => ncclCommInitAll;
 
-/// `ncclCommSplit`.
-///
-/// # Safety
-/// `comm` is live, `newcomm` a valid out-pointer, `config` a valid config or null.
-pub unsafe fn comm_split(
-    comm: sys::ncclComm_t,
-    color: c_int,
-    key: c_int,
-    newcomm: *mut sys::ncclComm_t,
-    config: *mut sys::ncclConfig_t,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclCommSplit(comm, color, key, newcomm, config) }.result()
+    /// `ncclCommSplit`.
+    ///
+    /// # Safety
+    /// `comm` is live, `newcomm` a valid out-pointer, `config` a valid config or null.
+    pub unsafe fn comm_split(comm: sys::ncclComm_t, color: c_int, key: c_int, newcomm: *mut sys::ncclComm_t,
+        config: *mut sys::ncclConfig_t) => ncclCommSplit;
 }
 
 /// The number of ranks of `comm` (`ncclCommCount`).
@@ -212,153 +191,78 @@ pub unsafe fn comm_user_rank(comm: sys::ncclComm_t) -> Result<c_int, NcclError> 
     Ok(rank)
 }
 
-/// `ncclRedOpCreatePreMulSum`. The op NCCL creates must fit [`sys::ncclRedOp_t`]'s variants
-/// (cudarc's enum has no room for the others): one that does not is `ncclInternalError`.
-///
-/// # Safety
-/// `op` is a valid out-pointer, `scalar` points at one `datatype` where `residence` says, `comm`
-/// is live.
-pub unsafe fn reduce_op_create_pre_mul_sum(
-    op: *mut sys::ncclRedOp_t,
-    scalar: *mut c_void,
-    datatype: sys::ncclDataType_t,
-    residence: sys::ncclScalarResidence_t,
-    comm: sys::ncclComm_t,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclRedOpCreatePreMulSum(op, scalar, datatype, residence, comm) }.result()
-}
+forwarders! {
+    /// `ncclRedOpCreatePreMulSum`. The op NCCL creates must fit [`sys::ncclRedOp_t`]'s variants
+    /// (cudarc's enum has no room for the others): one that does not is `ncclInternalError`.
+    ///
+    /// # Safety
+    /// `op` is a valid out-pointer, `scalar` points at one `datatype` where `residence` says, `comm`
+    /// is live.
+    pub unsafe fn reduce_op_create_pre_mul_sum(op: *mut sys::ncclRedOp_t, scalar: *mut c_void,
+        datatype: sys::ncclDataType_t, residence: sys::ncclScalarResidence_t, comm: sys::ncclComm_t)
+        => ncclRedOpCreatePreMulSum;
 
-/// `ncclRedOpDestroy`.
-///
-/// # Safety
-/// `op` was created on `comm`, which is live.
-pub unsafe fn reduce_op_destroy(
-    op: sys::ncclRedOp_t,
-    comm: sys::ncclComm_t,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclRedOpDestroy(op, comm) }.result()
-}
+    /// `ncclRedOpDestroy`.
+    ///
+    /// # Safety
+    /// `op` was created on `comm`, which is live.
+    pub unsafe fn reduce_op_destroy(op: sys::ncclRedOp_t, comm: sys::ncclComm_t) => ncclRedOpDestroy;
 
-/// `ncclReduce`: `count` elements of every rank's `sendbuff`, reduced into `recvbuff` on `root`.
-///
-/// # Safety
-/// The buffers are device memory of `comm`'s device holding `count` elements of `datatype` (the
-/// receive buffer only on `root`), alive until the work on `stream` completes.
-#[allow(clippy::too_many_arguments)] // NCCL's signature
-pub unsafe fn reduce(
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    count: usize,
-    datatype: sys::ncclDataType_t,
-    op: sys::ncclRedOp_t,
-    root: c_int,
-    comm: sys::ncclComm_t,
-    stream: sys::cudaStream_t,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream) }.result()
-}
+    /// `ncclReduce`: `count` elements of every rank's `sendbuff`, reduced into `recvbuff` on `root`.
+    ///
+    /// # Safety
+    /// The buffers are device memory of `comm`'s device holding `count` elements of `datatype` (the
+    /// receive buffer only on `root`), alive until the work on `stream` completes.
+    #[allow(clippy::too_many_arguments)] // NCCL's signature
+    pub unsafe fn reduce(sendbuff: *const c_void, recvbuff: *mut c_void, count: usize,
+        datatype: sys::ncclDataType_t, op: sys::ncclRedOp_t, root: c_int, comm: sys::ncclComm_t,
+        stream: sys::cudaStream_t) => ncclReduce;
 
-/// `ncclBroadcast`: `count` elements of `sendbuff` on `root` into every rank's `recvbuff`.
-///
-/// # Safety
-/// As for [`reduce`]; `sendbuff` is read on `root` only.
-pub unsafe fn broadcast(
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    count: usize,
-    datatype: sys::ncclDataType_t,
-    root: c_int,
-    comm: sys::ncclComm_t,
-    stream: sys::cudaStream_t,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream) }.result()
-}
+    /// `ncclBroadcast`: `count` elements of `sendbuff` on `root` into every rank's `recvbuff`.
+    ///
+    /// # Safety
+    /// As for [`reduce`]; `sendbuff` is read on `root` only.
+    pub unsafe fn broadcast(sendbuff: *const c_void, recvbuff: *mut c_void, count: usize,
+        datatype: sys::ncclDataType_t, root: c_int, comm: sys::ncclComm_t, stream: sys::cudaStream_t)
+        => ncclBroadcast;
 
-/// `ncclAllReduce`: `count` elements, reduced over every rank, into every rank's `recvbuff`.
-///
-/// # Safety
-/// As for [`reduce`], on every rank.
-pub unsafe fn all_reduce(
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    count: usize,
-    datatype: sys::ncclDataType_t,
-    op: sys::ncclRedOp_t,
-    comm: sys::ncclComm_t,
-    stream: sys::cudaStream_t,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream) }.result()
-}
+    /// `ncclAllReduce`: `count` elements, reduced over every rank, into every rank's `recvbuff`.
+    ///
+    /// # Safety
+    /// As for [`reduce`], on every rank.
+    pub unsafe fn all_reduce(sendbuff: *const c_void, recvbuff: *mut c_void, count: usize,
+        datatype: sys::ncclDataType_t, op: sys::ncclRedOp_t, comm: sys::ncclComm_t,
+        stream: sys::cudaStream_t) => ncclAllReduce;
 
-/// `ncclReduceScatter`: `recvcount × nranks` elements reduced, rank `r` receiving block `r`.
-///
-/// # Safety
-/// `sendbuff` holds `recvcount × nranks` elements and `recvbuff` `recvcount`; otherwise as for
-/// [`reduce`].
-pub unsafe fn reduce_scatter(
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    recvcount: usize,
-    datatype: sys::ncclDataType_t,
-    op: sys::ncclRedOp_t,
-    comm: sys::ncclComm_t,
-    stream: sys::cudaStream_t,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream) }.result()
-}
+    /// `ncclReduceScatter`: `recvcount × nranks` elements reduced, rank `r` receiving block `r`.
+    ///
+    /// # Safety
+    /// `sendbuff` holds `recvcount × nranks` elements and `recvbuff` `recvcount`; otherwise as for
+    /// [`reduce`].
+    pub unsafe fn reduce_scatter(sendbuff: *const c_void, recvbuff: *mut c_void, recvcount: usize,
+        datatype: sys::ncclDataType_t, op: sys::ncclRedOp_t, comm: sys::ncclComm_t,
+        stream: sys::cudaStream_t) => ncclReduceScatter;
 
-/// `ncclAllGather`: every rank's `sendcount` elements, concatenated in rank order on every rank.
-///
-/// # Safety
-/// `recvbuff` holds `sendcount × nranks` elements; otherwise as for [`reduce`].
-pub unsafe fn all_gather(
-    sendbuff: *const c_void,
-    recvbuff: *mut c_void,
-    sendcount: usize,
-    datatype: sys::ncclDataType_t,
-    comm: sys::ncclComm_t,
-    stream: sys::cudaStream_t,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream) }.result()
-}
+    /// `ncclAllGather`: every rank's `sendcount` elements, concatenated in rank order on every rank.
+    ///
+    /// # Safety
+    /// `recvbuff` holds `sendcount × nranks` elements; otherwise as for [`reduce`].
+    pub unsafe fn all_gather(sendbuff: *const c_void, recvbuff: *mut c_void, sendcount: usize,
+        datatype: sys::ncclDataType_t, comm: sys::ncclComm_t, stream: sys::cudaStream_t) => ncclAllGather;
 
-/// `ncclSend`: `count` elements to `peer`, which posts a matching [`recv`].
-///
-/// # Safety
-/// As for [`reduce`].
-pub unsafe fn send(
-    sendbuff: *const c_void,
-    count: usize,
-    datatype: sys::ncclDataType_t,
-    peer: c_int,
-    comm: sys::ncclComm_t,
-    stream: sys::cudaStream_t,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclSend(sendbuff, count, datatype, peer, comm, stream) }.result()
-}
+    /// `ncclSend`: `count` elements to `peer`, which posts a matching [`recv`].
+    ///
+    /// # Safety
+    /// As for [`reduce`].
+    pub unsafe fn send(sendbuff: *const c_void, count: usize, datatype: sys::ncclDataType_t, peer: c_int,
+        comm: sys::ncclComm_t, stream: sys::cudaStream_t) => ncclSend;
 
-/// `ncclRecv`: `count` elements from `peer`, which posts a matching [`send`].
-///
-/// # Safety
-/// As for [`reduce`].
-pub unsafe fn recv(
-    recvbuff: *mut c_void,
-    count: usize,
-    datatype: sys::ncclDataType_t,
-    peer: c_int,
-    comm: sys::ncclComm_t,
-    stream: sys::cudaStream_t,
-) -> Result<NcclStatus, NcclError> {
-    // SAFETY: forwarded from this function's contract.
-    unsafe { sys::ncclRecv(recvbuff, count, datatype, peer, comm, stream) }.result()
+    /// `ncclRecv`: `count` elements from `peer`, which posts a matching [`send`].
+    ///
+    /// # Safety
+    /// As for [`reduce`].
+    pub unsafe fn recv(recvbuff: *mut c_void, count: usize, datatype: sys::ncclDataType_t, peer: c_int,
+        comm: sys::ncclComm_t, stream: sys::cudaStream_t) => ncclRecv;
 }
 
 /// Ends a group: the calls since [`group_start`] are launched together (`ncclGroupEnd`).

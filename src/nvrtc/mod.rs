@@ -17,29 +17,7 @@ pub mod safe {
 pub mod sys {
     pub use crate::sys::nvrtc::*;
 
-    use std::ffi::c_char;
-
-    /// Whether the NVRTC library could be loaded (by this crate's loader, which
-    /// [`crate::sys::nvrtc_library`] gives with the reason when it could not).
-    ///
-    /// # Safety
-    /// None beyond the signature: `unsafe` as in cudarc (loading runs the library's
-    /// initialisers, which this crate's loader does once, for every caller).
-    pub unsafe fn is_culib_present() -> bool {
-        crate::sys::nvrtc_library().is_ok()
-    }
-
-    /// `nvrtcGetErrorString` through the process-wide NVRTC library: NVRTC's description of
-    /// `result`, or, when no NVRTC library (or one without this function) could be loaded, a
-    /// sentence saying so. A static C string either way.
-    ///
-    /// # Safety
-    /// None beyond the signature: the returned string is static.
-    pub unsafe fn nvrtcGetErrorString(result: nvrtcResult) -> *const c_char {
-        // SAFETY: no pointer argument; NVRTC returns a static string.
-        let found = crate::sys::nvrtc_library().map(|library| unsafe { library.nvrtcGetErrorString(result) });
-        crate::sys::static_text(found, c"no NVRTC library is loaded to describe this code")
-    }
+    crate::sys::culib_functions!(nvrtc_library, "NVRTC", nvrtcGetErrorString(nvrtcResult));
 }
 
 pub(crate) use compile::PtxKind;

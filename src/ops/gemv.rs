@@ -2,10 +2,8 @@
 //! product `y = alpha * A x + beta * y` (or `Aᵀ x`) defined once.
 
 use crate::cpu;
-use crate::driver::CudaViewMut;
-use crate::error::Result;
 use crate::kernels::gemv as launch;
-use crate::ops::{Gpu, Update, Views};
+use crate::ops::update;
 
 pub use crate::spec::gemv::Gemv;
 
@@ -36,26 +34,21 @@ impl Product {
     }
 }
 
-impl Update<2> for Product {
-    type Elem = f32;
-    type In = f32;
-
-    fn check(self, y: usize, [a, x]: [usize; 2]) -> Result<()> {
-        self.dims.check(self.name(), a, x, y, self.transposed)
-    }
-
-    fn launch(self, gpu: Gpu, y: &mut CudaViewMut<f32>, [a, x]: Views<f32, 2>) -> Result<()> {
-        let launch = if self.transposed { launch::gemv_t } else { launch::gemv };
-        launch(gpu.kernels, gpu.stream, self.dims, a, x, y)
-    }
-
-    fn cpu(self, y: &mut [f32], [a, x]: [&[f32]; 2]) {
-        let Gemv { m, n, lda, alpha, beta } = self.dims;
-        if self.transposed {
-            let product = cpu::gemv_t(a, x, y, m, n, lda, alpha, beta);
-            y.copy_from_slice(&product);
-        } else {
-            cpu::gemv_inplace(a, x, y, m, n, lda, alpha, beta);
+update! {
+    impl Update<2> for Product: Elem = f32, In = f32 {
+        check(self, y, [a, x]) { self.dims.check(self.name(), a, x, y, self.transposed) }
+        launch(self, gpu, y, [a, x]) {
+            let launch = if self.transposed { launch::gemv_t } else { launch::gemv };
+            launch(gpu.kernels, gpu.stream, self.dims, a, x, y)
+        }
+        cpu(self, y, [a, x]) {
+            let Gemv { m, n, lda, alpha, beta } = self.dims;
+            if self.transposed {
+                let product = cpu::gemv_t(a, x, y, m, n, lda, alpha, beta);
+                y.copy_from_slice(&product);
+            } else {
+                cpu::gemv_inplace(a, x, y, m, n, lda, alpha, beta);
+            }
         }
     }
 }

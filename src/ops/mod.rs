@@ -73,6 +73,79 @@ pub(crate) trait Update<const N: usize>: Copy {
     fn cpu(self, x: &mut [Self::Elem], inputs: [&[Self::In]; N]);
 }
 
+/// Defines operations' `impl Map<N>`: the element types of the inputs and the output, then the
+/// check, the launch and the CPU body, each naming its parameters (the trait gives their types):
+///
+/// ```text
+/// map! {
+///     /// `out = alpha * x + y`.
+///     impl Map<2> for Axpy: In = f32, Out = f32 {
+///         check(self, [x, y]) { shape::same_len("axpy", &[("x", x), ("y", y)]) }
+///         launch(self, gpu, [x, y], out) { launch::axpy(gpu.kernels, gpu.stream, self.0, x, y, out) }
+///         cpu(self, [x, y], _len) { Ok(cpu::axpy(self.0, x, y)) }
+///     }
+/// }
+/// ```
+macro_rules! map {
+    ($(
+        $(#[$attr:meta])*
+        impl Map<$n:literal> for $op:ty: In = $in:ty, Out = $out:ty {
+            check($check_self:ident, $lens:pat) $check:block
+            launch($launch_self:ident, $gpu:pat, $views:pat, $output:pat) $launch:block
+            cpu($cpu_self:ident, $slices:pat, $len:pat) $cpu:block
+        }
+    )+) => {$(
+        $(#[$attr])*
+        impl $crate::ops::Map<$n> for $op {
+            type In = $in;
+            type Out = $out;
+
+            fn check($check_self, $lens: [usize; $n]) -> $crate::error::Result<usize> $check
+
+            fn launch(
+                $launch_self,
+                $gpu: $crate::ops::Gpu,
+                $views: $crate::ops::Views<$in, $n>,
+                $output: &mut $crate::driver::CudaViewMut<$out>,
+            ) -> $crate::error::Result<()> $launch
+
+            fn cpu($cpu_self, $slices: [&[$in]; $n], $len: usize) -> $crate::error::Result<Vec<$out>> $cpu
+        }
+    )+};
+}
+pub(crate) use map;
+
+/// Defines operations' `impl Update<N>` as [`map!`] does `Map`: the element types of the updated
+/// buffer and of the further inputs, then the check, the launch and the CPU body.
+macro_rules! update {
+    ($(
+        $(#[$attr:meta])*
+        impl Update<$n:literal> for $op:ty: Elem = $elem:ty, In = $in:ty {
+            check($check_self:ident, $len:pat, $lens:pat) $check:block
+            launch($launch_self:ident, $gpu:pat, $x:pat, $views:pat) $launch:block
+            cpu($cpu_self:ident, $values:pat, $slices:pat) $cpu:block
+        }
+    )+) => {$(
+        $(#[$attr])*
+        impl $crate::ops::Update<$n> for $op {
+            type Elem = $elem;
+            type In = $in;
+
+            fn check($check_self, $len: usize, $lens: [usize; $n]) -> $crate::error::Result<()> $check
+
+            fn launch(
+                $launch_self,
+                $gpu: $crate::ops::Gpu,
+                $x: &mut $crate::driver::CudaViewMut<$elem>,
+                $views: $crate::ops::Views<$in, $n>,
+            ) -> $crate::error::Result<()> $launch
+
+            fn cpu($cpu_self, $values: &mut [$elem], $slices: [&[$in]; $n]) $cpu
+        }
+    )+};
+}
+pub(crate) use update;
+
 #[cfg(test)]
 mod tests {
     //! Each check lives in one definition now and serves both the host-slice and device-buffer

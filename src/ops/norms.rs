@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::kernels::norms::{self as launch, NormElement};
 use crate::ops::Gpu;
 
-pub use crate::spec::norms::{check_batch, check_batch_train, check_nchw, check_rows, Nchw};
+pub use crate::spec::norms::{check_batch, check_batch_train, check_nchw, check_rows, Lens, Nchw};
 
 /// The optional operands of a batch-norm training step by name, for [`check_batch_train`]: gamma,
 /// beta, and the running mean and variance.
@@ -78,25 +78,18 @@ impl Rows {
     }
 }
 
+/// A row norm's output with each row's mean and rstd.
+pub(crate) type WithStats<T> = (Vec<T>, Vec<f32>, Vec<f32>);
+
 /// The element types of the row norms, with their CPU bodies.
 pub(crate) trait Element: NormElement {
     /// `(out, mean, rstd)` of checked, non-empty operands; the statistics are empty where the CPU
     /// body does not give them (RMS norm's mean, bf16).
-    fn cpu(
-        op: Rows,
-        x: &[Self],
-        gamma: Option<&[f32]>,
-        beta: Option<&[f32]>,
-    ) -> (Vec<Self>, Vec<f32>, Vec<f32>);
+    fn cpu(op: Rows, x: &[Self], gamma: Option<&[f32]>, beta: Option<&[f32]>) -> WithStats<Self>;
 }
 
 impl Element for f32 {
-    fn cpu(
-        op: Rows,
-        x: &[f32],
-        gamma: Option<&[f32]>,
-        beta: Option<&[f32]>,
-    ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    fn cpu(op: Rows, x: &[f32], gamma: Option<&[f32]>, beta: Option<&[f32]>) -> WithStats<f32> {
         let Rows { rows, cols, eps, .. } = op;
         match op.norm {
             Norm::Layer => cpu::layer_norm_with_stats(x, rows, cols, gamma, beta, eps),
@@ -109,12 +102,7 @@ impl Element for f32 {
 }
 
 impl Element for bf16 {
-    fn cpu(
-        op: Rows,
-        x: &[bf16],
-        gamma: Option<&[f32]>,
-        beta: Option<&[f32]>,
-    ) -> (Vec<bf16>, Vec<f32>, Vec<f32>) {
+    fn cpu(op: Rows, x: &[bf16], gamma: Option<&[f32]>, beta: Option<&[f32]>) -> WithStats<bf16> {
         let Rows { rows, cols, eps, .. } = op;
         let y = match op.norm {
             Norm::Layer => cpu::layer_norm_bf16(x, rows, cols, gamma, beta, eps),

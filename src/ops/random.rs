@@ -8,10 +8,8 @@
 //! The values differ from cuRAND's Philox generator (another counter layout and conversions).
 
 use crate::cpu;
-use crate::driver::CudaViewMut;
-use crate::error::Result;
 use crate::kernels::random as launch;
-use crate::ops::{shape, Gpu, Map, Views};
+use crate::ops::{map, shape};
 
 pub use crate::spec::random::{Normal, NormalElement, Philox, RandomElement};
 
@@ -20,25 +18,6 @@ pub use crate::spec::random::{Normal, NormalElement, Philox, RandomElement};
 pub(crate) struct Uniform {
     pub len: usize,
     pub at: Philox,
-}
-
-impl Map<0> for Uniform {
-    type In = f32;
-    type Out = f32;
-
-    fn check(self, []: [usize; 0]) -> Result<usize> {
-        Ok(self.len)
-    }
-
-    fn launch(self, gpu: Gpu, []: Views<f32, 0>, out: &mut CudaViewMut<f32>) -> Result<()> {
-        launch::uniform(gpu.kernels, gpu.stream, out, self.at).map(drop)
-    }
-
-    fn cpu(self, []: [&[f32]; 0], len: usize) -> Result<Vec<f32>> {
-        let mut out = shape::zeroed("rand_uniform", "out", len)?;
-        cpu::random::uniform_f32(&mut out, self.at);
-        Ok(out)
-    }
 }
 
 /// `len` f32 from `N(mean, std^2)` (Box-Muller) on the stream at `at`.
@@ -50,23 +29,28 @@ pub(crate) struct Gaussian {
     pub at: Philox,
 }
 
-impl Map<0> for Gaussian {
-    type In = f32;
-    type Out = f32;
-
-    fn check(self, []: [usize; 0]) -> Result<usize> {
-        Ok(self.len)
+map! {
+    impl Map<0> for Uniform: In = f32, Out = f32 {
+        check(self, []) { Ok(self.len) }
+        launch(self, gpu, [], out) { launch::uniform(gpu.kernels, gpu.stream, out, self.at).map(drop) }
+        cpu(self, [], len) {
+            let mut out = shape::zeroed("rand_uniform", "out", len)?;
+            cpu::random::uniform_f32(&mut out, self.at);
+            Ok(out)
+        }
     }
 
-    fn launch(self, gpu: Gpu, []: Views<f32, 0>, out: &mut CudaViewMut<f32>) -> Result<()> {
-        let draw = Normal::Normal { mean: self.mean, std: self.std };
-        launch::normal(gpu.kernels, gpu.stream, out, self.at, draw).map(drop)
-    }
-
-    fn cpu(self, []: [&[f32]; 0], len: usize) -> Result<Vec<f32>> {
-        let mut out = shape::zeroed("rand_normal", "out", len)?;
-        cpu::random::normal_f32(&mut out, self.at, self.mean, self.std, false);
-        Ok(out)
+    impl Map<0> for Gaussian: In = f32, Out = f32 {
+        check(self, []) { Ok(self.len) }
+        launch(self, gpu, [], out) {
+            let draw = Normal::Normal { mean: self.mean, std: self.std };
+            launch::normal(gpu.kernels, gpu.stream, out, self.at, draw).map(drop)
+        }
+        cpu(self, [], len) {
+            let mut out = shape::zeroed("rand_normal", "out", len)?;
+            cpu::random::normal_f32(&mut out, self.at, self.mean, self.std, false);
+            Ok(out)
+        }
     }
 }
 

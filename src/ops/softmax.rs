@@ -2,10 +2,9 @@
 //! maximum subtracted first.
 
 use crate::cpu;
-use crate::driver::CudaViewMut;
 use crate::error::Result;
 use crate::kernels::softmax as launch;
-use crate::ops::{shape, Gpu, Map, Update, Views};
+use crate::ops::{map, shape, update};
 
 pub use crate::spec::softmax::Softmax;
 
@@ -23,42 +22,32 @@ impl Rows {
     }
 }
 
-impl Map<1> for Rows {
-    type In = f32;
-    type Out = f32;
-
-    fn check(self, [x]: [usize; 1]) -> Result<usize> {
-        self.check_x(x)
-    }
-
-    fn launch(self, gpu: Gpu, [x]: Views<f32, 1>, out: &mut CudaViewMut<f32>) -> Result<()> {
-        launch::rows(gpu.kernels, gpu.stream, self.kind, x, out, self.rows, self.cols)
-    }
-
-    fn cpu(self, [x]: [&[f32]; 1], _: usize) -> Result<Vec<f32>> {
-        Ok(match self.kind {
-            Softmax::Softmax => cpu::softmax_rows(x, self.rows, self.cols),
-            Softmax::LogSoftmax => cpu::log_softmax_rows(x, self.rows, self.cols),
-        })
+map! {
+    impl Map<1> for Rows: In = f32, Out = f32 {
+        check(self, [x]) { self.check_x(x) }
+        launch(self, gpu, [x], out) {
+            launch::rows(gpu.kernels, gpu.stream, self.kind, x, out, self.rows, self.cols)
+        }
+        cpu(self, [x], _) {
+            Ok(match self.kind {
+                Softmax::Softmax => cpu::softmax_rows(x, self.rows, self.cols),
+                Softmax::LogSoftmax => cpu::log_softmax_rows(x, self.rows, self.cols),
+            })
+        }
     }
 }
 
-impl Update<0> for Rows {
-    type Elem = f32;
-    type In = f32;
-
-    fn check(self, x: usize, []: [usize; 0]) -> Result<()> {
-        self.check_x(x).map(drop)
-    }
-
-    fn launch(self, gpu: Gpu, x: &mut CudaViewMut<f32>, []: Views<f32, 0>) -> Result<()> {
-        launch::rows_inplace(gpu.kernels, gpu.stream, self.kind, x, self.rows, self.cols)
-    }
-
-    fn cpu(self, x: &mut [f32], []: [&[f32]; 0]) {
-        match self.kind {
-            Softmax::Softmax => cpu::softmax_rows_inplace(x, self.rows, self.cols),
-            Softmax::LogSoftmax => cpu::log_softmax_rows_inplace(x, self.rows, self.cols),
+update! {
+    impl Update<0> for Rows: Elem = f32, In = f32 {
+        check(self, x, []) { self.check_x(x).map(drop) }
+        launch(self, gpu, x, []) {
+            launch::rows_inplace(gpu.kernels, gpu.stream, self.kind, x, self.rows, self.cols)
+        }
+        cpu(self, x, []) {
+            match self.kind {
+                Softmax::Softmax => cpu::softmax_rows_inplace(x, self.rows, self.cols),
+                Softmax::LogSoftmax => cpu::log_softmax_rows_inplace(x, self.rows, self.cols),
+            }
         }
     }
 }

@@ -15,7 +15,7 @@ use super::{bad_input, check_targets, ridge, GpuReservoirComputer, Readout, CHUN
 use crate::driver::CudaSlice;
 use crate::error::Result;
 use crate::kernels::neuromorphic::{self, DeviceReservoirStack};
-use crate::ops::neuromorphic::Reservoir;
+use crate::ops::neuromorphic::ReservoirWeights;
 use crate::ops::shape;
 use crate::runtime::{GpuOps, ProductionGpuRuntime};
 
@@ -277,6 +277,6 @@ impl ReservoirBatch {
 }
 
 /// The members' recurrent matrices as the stack's operands.
-fn recurrents(members: &[Weights]) -> Vec<Reservoir<'_>> {
+fn recurrents(members: &[Weights]) -> Vec<ReservoirWeights<'_>> {
     members.iter().map(|w| w.w.as_reservoir()).collect()
 }

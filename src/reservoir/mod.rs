@@ -83,8 +83,8 @@ enum DeviceMatrix {
 impl DeviceMatrix {
     fn upload(g: &GpuOps, w: &Recurrent, n: usize) -> Result<Self> {
         Ok(match w.as_reservoir() {
-            crate::ops::neuromorphic::Reservoir::Dense(d) => DeviceMatrix::Dense(g.upload(d)?),
-            crate::ops::neuromorphic::Reservoir::Csr(c) => DeviceMatrix::Csr(g.upload_csr(c, n, n)?),
+            crate::ops::neuromorphic::ReservoirWeights::Dense(d) => DeviceMatrix::Dense(g.upload(d)?),
+            crate::ops::neuromorphic::ReservoirWeights::Csr(c) => DeviceMatrix::Csr(g.upload_csr(c, n, n)?),
         })
     }
 

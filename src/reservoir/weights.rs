@@ -3,7 +3,7 @@
 
 use super::config::ReservoirConfig;
 use crate::error::{Error, Result};
-use crate::ops::neuromorphic::{Csr, Reservoir};
+use crate::ops::neuromorphic::{Csr, ReservoirWeights};
 use crate::rng::SplitMix64;
 
 /// Power-iteration steps before the estimate's two averaging windows.
@@ -29,11 +29,11 @@ pub enum Recurrent {
 
 impl Recurrent {
     /// The matrix as the runtime's operand.
-    pub fn as_reservoir(&self) -> Reservoir<'_> {
+    pub fn as_reservoir(&self) -> ReservoirWeights<'_> {
         match self {
-            Recurrent::Dense(w) => Reservoir::Dense(w),
+            Recurrent::Dense(w) => ReservoirWeights::Dense(w),
             Recurrent::Sparse { row_ptr, col_idx, values } => {
-                Reservoir::Csr(Csr { row_ptr, col_idx, values })
+                ReservoirWeights::Csr(Csr { row_ptr, col_idx, values })
             }
         }
     }

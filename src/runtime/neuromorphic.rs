@@ -4,7 +4,7 @@ use super::{Backend, GpuOps, ProductionGpuRuntime};
 use crate::cpu;
 use crate::error::Result;
 use crate::kernels::neuromorphic::DeviceReservoir;
-use crate::ops::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, Reservoir, SpikeEncode};
+use crate::ops::neuromorphic::{LeakyIntegration, MatvecInput, Patterns, ReservoirWeights, SpikeEncode};
 use crate::ops::shape;
 use crate::ops::Map;
 
@@ -28,7 +28,7 @@ impl ProductionGpuRuntime {
 
     /// `W x` for an `[n, n]` reservoir (`n = x.len()`), dense or CSR (checked: offsets, columns);
     /// dot-product tolerance as [`gemv`](Self::gemv).
-    pub fn matvec_reservoir(&self, w: Reservoir<'_>, x: &[f32]) -> Result<Vec<f32>> {
+    pub fn matvec_reservoir(&self, w: ReservoirWeights<'_>, x: &[f32]) -> Result<Vec<f32>> {
         w.check("matvec_reservoir", x.len())?;
         if x.is_empty() {
             return Ok(Vec::new());
@@ -67,7 +67,7 @@ impl ProductionGpuRuntime {
     /// Spectral-radius estimate of an `[n, n]` reservoir by `iters` power-iteration steps from
     /// the seeded start vector (0 for `n == 0`). GPU and CPU agree to 1e-4 relative once the
     /// iteration has converged.
-    pub fn spectral_radius(&self, w: Reservoir<'_>, n: usize, iters: usize, seed: u64) -> Result<f32> {
+    pub fn spectral_radius(&self, w: ReservoirWeights<'_>, n: usize, iters: usize, seed: u64) -> Result<f32> {
         w.check("spectral_radius", n)?;
         if n == 0 {
             return Ok(0.0);
@@ -83,7 +83,7 @@ impl ProductionGpuRuntime {
     pub fn reservoir_update(
         &self,
         w_in: &[f32],
-        w: Reservoir<'_>,
+        w: ReservoirWeights<'_>,
         u: &[f32],
         x: &[f32],
         leak: f32,
@@ -115,7 +115,7 @@ impl ProductionGpuRuntime {
     pub fn reservoir_step(
         &self,
         w_in: &[f32],
-        w: Reservoir<'_>,
+        w: ReservoirWeights<'_>,
         u: &[f32],
         x: &mut [f32],
         leak: f32,
@@ -145,16 +145,16 @@ impl ProductionGpuRuntime {
 /// Runs `f` with a device copy of the (checked) reservoir `w` of `n` rows.
 fn with_device_reservoir<T>(
     g: &GpuOps,
-    w: Reservoir<'_>,
+    w: ReservoirWeights<'_>,
     n: usize,
     f: impl FnOnce(&DeviceReservoir<'_>) -> Result<T>,
 ) -> Result<T> {
     match w {
-        Reservoir::Dense(d) => {
+        ReservoirWeights::Dense(d) => {
             let dense = g.upload(d)?;
             f(&DeviceReservoir::Dense(dense.as_view()))
         }
-        Reservoir::Csr(c) => {
+        ReservoirWeights::Csr(c) => {
             let csr = g.upload_csr(c, n, n)?;
             f(&DeviceReservoir::Csr(&csr))
         }

@@ -11,104 +11,56 @@ use crate::ops::nn::Optimizer;
 use crate::ops::nn::{BiasAdd, BiasGrad, Dropout};
 use crate::ops::shape;
 
-impl GpuOps {
+/// `GpuOps` methods that run a launcher of `kernels::nn` on this runtime's kernels and stream:
+/// `pub fn name(args) => launcher;`.
+macro_rules! launchers {
+    ($(
+        $(#[$attr:meta])*
+        pub fn $name:ident $(<$t:ident: $bound:path>)? ($($arg:ident: $ty:ty),* $(,)?) => $launcher:path;
+    )+) => {
+        impl GpuOps {$(
+            $(#[$attr])*
+            pub fn $name $(<$t: $bound>)? (&self, $($arg: $ty),*) -> Result<()> {
+                $launcher(self.kernels(), self.stream(), $($arg),*)
+            }
+        )+}
+    };
+}
+
+launchers! {
     /// `y[r, c] += bias[c]` in place (`y` `[rows, cols]`).
-    pub fn bias_add(
-        &self,
-        y: &mut CudaViewMut<f32>,
-        bias: &CudaView<f32>,
-        rows: usize,
-        cols: usize,
-    ) -> Result<()> {
-        nn::bias_add(self.kernels(), self.stream(), y, bias, rows, cols)
-    }
+    pub fn bias_add(y: &mut CudaViewMut<f32>, bias: &CudaView<f32>, rows: usize, cols: usize) => nn::bias_add;
 
     /// `db[c] = sum_r dy[r, c]` (`dy` `[rows, cols]`), deterministic.
-    pub fn bias_grad(
-        &self,
-        dy: &CudaView<f32>,
-        db: &mut CudaViewMut<f32>,
-        rows: usize,
-        cols: usize,
-    ) -> Result<()> {
-        nn::bias_grad(self.kernels(), self.stream(), dy, db, rows, cols)
-    }
+    pub fn bias_grad(dy: &CudaView<f32>, db: &mut CudaViewMut<f32>, rows: usize, cols: usize)
+        => nn::bias_grad;
 
     /// Fused softmax cross-entropy of `logits` (`[rows, cols]`) against `labels`: per-row loss and
     /// correctness, and the gradient when `out.grad` is given (the launcher `kernels::nn::softmax_xent`).
     #[allow(clippy::too_many_arguments)] // the kernel's operands, each named
-    pub fn softmax_xent(
-        &self,
-        logits: &CudaView<f32>,
-        labels: &CudaView<i32>,
-        out: LossRows<'_, '_>,
-        correct: &mut CudaViewMut<f32>,
-        rows: usize,
-        cols: usize,
-    ) -> Result<()> {
-        nn::softmax_xent(self.kernels(), self.stream(), logits, labels, out, correct, rows, cols)
-    }
+    pub fn softmax_xent(logits: &CudaView<f32>, labels: &CudaView<i32>, out: LossRows<'_, '_>,
+        correct: &mut CudaViewMut<f32>, rows: usize, cols: usize) => nn::softmax_xent;
 
     /// Fused mean squared error of each row and its gradient (the launcher `kernels::nn::mse`).
-    pub fn mse(
-        &self,
-        pred: &CudaView<f32>,
-        target: &CudaView<f32>,
-        out: LossRows<'_, '_>,
-        rows: usize,
-        cols: usize,
-    ) -> Result<()> {
-        nn::mse(self.kernels(), self.stream(), pred, target, out, rows, cols)
-    }
+    pub fn mse(pred: &CudaView<f32>, target: &CudaView<f32>, out: LossRows<'_, '_>, rows: usize, cols: usize)
+        => nn::mse;
 
     /// Inverted dropout `y = u > p ? x / (1 - p) : 0` (the backward pass: the same on `dy`).
-    pub fn dropout(
-        &self,
-        x: &CudaView<f32>,
-        u: &CudaView<f32>,
-        y: &mut CudaViewMut<f32>,
-        p: f32,
-    ) -> Result<()> {
-        nn::dropout(self.kernels(), self.stream(), x, u, y, p)
-    }
+    pub fn dropout(x: &CudaView<f32>, u: &CudaView<f32>, y: &mut CudaViewMut<f32>, p: f32) => nn::dropout;
 
     /// `dst[r, :] = src[index[r], :]` (rows of `cols`; an index out of range gives zeros).
-    pub fn gather_rows<T: GatherElement>(
-        &self,
-        src: &CudaView<T>,
-        index: &CudaView<u32>,
-        dst: &mut CudaViewMut<T>,
-        cols: usize,
-    ) -> Result<()> {
-        nn::gather_rows(self.kernels(), self.stream(), src, index, dst, cols)
-    }
+    pub fn gather_rows<T: GatherElement>(src: &CudaView<T>, index: &CudaView<u32>,
+        dst: &mut CudaViewMut<T>, cols: usize) => nn::gather_rows;
 
     /// One step of `opt` over all `params` at learning rate `lr`, step `t` (1-based), in one launch.
-    pub fn optimizer_step(
-        &self,
-        opt: Optimizer,
-        lr: f32,
-        t: u64,
-        params: &mut CudaViewMut<f32>,
-        grads: &CudaView<f32>,
-        state: &mut CudaViewMut<f32>,
-    ) -> Result<()> {
-        nn::optimizer_step(self.kernels(), self.stream(), opt, lr, t, params, grads, state)
-    }
+    pub fn optimizer_step(opt: Optimizer, lr: f32, t: u64, params: &mut CudaViewMut<f32>,
+        grads: &CudaView<f32>, state: &mut CudaViewMut<f32>) => nn::optimizer_step;
 
     /// [`optimizer_step`](Self::optimizer_step) with the step count kept on the device in `sched`
     /// (the launcher `kernels::nn::optimizer_step_scheduled`), for steps captured into a CUDA graph and replayed.
-    pub fn optimizer_step_scheduled(
-        &self,
-        opt: Optimizer,
-        lr: f32,
-        params: &mut CudaViewMut<f32>,
-        grads: &CudaView<f32>,
-        state: &mut CudaViewMut<f32>,
-        sched: &mut CudaViewMut<f32>,
-    ) -> Result<()> {
-        nn::optimizer_step_scheduled(self.kernels(), self.stream(), opt, lr, params, grads, state, sched)
-    }
+    pub fn optimizer_step_scheduled(opt: Optimizer, lr: f32, params: &mut CudaViewMut<f32>,
+        grads: &CudaView<f32>, state: &mut CudaViewMut<f32>, sched: &mut CudaViewMut<f32>)
+        => nn::optimizer_step_scheduled;
 }
 
 /// The outputs of a fused classification loss on host slices.

@@ -31,7 +31,7 @@ impl ProductionGpuRuntime {
         gamma: Option<&[f32]>,
         beta: Option<&[f32]>,
         stats: bool,
-    ) -> Result<(Vec<T>, Vec<f32>, Vec<f32>)> {
+    ) -> Result<norms::WithStats<T>> {
         op.check(x.len(), gamma.map(<[f32]>::len), beta.map(<[f32]>::len))?;
         if x.is_empty() {
             return Ok(Default::default());

@@ -61,19 +61,19 @@ impl Csr<'_> {
 
 /// A reservoir matrix on the host: dense row-major `[n, n]`, or sparse.
 #[derive(Debug, Clone, Copy)]
-pub enum Reservoir<'a> {
+pub enum ReservoirWeights<'a> {
     /// Dense row-major `[n, n]`.
     Dense(&'a [f32]),
     /// Compressed sparse rows, `n` rows, columns in `0..n`.
     Csr(Csr<'a>),
 }
 
-impl Reservoir<'_> {
+impl ReservoirWeights<'_> {
     /// Checks that this is an `[n, n]` reservoir.
     pub fn check(&self, op: &'static str, n: usize) -> Result<()> {
         match self {
-            Reservoir::Dense(w) => shape::matrix(op, "w", w.len(), n, n),
-            Reservoir::Csr(csr) => csr.check(op, n, n),
+            ReservoirWeights::Dense(w) => shape::matrix(op, "w", w.len(), n, n),
+            ReservoirWeights::Csr(csr) => csr.check(op, n, n),
         }
     }
 }

@@ -18,14 +18,12 @@ pub fn check_nchw(op: &'static str, len: usize, n: usize, c: usize, hw: usize) -
     }
 }
 
+/// Operands by name with their lengths, `None` for an absent one.
+pub type Lens<'a> = [(&'a str, Option<usize>)];
+
 /// Checks batch norm's NCHW `x` (`len` elements) and its per-channel operands (name, length;
 /// absent ones skipped), `c` elements each.
-pub fn check_batch(
-    op: &'static str,
-    len: usize,
-    (n, c, hw): Nchw,
-    channels: &[(&str, Option<usize>)],
-) -> Result<()> {
+pub fn check_batch(op: &'static str, len: usize, (n, c, hw): Nchw, channels: &Lens) -> Result<()> {
     check_nchw(op, len, n, c, hw)?;
     for (name, len) in channels {
         shape::optional_len(op, name, *len, c)?;
@@ -35,12 +33,7 @@ pub fn check_batch(
 
 /// [`check_batch`] for the training statistics, which also need a value in each channel
 /// (`n * hw >= 1`) when there are channels.
-pub fn check_batch_train(
-    op: &'static str,
-    len: usize,
-    (n, c, hw): Nchw,
-    channels: &[(&str, Option<usize>)],
-) -> Result<()> {
+pub fn check_batch_train(op: &'static str, len: usize, (n, c, hw): Nchw, channels: &Lens) -> Result<()> {
     check_batch(op, len, (n, c, hw), channels)?;
     if c > 0 && len == 0 {
         return Err(Error::Shape {
@@ -58,8 +51,8 @@ pub fn check_rows(
     op: &'static str,
     x: usize,
     out: usize,
-    params: &[(&str, Option<usize>)],
-    stats: &[(&str, Option<usize>)],
+    params: &Lens,
+    stats: &Lens,
     rows: usize,
     cols: usize,
 ) -> Result<()> {

@@ -28,7 +28,7 @@ impl Philox {
 /// An element type with uniform fills: f32 and f64 in (0, 1], u32 and u64 raw bits.
 pub trait RandomElement: DeviceRepr + Copy {
     /// Elements one Philox block yields (its 16 bytes of output).
-    const PER_BLOCK: usize;
+    const PER_BLOCK: usize = 16 / std::mem::size_of::<Self>();
     /// The uniform entry point, and how many of its elements one `Self` is.
     const UNIFORM: (&'static str, usize);
 }
@@ -41,30 +41,26 @@ pub trait NormalElement: RandomElement {
     const LOG_NORMAL: &'static str;
 }
 
-impl RandomElement for u32 {
-    const PER_BLOCK: usize = 4;
-    const UNIFORM: (&'static str, usize) = ("prism_random_bits", 1);
+/// The element types' entry points: `type: uniform (elements of it per value)`, then the normal
+/// and log-normal ones of the float types.
+macro_rules! entry_points {
+    ($($t:ty: $uniform:literal ($per_value:literal) $(, $normal:literal, $log_normal:literal)?;)+) => {$(
+        impl RandomElement for $t {
+            const UNIFORM: (&'static str, usize) = ($uniform, $per_value);
+        }
+        $(impl NormalElement for $t {
+            const NORMAL: &'static str = $normal;
+            const LOG_NORMAL: &'static str = $log_normal;
+        })?
+    )+};
 }
-impl RandomElement for u64 {
-    const PER_BLOCK: usize = 2;
+
+entry_points! {
+    u32: "prism_random_bits" (1);
     // Little-endian: a u64 fill is the u32 fill of twice as many words.
-    const UNIFORM: (&'static str, usize) = ("prism_random_bits", 2);
-}
-impl RandomElement for f32 {
-    const PER_BLOCK: usize = 4;
-    const UNIFORM: (&'static str, usize) = ("prism_random_uniform_f32", 1);
-}
-impl RandomElement for f64 {
-    const PER_BLOCK: usize = 2;
-    const UNIFORM: (&'static str, usize) = ("prism_random_uniform_f64", 1);
-}
-impl NormalElement for f32 {
-    const NORMAL: &'static str = "prism_random_normal_f32";
-    const LOG_NORMAL: &'static str = "prism_random_log_normal_f32";
-}
-impl NormalElement for f64 {
-    const NORMAL: &'static str = "prism_random_normal_f64";
-    const LOG_NORMAL: &'static str = "prism_random_log_normal_f64";
+    u64: "prism_random_bits" (2);
+    f32: "prism_random_uniform_f32" (1), "prism_random_normal_f32", "prism_random_log_normal_f32";
+    f64: "prism_random_uniform_f64" (1), "prism_random_normal_f64", "prism_random_log_normal_f64";
 }
 
 /// What a normal-family fill draws.

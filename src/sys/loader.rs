@@ -194,51 +194,48 @@ impl Nccl {
     }
 }
 
-/// The process-wide CUDA driver, opened on first use.
-///
-/// This is safe to call although [`Driver::open`] is not: it opens only the well-known names of the
-/// system's CUDA driver (`libcuda.so.1`, `libcuda.so`, `nvcuda.dll`) or the path in
-/// `$PRISM_CUDA_DRIVER`. A library installed under the driver's own name is trusted to be the driver,
-/// as every libloading-based binding (cudarc with `dynamic-loading`, ash for `libvulkan`) trusts it;
-/// the environment override is the process owner's configuration, with the same standing as
-/// `LD_LIBRARY_PATH` or `LD_PRELOAD`, which can already substitute any library the process loads.
-pub fn driver_library() -> Result<&'static Driver, LoadError> {
-    static DRIVER: OnceLock<Result<Driver, LoadError>> = OnceLock::new();
-    DRIVER
-        .get_or_init(|| {
-            // SAFETY: the candidates are the CUDA driver's well-known names and the process owner's
-            // override; a library found under them is trusted to be the driver (see above).
-            unsafe { Driver::open(&candidates(DRIVER_ENV, DRIVER_NAMES)) }
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+/// Each process-wide library: a function that opens it from its well-known names and its
+/// environment override (`candidates`) on first use, and gives the same library, or the same
+/// error, to every later call.
+macro_rules! process_wide {
+    ($($(#[$doc:meta])* $name:ident: $library:ty = ($env:expr, $names:expr);)+) => {$(
+        $(#[$doc])*
+        pub fn $name() -> Result<&'static $library, LoadError> {
+            static LIBRARY: OnceLock<Result<$library, LoadError>> = OnceLock::new();
+            LIBRARY
+                .get_or_init(|| {
+                    // SAFETY: the candidates are the library's well-known names and the process
+                    // owner's override; a library found under them is trusted to be that library
+                    // (see `driver_library`).
+                    unsafe { <$library>::open(&candidates($env, $names)) }
+                })
+                .as_ref()
+                .map_err(Clone::clone)
+        }
+    )+};
 }
 
-/// The process-wide NVRTC library, opened on first use.
-///
-/// Safe for the reason [`driver_library`] is: only NVRTC's well-known names and the process owner's
-/// `$PRISM_NVRTC_LIBRARY` override are opened.
-pub fn nvrtc_library() -> Result<&'static Nvrtc, LoadError> {
-    static NVRTC: OnceLock<Result<Nvrtc, LoadError>> = OnceLock::new();
-    NVRTC
-        .get_or_init(|| {
-            // SAFETY: NVRTC's well-known names and the process owner's override (see above).
-            unsafe { Nvrtc::open(&candidates(NVRTC_ENV, NVRTC_NAMES)) }
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
+process_wide! {
+    /// The process-wide CUDA driver, opened on first use.
+    ///
+    /// This is safe to call although [`Driver::open`] is not: it opens only the well-known names of
+    /// the system's CUDA driver (`libcuda.so.1`, `libcuda.so`, `nvcuda.dll`) or the path in
+    /// `$PRISM_CUDA_DRIVER`. A library installed under the driver's own name is trusted to be the
+    /// driver, as every libloading-based binding (cudarc with `dynamic-loading`, ash for
+    /// `libvulkan`) trusts it; the environment override is the process owner's configuration, with
+    /// the same standing as `LD_LIBRARY_PATH` or `LD_PRELOAD`, which can already substitute any
+    /// library the process loads.
+    driver_library: Driver = (DRIVER_ENV, DRIVER_NAMES);
 
-/// The process-wide NCCL library, opened on first use.
-///
-/// Safe for the reason [`driver_library`] is: only NCCL's well-known names and the process owner's
-/// `$PRISM_NCCL_LIBRARY` override are opened.
-pub fn nccl_library() -> Result<&'static Nccl, LoadError> {
-    static NCCL: OnceLock<Result<Nccl, LoadError>> = OnceLock::new();
-    NCCL.get_or_init(|| {
-        // SAFETY: NCCL's well-known names and the process owner's override (see above).
-        unsafe { Nccl::open(&candidates(NCCL_ENV, NCCL_NAMES)) }
-    })
-    .as_ref()
-    .map_err(Clone::clone)
+    /// The process-wide NVRTC library, opened on first use.
+    ///
+    /// Safe for the reason [`driver_library`] is: only NVRTC's well-known names and the process
+    /// owner's `$PRISM_NVRTC_LIBRARY` override are opened.
+    nvrtc_library: Nvrtc = (NVRTC_ENV, NVRTC_NAMES);
+
+    /// The process-wide NCCL library, opened on first use.
+    ///
+    /// Safe for the reason [`driver_library`] is: only NCCL's well-known names and the process
+    /// owner's `$PRISM_NCCL_LIBRARY` override are opened.
+    nccl_library: Nccl = (NCCL_ENV, NCCL_NAMES);
 }

@@ -12,6 +12,43 @@ pub mod nvrtc;
 
 pub use loader::{driver_library, nccl_library, nvrtc_library, Driver, LoadError, Nccl, Nvrtc};
 
+/// The functions cudarc's `sys` modules of a library give beside its bindings, through this
+/// crate's process-wide `$library`: `is_culib_present`, and `$error_string` (the library's
+/// description of a result code, or a sentence saying no library is loaded).
+#[cfg(not(feature = "legacy-gpu"))]
+macro_rules! culib_functions {
+    ($library:ident, $name:literal, $error_string:ident($result:ty)) => {
+        #[doc = concat!("Whether the ", $name, " library could be loaded (by this crate's loader, which")]
+        #[doc = concat!("[`crate::sys::", stringify!($library), "`] gives with the reason when it could not).")]
+        ///
+        /// # Safety
+        /// None beyond the signature: `unsafe` as in cudarc (loading runs the library's
+        /// initialisers, which this crate's loader does once, for every caller).
+        pub unsafe fn is_culib_present() -> bool {
+            $crate::sys::$library().is_ok()
+        }
+
+        #[doc = concat!("`", stringify!($error_string), "` through the process-wide ", $name, " library: ")]
+        #[doc = concat!($name, "'s description of `result`, or, when no ", $name, " library (or one without")]
+        /// this function) could be loaded, a sentence saying so. A static C string either way.
+        ///
+        /// # Safety
+        /// None beyond the signature: the returned string is static.
+        pub unsafe fn $error_string(result: $result) -> *const ::std::ffi::c_char {
+            // SAFETY: no pointer argument; the library returns a static string.
+            let found = $crate::sys::$library().map(|library| unsafe { library.$error_string(result) });
+            const MISSING: &str = concat!("no ", $name, " library is loaded to describe this code\0");
+            const TEXT: &::std::ffi::CStr = match ::std::ffi::CStr::from_bytes_with_nul(MISSING.as_bytes()) {
+                Ok(text) => text,
+                Err(_) => panic!("one NUL, at the end"),
+            };
+            $crate::sys::static_text(found, TEXT)
+        }
+    };
+}
+#[cfg(not(feature = "legacy-gpu"))]
+pub(crate) use culib_functions;
+
 /// A library's static string (`*GetErrorString` and friends), or `fallback` when the library or
 /// the function is missing or it returned null: what the hand-written `sys` functions beside
 /// the bindings return.

@@ -31,8 +31,17 @@ fn f64s(v: &[f32]) -> Vec<f64> {
 // ---------------------------------------------------------------------------------------------
 // the runtime's operations
 
+/// Every check of the runtime's operations below, on `rt`, from a fresh generator named `test`.
+pub fn runtime_ops(rt: &ProductionGpuRuntime, test: &str) {
+    let mut rng = fresh_rng(test);
+    bias_ops(rt, &mut rng);
+    loss_ops(rt, &mut rng);
+    dropout_and_gather(rt, &mut rng);
+    optimizers(rt, &mut rng);
+}
+
 /// Bias add and bias gradient at odd shapes.
-pub fn bias_ops(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
+fn bias_ops(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
     for (rows, cols) in [(1, 1), (3, 7), (129, 33), (1000, 10), (17, 513)] {
         let y0 = rng.vec(rows * cols, -2.0, 2.0);
         let bias = rng.vec(cols, -1.0, 1.0);
@@ -57,7 +66,7 @@ pub fn bias_ops(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
 }
 
 /// Fused softmax cross-entropy and MSE against f64 references.
-pub fn loss_ops(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
+fn loss_ops(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
     for (rows, cols) in [(1, 1), (5, 3), (128, 10), (33, 100), (7, 1000)] {
         let x = rng.vec(rows * cols, -8.0, 8.0);
         let labels: Vec<i32> = (0..rows).map(|_| (rng.next_u64() % cols as u64) as i32).collect();
@@ -107,7 +116,7 @@ pub fn loss_ops(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
 }
 
 /// Dropout and row gathers (exact).
-pub fn dropout_and_gather(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
+fn dropout_and_gather(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
     let n = 100_003;
     let x = rng.vec(n, -3.0, 3.0);
     let u = rng.vec(n, 0.0, 1.0);
@@ -140,7 +149,7 @@ pub fn dropout_and_gather(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
 }
 
 /// Three steps of each optimiser against the update written out in f64.
-pub fn optimizers(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
+fn optimizers(rt: &ProductionGpuRuntime, rng: &mut SplitMix64) {
     let n = 10_007;
     let rules = [
         Optimizer::Sgd { momentum: 0.9, weight_decay: 0.01 },

@@ -19,6 +19,31 @@ pub fn seed() -> u64 {
     }
 }
 
+/// A property suite: the case count of each property, whose sum is at least `least`.
+pub struct Suite {
+    pub name: &'static str,
+    pub least: u32,
+    pub cases: &'static [(&'static str, u32)],
+}
+
+impl Suite {
+    /// The case count of property `name`.
+    pub fn cases(&self, name: &str) -> u32 {
+        self.cases.iter().find(|(n, _)| *n == name).map(|&(_, c)| c).expect("every property has a case count")
+    }
+
+    /// Prints the case count of each property and their total, which must be at least `least`.
+    pub fn check_budget(&self) {
+        let (suite, least) = (self.name, self.least);
+        let total: u32 = self.cases.iter().map(|&(_, c)| c).sum();
+        for (name, c) in self.cases {
+            eprintln!("{name:>24}: {c}");
+        }
+        eprintln!("property cases in {suite}: {total}");
+        assert!(total >= least, "{suite} runs {total} property cases, fewer than {least}");
+    }
+}
+
 /// Runs `test` on `cases` values of `strategy` from a printed seed; a failure (an `Err` from a
 /// `prop_assert`, or a panic in the code under test) shrinks and panics with the minimal input.
 pub fn check<S>(name: &str, cases: u32, strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)

@@ -10,7 +10,7 @@ use half::bf16;
 use prism_gpu::kernels::gemm::{Gemm, Precision};
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::gemv::Gemv;
-use prism_gpu::ops::neuromorphic::{Csr, Patterns, Reservoir};
+use prism_gpu::ops::neuromorphic::{Csr, Patterns, ReservoirWeights};
 use prism_gpu::ops::random::Philox;
 use prism_gpu::ProductionGpuRuntime;
 use proptest::collection::vec;
@@ -902,7 +902,7 @@ pub fn neuromorphic(rt: &ProductionGpuRuntime, cases: u32) {
             close("matvec_input", i, f(got[i]), want[i], 1e-6 * mag[i] + 1e-30)?;
         }
         let (wx, wmag) = matvec64(&w, &x, n, n);
-        for (what, res) in [("dense", Reservoir::Dense(&w)), ("csr", Reservoir::Csr(csr))] {
+        for (what, res) in [("dense", ReservoirWeights::Dense(&w)), ("csr", ReservoirWeights::Csr(csr))] {
             let got = ok("matvec_reservoir", rt.matvec_reservoir(res, &x))?;
             prop_assert_eq!(got.len(), n);
             for i in 0..n {
@@ -1024,9 +1024,9 @@ pub fn bad_inputs(rt: &ProductionGpuRuntime, cases: u32) {
             "pattern_correlation huge p",
             rt.pattern_correlation(&[], &[], Patterns { t: 2, n: 0, p: past_half, w: 1 }),
         )?;
-        shape_err("spectral_radius huge", rt.spectral_radius(Reservoir::Dense(&x), big, 3, 1))?;
+        shape_err("spectral_radius huge", rt.spectral_radius(ReservoirWeights::Dense(&x), big, 3, 1))?;
         let csr = Csr { row_ptr: &[0], col_idx: &[], values: &[] };
-        shape_err("spectral_radius huge csr", rt.spectral_radius(Reservoir::Csr(csr), big, 3, 1))?;
+        shape_err("spectral_radius huge csr", rt.spectral_radius(ReservoirWeights::Csr(csr), big, 3, 1))?;
         let g = Gemm::new(2, 2, 2).batched(3, big, 0, 4);
         shape_err("gemm huge stride", rt.gemm(&g, &x, &x, &mut [0.0f32; 12]))?;
         shape_err("gemm huge m", rt.gemm(&Gemm::new(big, 1, 1), &x, &x, &mut [0.0f32; 4]))?;

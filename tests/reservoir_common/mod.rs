@@ -3,14 +3,46 @@
 //! by a least-squares growth rate.
 #![allow(dead_code)] // each test binary uses a different subset
 
+use std::sync::Arc;
+
 use prism_gpu::reservoir::{GpuReservoirComputer, Recurrent};
 use prism_gpu::rng::SplitMix64;
+use prism_gpu::ProductionGpuRuntime;
+
+/// The CPU fallback's runtime, shared as the reservoirs take it.
+pub fn cpu() -> Arc<ProductionGpuRuntime> {
+    Arc::new(ProductionGpuRuntime::cpu())
+}
 
 /// A generator seeded from the clock, and its seed (printed, so a failure can be replayed).
 pub fn fresh() -> (SplitMix64, u64) {
     let seed = SplitMix64::from_time().next_u64();
     println!("seed {seed}");
     (SplitMix64::new(seed), seed)
+}
+
+/// Fits `esn` (one input) to predict each of `inputs` from the one before, runs it free for
+/// `outputs` steps and checks them against the f64 reference: `y = W_out [1; u; x]`, then `x` steps
+/// on `y`. `what` names the run in a failure.
+pub fn free_run_matches(esn: &mut GpuReservoirComputer, inputs: &[f32], outputs: usize, what: &str) {
+    let train = inputs.len() - 1;
+    esn.fit(&inputs[..train], &inputs[1..]).unwrap();
+    let w = esn.readout().unwrap().to_vec();
+    let mut x: Vec<f64> = esn.state().unwrap().iter().map(|&v| f64::from(v)).collect();
+    let free = esn.generate(outputs).unwrap();
+    let mut u = f64::from(inputs[train - 1]);
+    let mut y_ref = Vec::new();
+    for _ in 0..outputs {
+        let y = f64::from(w[0])
+            + f64::from(w[1]) * u
+            + w[2..].iter().zip(&x).map(|(&w, &x)| f64::from(w) * x).sum::<f64>();
+        y_ref.push(y);
+        x = states(esn, &[y as f32], &x);
+        u = y;
+    }
+    let scale = w.iter().map(|v| f64::from(v.abs())).sum::<f64>();
+    let err = max_scaled_error(&free, &y_ref, scale);
+    assert!(err < 1e-5, "{what} off by {err:e}");
 }
 
 /// The recurrent matrix as dense f64 `[n, n]`.

@@ -7,7 +7,7 @@ use half::{bf16, f16};
 use prism_gpu::cpu;
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::gemv::Gemv;
-use prism_gpu::ops::neuromorphic::{Csr, Patterns, Reservoir};
+use prism_gpu::ops::neuromorphic::{Csr, Patterns, ReservoirWeights};
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::runtime::RunningStats;
 use prism_gpu::ProductionGpuRuntime;
@@ -462,24 +462,21 @@ pub fn gemv(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, shapes: &[(usize, u
         let (y0, y0t) = (rng.vec(m, -1.0, 1.0), rng.vec(n, -1.0, 1.0));
         for beta in [0.0f32, rng.uniform(0.25, 1.5)] {
             let d = Gemv { m, n, lda, alpha: rng.uniform(-2.0, 2.0), beta };
-            let (want, scale) = gemv_ref(d, &a, &xn, &y0, false);
-            let y = if beta == 0.0 { vec![] } else { y0.clone() };
-            close_scaled(
-                &rt.gemv(d, &a, &xn, &y).unwrap(),
-                &want,
-                &scale,
-                1e-5,
-                &format!("gemv {m}x{n} lda {lda} beta {beta}"),
-            );
-            let (want, scale) = gemv_ref(d, &a, &xt, &y0t, true);
-            let y = if beta == 0.0 { vec![] } else { y0t.clone() };
-            close_scaled(
-                &rt.gemv_t(d, &a, &xt, &y).unwrap(),
-                &want,
-                &scale,
-                1e-5,
-                &format!("gemv_t {m}x{n} lda {lda} beta {beta}"),
-            );
+            for (transposed, x, y0) in [(false, &xn, &y0), (true, &xt, &y0t)] {
+                let (want, scale) = gemv_ref(d, &a, x, y0, transposed);
+                let y = if beta == 0.0 { vec![] } else { y0.clone() };
+                let (name, got) = match transposed {
+                    false => ("gemv", rt.gemv(d, &a, x, &y)),
+                    true => ("gemv_t", rt.gemv_t(d, &a, x, &y)),
+                };
+                close_scaled(
+                    &got.unwrap(),
+                    &want,
+                    &scale,
+                    1e-5,
+                    &format!("{name} {m}x{n} lda {lda} beta {beta}"),
+                );
+            }
         }
     }
 }
@@ -507,14 +504,14 @@ pub fn neuromorphic(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, n: usize, n
     let x = rng.vec(n, -1.0, 1.0);
     let (want, scale) = matvec_ref(&w, &x, n, n);
     close_scaled(
-        &rt.matvec_reservoir(Reservoir::Dense(&w), &x).unwrap(),
+        &rt.matvec_reservoir(ReservoirWeights::Dense(&w), &x).unwrap(),
         &want,
         &scale,
         1e-5,
         "matvec_reservoir dense",
     );
     let (rp, ci, vals, dense) = random_csr(rng, n, 0.1);
-    let csr = Reservoir::Csr(Csr { row_ptr: &rp, col_idx: &ci, values: &vals });
+    let csr = ReservoirWeights::Csr(Csr { row_ptr: &rp, col_idx: &ci, values: &vals });
     let (want, scale) = matvec_ref(&dense, &x, n, n);
     close_scaled(&rt.matvec_reservoir(csr, &x).unwrap(), &want, &scale, 1e-5, "matvec_reservoir csr");
 
@@ -529,7 +526,7 @@ pub fn neuromorphic(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, n: usize, n
         .map(|(&s, &d)| (1.0 - f64::from(leak)) * f64::from(s) + f64::from(leak) * f64::from(d).tanh())
         .collect();
     close(&s, &want, 2e-6, "leaky_integration");
-    for (name, wr, wd) in [("dense", Reservoir::Dense(&w), &w), ("csr", csr, &dense)] {
+    for (name, wr, wd) in [("dense", ReservoirWeights::Dense(&w), &w), ("csr", csr, &dense)] {
         let mut s = x.clone();
         rt.reservoir_step(&w_in, wr, &u, &mut s, leak).unwrap();
         let (a, _) = matvec_ref(&w_in, &u, n, n_in);
@@ -583,13 +580,18 @@ pub fn neuromorphic(rt: &ProductionGpuRuntime, rng: &mut SplitMix64, n: usize, n
     for i in 0..n {
         diag[i * n + i] = if i == top { lambda } else { 0.5 * rng.uniform(-1.0, 1.0) };
     }
-    let est = rt.spectral_radius(Reservoir::Dense(&diag), n, 200, seed).unwrap();
+    let est = rt.spectral_radius(ReservoirWeights::Dense(&diag), n, 200, seed).unwrap();
     assert!((est - lambda.abs()).abs() < 1e-4, "spectral radius {est} vs {}", lambda.abs());
     let rp: Vec<i32> = (0..=n as i32).collect();
     let ci: Vec<i32> = (0..n as i32).collect();
     let vals: Vec<f32> = (0..n).map(|i| diag[i * n + i]).collect();
     let est = rt
-        .spectral_radius(Reservoir::Csr(Csr { row_ptr: &rp, col_idx: &ci, values: &vals }), n, 200, seed)
+        .spectral_radius(
+            ReservoirWeights::Csr(Csr { row_ptr: &rp, col_idx: &ci, values: &vals }),
+            n,
+            200,
+            seed,
+        )
         .unwrap();
     assert!((est - lambda.abs()).abs() < 1e-4, "spectral radius (CSR) {est} vs {}", lambda.abs());
 }

@@ -47,22 +47,25 @@ CUresult cuDeviceGetAttribute(int *v, int attribute, CUdevice d) {
     default: return INVALID_VALUE;
     }
 }
-CUresult cuGetErrorName(CUresult e, const char **s) {
-    switch (e) {
-    case SUCCESS: *s = "CUDA_SUCCESS"; return SUCCESS;
-    case OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return SUCCESS;
-    case STUB_LIBRARY: *s = "CUDA_ERROR_STUB_LIBRARY"; return SUCCESS;
-    default: *s = NULL; return INVALID_VALUE;
+/* The codes this fake describes: each one's name and description. */
+static const struct { CUresult code; const char *name, *text; } codes[] = {
+    {SUCCESS, "CUDA_SUCCESS", "no error"},
+    {OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
+};
+/* The name (or the description, when `text`) of code `e`; INVALID_VALUE and NULL for another code. */
+static CUresult describe(CUresult e, const char **s, int text) {
+    for (unsigned i = 0; i < sizeof codes / sizeof codes[0]; ++i) {
+        if (codes[i].code == e) {
+            *s = text ? codes[i].text : codes[i].name;
+            return SUCCESS;
+        }
     }
+    *s = NULL;
+    return INVALID_VALUE;
 }
-CUresult cuGetErrorString(CUresult e, const char **s) {
-    switch (e) {
-    case SUCCESS: *s = "no error"; return SUCCESS;
-    case OUT_OF_MEMORY: *s = "out of memory"; return SUCCESS;
-    case STUB_LIBRARY: *s = "CUDA driver is a stub library"; return SUCCESS;
-    default: *s = NULL; return INVALID_VALUE;
-    }
-}
+CUresult cuGetErrorName(CUresult e, const char **s) { return describe(e, s, 0); }
+CUresult cuGetErrorString(CUresult e, const char **s) { return describe(e, s, 1); }
 
 /* Values a newer driver could hand back: an enum value these bindings do not know, and a known one,
  * through out-pointers; a result code these bindings do not know. */

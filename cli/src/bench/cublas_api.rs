@@ -134,9 +134,9 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
         let b = rng.vec(case.k * case.n, -1.0, 1.0);
         let inner = ((5e9 / case.flops()) as usize).clamp(1, 100);
         let check = case.m * case.n <= CHECK_MAX_OUTPUTS;
-        let (ms, ours_c) = ours.time(case, &a, &b, settings, inner, check).map_err(side_err)?;
-        let theirs =
-            real.as_ref().map_err(Clone::clone).and_then(|r| r.time(case, &a, &b, settings, inner, check));
+        let job = Job { case, a: &a, b: &b, settings, inner, check };
+        let (ms, ours_c) = ours.time(job).map_err(side_err)?;
+        let theirs = real.as_ref().map_err(Clone::clone).and_then(|r| r.time(job));
         let anchor_value = match theirs {
             Ok((theirs_ms, theirs_c)) => {
                 if let (Some(x), Some(y)) = (&ours_c, &theirs_c) {
@@ -165,6 +165,18 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// One timed case: its operands, the timing settings, the calls per timed run (`inner`), and
+/// whether to bring C back to compare the two sides (`check`).
+#[derive(Debug, Clone, Copy)]
+struct Job<'a> {
+    case: &'a Case,
+    a: &'a [f32],
+    b: &'a [f32],
+    settings: Settings,
+    inner: usize,
+    check: bool,
+}
+
 /// The caller's code, written once against `$blas` (a crate's `cublas`) and `$drv` (its `driver`).
 macro_rules! caller {
     ($blas:path, $drv:path) => {
@@ -173,7 +185,7 @@ macro_rules! caller {
 
         use half::{bf16, f16};
 
-        use super::{Case, Element, Kind, Settings};
+        use super::{Case, Element, Job, Kind, Settings};
         use blas_api::sys::{cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType};
         use blas_api::{result, CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
         use driver_api::sys::CUevent_flags;
@@ -270,21 +282,13 @@ macro_rules! caller {
             }
 
             /// Median milliseconds of `inner` calls of `case`, and C (all batch entries) when `check`.
-            pub fn time(
-                &self,
-                case: &Case,
-                a: &[f32],
-                b: &[f32],
-                settings: Settings,
-                inner: usize,
-                check: bool,
-            ) -> Res<(f64, Option<Vec<f64>>)> {
-                match case.kind {
-                    Kind::F32 => self.time_safe::<f32>(case, a, b, settings, inner, check),
-                    Kind::Bf16 => self.time_safe::<bf16>(case, a, b, settings, inner, check),
-                    Kind::F16 => self.time_safe::<f16>(case, a, b, settings, inner, check),
-                    Kind::F64 => self.time_safe::<f64>(case, a, b, settings, inner, check),
-                    Kind::Tf32 => self.time_tf32(case, a, b, settings, inner, check),
+            pub fn time(&self, job: Job) -> Res<(f64, Option<Vec<f64>>)> {
+                match job.case.kind {
+                    Kind::F32 => self.time_safe::<f32>(job),
+                    Kind::Bf16 => self.time_safe::<bf16>(job),
+                    Kind::F16 => self.time_safe::<f16>(job),
+                    Kind::F64 => self.time_safe::<f64>(job),
+                    Kind::Tf32 => self.time_tf32(job),
                 }
             }
 
@@ -318,18 +322,11 @@ macro_rules! caller {
             }
 
             /// The safe trait, as bullet, Hpt and candle's f64 path call it.
-            fn time_safe<T: Element + DeviceRepr>(
-                &self,
-                case: &Case,
-                a: &[f32],
-                b: &[f32],
-                settings: Settings,
-                inner: usize,
-                check: bool,
-            ) -> Res<(f64, Option<Vec<f64>>)>
+            fn time_safe<T: Element + DeviceRepr>(&self, job: Job) -> Res<(f64, Option<Vec<f64>>)>
             where
                 CudaBlas: Gemm<T>,
             {
+                let Job { case, a, b, settings, inner, check } = job;
                 let (da, db, mut dc) = self.operands::<T>(case, a, b)?;
                 let cfg = config(case, T::from_f32(1.0), T::from_f32(0.0));
                 let ms = median_ms(&self.stream, settings, inner, || {
@@ -341,15 +338,8 @@ macro_rules! caller {
             }
 
             /// `result::gemm_strided_batched_ex` with TF32 compute, as candle issues f32 matmuls.
-            fn time_tf32(
-                &self,
-                case: &Case,
-                a: &[f32],
-                b: &[f32],
-                settings: Settings,
-                inner: usize,
-                check: bool,
-            ) -> Res<(f64, Option<Vec<f64>>)> {
+            fn time_tf32(&self, job: Job) -> Res<(f64, Option<Vec<f64>>)> {
+                let Job { case, a, b, settings, inner, check } = job;
                 let (da, db, mut dc) = self.operands::<f32>(case, a, b)?;
                 let cfg = config(case, 1.0f32, 0.0f32);
                 let g = cfg.gemm;
@@ -408,7 +398,7 @@ mod real {
 #[cfg(not(feature = "bench-anchors"))]
 mod real {
     //! Without `bench-anchors` there is no real cuBLAS: `Side::new` fails and rows carry no anchor.
-    use super::{Case, Settings};
+    use super::{Job, Settings};
 
     /// No value exists: the methods below can never be called.
     pub enum Side {}
@@ -419,15 +409,7 @@ mod real {
         pub fn host_cost_us(&self, _: usize, _: Settings) -> std::result::Result<f64, String> {
             match *self {}
         }
-        pub fn time(
-            &self,
-            _: &Case,
-            _: &[f32],
-            _: &[f32],
-            _: Settings,
-            _: usize,
-            _: bool,
-        ) -> std::result::Result<(f64, Option<Vec<f64>>), String> {
+        pub fn time(&self, _: Job) -> std::result::Result<(f64, Option<Vec<f64>>), String> {
             match *self {}
         }
     }

@@ -9,7 +9,7 @@ use half::bf16;
 
 use super::{gigabytes_per_second, time_gpu, time_host, Row, Settings};
 use prism_gpu::cpu;
-use prism_gpu::driver::{CudaSlice, CudaStream, DeviceRepr};
+use prism_gpu::driver::{CudaSlice, CudaStream, CudaView, DeviceRepr};
 use prism_gpu::kernels::activations;
 use prism_gpu::kernels::elementwise;
 use prism_gpu::kernels::gemv;
@@ -22,7 +22,7 @@ use prism_gpu::kernels::{convert, transpose, Kernels};
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::elementwise::Binary;
 use prism_gpu::ops::gemv::Gemv;
-use prism_gpu::ops::neuromorphic::Reservoir;
+use prism_gpu::ops::neuromorphic::ReservoirWeights;
 use prism_gpu::ops::random::{Normal, Philox};
 use prism_gpu::ops::reductions::Reduce;
 use prism_gpu::ops::softmax::Softmax;
@@ -228,22 +228,7 @@ fn row_family(b: &mut Bench, rows: usize, cols: usize) -> Result<()> {
         })?;
     }
     let (gv, bv) = (gamma.as_view(), beta.as_view());
-    b.bandwidth(label("layer_norm"), 8 * n, |i| {
-        let j = i % sets;
-        norms::layer_norm(
-            k,
-            s,
-            &x[j].as_view(),
-            Some(&gv),
-            Some(&bv),
-            &mut out[j].as_view_mut(),
-            None,
-            None,
-            rows,
-            cols,
-            1e-5,
-        )
-    })?;
+    layer_norm(b, (label("layer_norm"), 8 * n), &x, &mut out, (&gv, &bv), (rows, cols))?;
     b.bandwidth(label("rms_norm"), 8 * n, |i| {
         let j = i % sets;
         norms::rms_norm(k, s, &x[j].as_view(), Some(&gv), &mut out[j].as_view_mut(), None, rows, cols, 1e-5)
@@ -268,24 +253,27 @@ fn row_family(b: &mut Bench, rows: usize, cols: usize) -> Result<()> {
                 1e-5,
             )
         })?;
-        b.bandwidth(format!("layer_norm {rows}x{cols} bf16"), 4 * n, |i| {
-            let j = i % sets;
-            norms::layer_norm(
-                k,
-                s,
-                &xb[j].as_view(),
-                Some(&gv),
-                Some(&bv),
-                &mut ob[j].as_view_mut(),
-                None,
-                None,
-                rows,
-                cols,
-                1e-5,
-            )
-        })?;
+        let row = (format!("layer_norm {rows}x{cols} bf16"), 4 * n);
+        layer_norm(b, row, &xb, &mut ob, (&gv, &bv), (rows, cols))?;
     }
     Ok(())
+}
+
+/// Records the `(name, traffic)` row of layer norm (gamma and beta, no statistics) over the
+/// `[rows, cols]` matrices of `x` in turn, into those of `out`.
+fn layer_norm<T: norms::NormElement>(
+    b: &mut Bench,
+    (name, traffic): (String, usize),
+    x: &[CudaSlice<T>],
+    out: &mut [CudaSlice<T>],
+    (gamma, beta): (&CudaView<f32>, &CudaView<f32>),
+    (rows, cols): (usize, usize),
+) -> Result<()> {
+    let (k, s, sets) = (b.kernels, b.stream, x.len());
+    b.bandwidth(name, traffic, |i| {
+        let (x, out) = (&x[i % sets].as_view(), &mut out[i % sets].as_view_mut());
+        norms::layer_norm(k, s, x, Some(gamma), Some(beta), out, None, None, rows, cols, 1e-5)
+    })
 }
 
 fn reductions_family(b: &mut Bench, n: usize, (rows, cols): (usize, usize)) -> Result<()> {
@@ -426,62 +414,58 @@ fn random_family(b: &mut Bench, n: usize) -> Result<()> {
 
 /// Median milliseconds of cuRAND's Philox4x32-10 (the real libcurand through cudarc, feature
 /// `bench-anchors`) filling the same buffers on the same stream with uniform or standard normal
-/// f32.
-#[cfg(feature = "bench-anchors")]
+/// f32. Without `bench-anchors` there is no libcurand to compare with: an error.
 fn curand_philox(
     s: &Arc<CudaStream>,
     settings: Settings,
     out: &mut [CudaSlice<f32>],
     normal: bool,
 ) -> std::result::Result<f64, String> {
-    use cudarc::curand::{result, sys};
+    #[cfg(not(feature = "bench-anchors"))]
+    {
+        let _ = (s, settings, out, normal);
+        Err("built without the bench-anchors feature".into())
+    }
+    #[cfg(feature = "bench-anchors")]
+    {
+        use cudarc::curand::{result, sys};
 
-    use prism_gpu::driver::DevicePtrMut as _;
-    let err = |e: result::CurandError| format!("{e:?}");
-    let generator =
-        result::create_generator_kind(sys::curandRngType_t::CURAND_RNG_PSEUDO_PHILOX4_32_10).map_err(err)?;
-    let sets = out.len();
-    let timed = (|| {
-        // SAFETY: the generator was just created; the stream outlives it (destroyed below).
-        unsafe {
-            result::set_seed(generator, 42).map_err(err)?;
-            result::set_stream(generator, s.cu_stream() as sys::cudaStream_t).map_err(err)?;
-        }
-        time_gpu(s, settings, |i| {
-            let buffer = &mut out[i % sets];
-            let n = buffer.len();
-            let (ptr, _write) = buffer.device_ptr_mut(s);
-            // SAFETY: `ptr` holds `n` f32 (n is even, as cuRAND's normal fill needs).
+        use prism_gpu::driver::DevicePtrMut as _;
+        let err = |e: result::CurandError| format!("{e:?}");
+        let generator = result::create_generator_kind(sys::curandRngType_t::CURAND_RNG_PSEUDO_PHILOX4_32_10)
+            .map_err(err)?;
+        let sets = out.len();
+        let timed = (|| {
+            // SAFETY: the generator was just created; the stream outlives it (destroyed below).
             unsafe {
-                if normal {
-                    result::generate::normal_f32(generator, ptr as *mut f32, n, 0.0, 1.0)
-                } else {
-                    result::generate::uniform_f32(generator, ptr as *mut f32, n)
-                }
+                result::set_seed(generator, 42).map_err(err)?;
+                result::set_stream(generator, s.cu_stream() as sys::cudaStream_t).map_err(err)?;
             }
-            .map_err(|e| prism_gpu::Error::Shape {
-                op: "curand",
-                expected: "a fill".into(),
-                got: format!("{e:?}"),
+            time_gpu(s, settings, |i| {
+                let buffer = &mut out[i % sets];
+                let n = buffer.len();
+                let (ptr, _write) = buffer.device_ptr_mut(s);
+                // SAFETY: `ptr` holds `n` f32 (n is even, as cuRAND's normal fill needs).
+                unsafe {
+                    if normal {
+                        result::generate::normal_f32(generator, ptr as *mut f32, n, 0.0, 1.0)
+                    } else {
+                        result::generate::uniform_f32(generator, ptr as *mut f32, n)
+                    }
+                }
+                .map_err(|e| prism_gpu::Error::Shape {
+                    op: "curand",
+                    expected: "a fill".into(),
+                    got: format!("{e:?}"),
+                })
             })
-        })
-        .map(|t| t.median_ms)
-        .map_err(|e| e.to_string())
-    })();
-    // SAFETY: created above, destroyed once; its work was synchronised by the timing.
-    unsafe { result::destroy_generator(generator) }.map_err(err)?;
-    timed
-}
-
-/// Without `bench-anchors` there is no libcurand to compare with.
-#[cfg(not(feature = "bench-anchors"))]
-fn curand_philox(
-    _: &Arc<CudaStream>,
-    _: Settings,
-    _: &mut [CudaSlice<f32>],
-    _: bool,
-) -> std::result::Result<f64, String> {
-    Err("built without the bench-anchors feature".into())
+            .map(|t| t.median_ms)
+            .map_err(|e| e.to_string())
+        })();
+        // SAFETY: created above, destroyed once; its work was synchronised by the timing.
+        unsafe { result::destroy_generator(generator) }.map_err(err)?;
+        timed
+    }
 }
 
 fn reservoir_step(b: &mut Bench, (n, n_in): (usize, usize)) -> Result<()> {
@@ -509,7 +493,7 @@ fn reservoir_step(b: &mut Bench, (n, n_in): (usize, usize)) -> Result<()> {
     let mut hx = s.clone_dtoh(&x)?;
     let host = time_host(b.settings, |_| {
         for _ in 0..STEPS {
-            cpu::reservoir_step(&hw_in, Reservoir::Dense(&hw), &hu, &mut hx, 0.3);
+            cpu::reservoir_step(&hw_in, ReservoirWeights::Dense(&hw), &hu, &mut hx, 0.3);
         }
         Ok(())
     })?;

@@ -17,25 +17,21 @@ use crate::driver::tracking::{Access, SliceEvents, SyncMode};
 /// Frees `ptr`, allocated on `stream`, after the uses `events` recorded on other streams, with
 /// `stream`'s context bound whatever error is parked (errors are parked).
 pub(crate) fn free_allocation(ptr: sys::CUdeviceptr, stream: &CudaStream, events: Option<&SliceEvents>) {
-    let ctx = &stream.ctx;
-    // Bind our own context whatever error is parked; if even that fails, leak the memory rather
-    // than free it under another context.
-    if let Err(e) = ctx.bind() {
-        return ctx.record_err::<()>(Err(e));
-    }
-    if let Some(events) = events {
-        if ctx.sync_mode(stream) == SyncMode::On {
-            events.wait_before(Access::Write, stream);
+    stream.ctx.release(|ctx| {
+        if let Some(events) = events {
+            if ctx.sync_mode(stream) == SyncMode::On {
+                events.wait_before(Access::Write, stream);
+            }
         }
-    }
-    if ctx.has_async_alloc {
-        // SAFETY: the caller owns the allocation; pending uses are ordered before `stream` above.
-        ctx.record_err(unsafe { result::free_async(ptr, stream.cu_stream) });
-    } else {
-        ctx.record_err(stream.synchronize_tracking());
-        // SAFETY: the caller owns the allocation and its stream has drained.
-        ctx.record_err(unsafe { result::free_sync(ptr) });
-    }
+        if ctx.has_async_alloc {
+            // SAFETY: the caller owns the allocation; pending uses are ordered before `stream` above.
+            ctx.record_err(unsafe { result::free_async(ptr, stream.cu_stream) });
+        } else {
+            ctx.record_err(stream.synchronize_tracking());
+            // SAFETY: the caller owns the allocation and its stream has drained.
+            ctx.record_err(unsafe { result::free_sync(ptr) });
+        }
+    });
 }
 
 /// Starts a tracked use of a slice on `stream`: waits as needed and returns the guard that
