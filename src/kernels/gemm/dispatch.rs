@@ -176,9 +176,12 @@ const SKINNY_MIN_WEIGHTS: u128 = 1 << 16;
 /// Blocks of the skinny kernels the k split aims at per multiprocessor: the CUDA-core kernels
 /// (which hold 1-4) ...
 const SKINNY_BLOCKS_PER_SM: usize = 4;
-/// ... and the tensor-core ones, whose blocks each stream more of W (H100, notes/skinny-tc:
-/// 1-16 x 4096 x 4096 best at 3-4 slices, 10-25% faster than at 8-16).
-const SKINNY_TC_BLOCKS_PER_SM: usize = 2;
+/// ... and the tensor-core ones, whose blocks each stream more of W, rounded down: 2 of the
+/// 64-column `wl` blocks, 3 of the 32-column `wk` ones (H100, notes/skinny-tc and
+/// notes/gemm-tune/decode-tc-h100-68320b2.log: `wl` 1-16 x 11008 x 4096 best in one slice,
+/// 1.05-1.20x over two; x 4096 x 11008 in four, 1.20-1.26x over five; `wk` x 4096 x 4096 in three,
+/// 9% over two).
+const SKINNY_TC_BLOCKS_PER_SM: [usize; 2] = [3, 2];
 /// At most this many slices of k.
 const SKINNY_SPLIT_MAX: usize = 64;
 
@@ -261,8 +264,12 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
     }
     let rows = *skinny_rows(precision).iter().find(|&&r| r as usize >= short)?;
     let blocks = long.div_ceil(skinny_tile(g, precision));
-    let per_sm = if tensor_cores { SKINNY_TC_BLOCKS_PER_SM } else { SKINNY_BLOCKS_PER_SM };
-    let wanted = (per_sm * device.multiprocessors as usize).div_ceil(blocks);
+    let sms = device.multiprocessors as usize;
+    let wanted = if tensor_cores {
+        (SKINNY_TC_BLOCKS_PER_SM[usize::from(skinny_long_contiguous(g))] * sms / blocks).max(1)
+    } else {
+        (SKINNY_BLOCKS_PER_SM * sms).div_ceil(blocks)
+    };
     let traffic = g.k * element_bytes / (32 * rows as usize);
     let needed = g.k.div_ceil(skinny_depth(rows, precision));
     if needed > GRID_YZ_MAX {
@@ -595,8 +602,9 @@ mod tests {
         let skinny = |rows, splits| Kernel::Skinny { rows, splits };
         let on = |g: Gemm, p| heuristic(&g, p, &H100, ALIGNED);
         // Decode, x * W (W k x n, long side contiguous: 64-column bf16 tiles on the tensor cores,
-        // 64 blocks): 5 slices for 2 blocks per multiprocessor; x * W^T (32-column tiles): 3.
-        assert_eq!(on(Gemm::new(1, 4096, 4096), Precision::Bf16), skinny(8, 5));
+        // 64 blocks): 4 slices for 2 blocks per multiprocessor; x * W^T (32-column tiles, 3): 3.
+        assert_eq!(on(Gemm::new(1, 4096, 4096), Precision::Bf16), skinny(8, 4));
+        assert_eq!(on(Gemm::new(8, 11008, 4096), Precision::Bf16), skinny(8, 1));
         assert_eq!(on(Gemm::new(13, 4096, 4096).transposed(false, true), Precision::F16), skinny(16, 3));
         // x * W^T (W n x k, along k: 32-column tiles, 128 blocks): 5 slices.
         assert_eq!(on(Gemm::new(3, 4096, 4096).transposed(false, true), Precision::F32), skinny(4, 5));

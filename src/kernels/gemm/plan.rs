@@ -534,8 +534,8 @@ mod tests {
         assert_eq!(launch(Gemm::new(32, 4096, 16384), Bf16, &H100), split(Family::Mma, 2048, 8, 32, 4096));
         // 41x185x2913 TF32: 11 slices of 288 (the last 33).
         assert_eq!(launch(Gemm::new(41, 185, 2913), Tf32, &H100), split(Family::Mma, 288, 11, 41, 185));
-        // Skinny: decode bf16 x W on the tensor cores (5 slices asked: 4 of 1024, 8 rows), W read
-        // along n; x W^T in f32 on the CUDA cores and in f16 on the tensor cores.
+        // Skinny: decode bf16 x W on the tensor cores (4 slices of 1024, 8 rows), W read along n;
+        // x W^T in f32 on the CUDA cores and in f16 on the tensor cores.
         let skinny = |rows, depth, parts, long_contiguous, tensor_cores, block_cols, outputs: usize| {
             Launch::Skinny(Skinny {
                 rows,
