@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use super::plan::{Skinny, SplitK};
 use super::{grow, tiled, Element, Gemm, Precision, RawEpilogue, Workspace, BLOCK};
-use crate::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use crate::driver::{CudaStream, LaunchConfig};
 use crate::error::Result;
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::grid;
-use crate::kernels::Kernels;
+use crate::kernels::{launch, Kernels};
 
 /// Runs a batch-1 `g` as `plan.parts` f32 partial products over slices of k (packed m x n matrices
 /// in `workspace`, through the family's batch dimension; the last, shorter slice by its own
@@ -136,22 +136,13 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(
     // k x `long` elements through exactly those strides, and writes `parts` packed m x n f32
     // blocks into the workspace grown to hold them above.
     unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(&short)
-            .arg(&long)
-            .arg(&k)
-            .arg(&depth)
-            .arg(&x)
-            .arg(&xs)
-            .arg(&xk)
-            .arg(&w)
-            .arg(&w_pitch)
-            .arg(&partials)
-            .arg(&ps)
-            .arg(&pl)
-            .launch(cfg)?;
-    }
+        launch!(
+            stream,
+            &function,
+            cfg,
+            [&short, &long, &k, &depth, &x, &xs, &xk, &w, &w_pitch, &partials, &ps, &pl]
+        )
+    }?;
     // SAFETY: the slices above wrote all `parts` partial products; C and the bias are the
     // caller's (validated, checked).
     unsafe { reduce_partials::<TOut>(kernels, stream, g, plan.parts, partials, pc, epilogue) }
@@ -172,7 +163,7 @@ unsafe fn reduce_partials<TOut: Element>(
     c: u64,
     epilogue: &RawEpilogue,
 ) -> Result<()> {
-    let reduce = kernels.function(&format!("gemm_splitk_reduce_{}", TOut::NAME))?;
+    let name = format!("gemm_splitk_reduce_{}", TOut::NAME);
     let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
     // One output per thread per step, blocks of 256 (the kernel's own block size).
@@ -181,19 +172,12 @@ unsafe fn reduce_partials<TOut: Element>(
     // m x n partial products, writes C's m x n block (batch 1), reads n bias values: the caller's
     // obligations.
     unsafe {
-        stream
-            .launch_builder(&reduce)
-            .arg(&m)
-            .arg(&n)
-            .arg(&parts)
-            .arg(&partials)
-            .arg(&g.alpha)
-            .arg(&g.beta)
-            .arg(&c)
-            .arg(&ldc)
-            .arg(&bias)
-            .arg(&act)
-            .launch(cfg)?;
+        launch!(
+            kernels,
+            stream,
+            &name,
+            cfg,
+            [&m, &n, &parts, &partials, &g.alpha, &g.beta, &c, &ldc, &bias, &act]
+        )
     }
-    Ok(())
 }
