@@ -219,15 +219,34 @@ __device__ __forceinline__ void sum_k_warps(float *red, float *acc, int wl, int 
     }
 }
 
-// Zeroes the tensor-core kernels' accumulators: MT x NT mma tiles of 4 floats a lane.
-template <int MT, int NT>
-__device__ __forceinline__ void zero_tc(float (&acc)[MT][NT][4]) {
+// Calls f(i, j, e) for each of a lane's accumulators of the tensor-core kernels: MT x NT mma tiles of 4 floats.
+template <int MT, int NT, typename F>
+__device__ __forceinline__ void each_tc(F f) {
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+            for (int e = 0; e < 4; ++e) f(i, j, e);
+}
+
+// Zeroes the tensor-core kernels' accumulators.
+template <int MT, int NT>
+__device__ __forceinline__ void zero_tc(float (&acc)[MT][NT][4]) {
+    each_tc<MT, NT>([&](int i, int j, int e) { acc[i][j][e] = 0.f; });
+}
+
+// Loads N k-elements at k-index kk of X's rows 8j + g (j < NT; `valid` of them in the slice, none past `rows`) as
+// the mma's B fragments. `vec`: X's base and row pitch allow N-element loads.
+template <int N, int NT, typename TI>
+__device__ __forceinline__ void load_x(uint32_t (&xb)[NT][N / 2], const TI *X, long long xs, long long xk, int rows,
+                                       int g, int kk, int valid, bool vec) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        const int s = 8 * j + g;
+        const int v = s < rows ? valid : 0;
+        load_pairs<N>(xb[j], X + (long long)min(s, rows - 1) * xs + (long long)kk * xk, xk, v, vec && v == N);
+    }
 }
 
 // Sums the WK warps' accumulators (sum_k_warps), then the warps with wk == 0 store them to this k slice's partial
@@ -240,15 +259,10 @@ __device__ __forceinline__ void store_tc(float *red, float (&acc)[MT][NT][4], in
     if (wk != 0) return;
     const int c = lane % 4;
     float *out = part + (long long)blockIdx.y * rows * L;
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int l = col(i, e), s = 8 * j + 2 * c + e % 2;
-                if (l < L && s < rows) out[s * ps + l * pl] = acc[i][j][e];
-            }
+    each_tc<MT, NT>([&](int i, int j, int e) {
+        const int l = col(i, e), s = 8 * j + 2 * c + e % 2;
+        if (l < L && s < rows) out[s * ps + l * pl] = acc[i][j][e];
+    });
 }
 
 // W k-contiguous (W[l * wld + kk]): a warp owns 16 MT columns of the long side. Lane (g, c) = (lane / 4, lane % 4)
@@ -280,13 +294,7 @@ __device__ __forceinline__ void skinny_tc_wk(float *red, int rows, int L, int k,
                     const int v = l < L ? valid : 0;
                     load_pairs<8>(wa[u][i][h], W + (long long)min(l, L - 1) * wld + kk, 1, v, wvec && v == 8);
                 }
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                const int s = 8 * j + g;
-                const int v = s < rows ? valid : 0;
-                load_pairs<8>(xb[u][j], X + (long long)min(s, rows - 1) * xs + (long long)kk * xk, xk, v,
-                              xvec && v == 8);
-            }
+            load_x<8>(xb[u], X, xs, xk, rows, g, kk, valid, xvec);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u)
@@ -336,13 +344,7 @@ __device__ __forceinline__ void skinny_tc_wl(float *red, int rows, int L, int k,
                 load_pairs<8>(wv[u][q], wcol + (long long)min(kq + q, k - 1) * wld, 1, in ? lvalid : 0, in && wvec);
             }
             const int valid = clamp_valid((long long)kend - kq, 4);
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                const int s = 8 * j + g;
-                const int v = s < rows ? valid : 0;
-                load_pairs<4>(xb[u][j], X + (long long)min(s, rows - 1) * xs + (long long)min(kq, k - 1) * xk, xk, v,
-                              xvec && v == 4);
-            }
+            load_x<4>(xb[u], X, xs, xk, rows, g, min(kq, k - 1), valid, xvec);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u)
