@@ -10,10 +10,12 @@
 //! cuBLAS's (relative Frobenius difference within the precision's tolerance), so a wrong kernel
 //! cannot post a number.
 
+use std::sync::Arc;
+
 use half::{bf16, f16};
 
-use super::{teraflops, time_gpu, Row, Settings};
-use prism_gpu::driver::CudaSlice;
+use super::{teraflops, time_gpu, Measured, Row, Settings};
+use prism_gpu::driver::{CudaSlice, CudaStream};
 use prism_gpu::kernels::gemm::{tuning, Element, Gemm, Precision};
 use prism_gpu::{Error, Result};
 
@@ -84,12 +86,13 @@ pub fn run(
         for &precision in precisions {
             let g = Gemm::new(m, n, k).with_precision(precision);
             let inner = ((5e9 / g.flops()) as usize).clamp(1, 100);
+            let timed = Timed { a: &a, b: &b, settings, inner };
             let (ours, ours_c, kernel) = match precision {
-                Precision::F32 | Precision::Tf32 => time_ours::<f32>(ops, &g, &a, &b, settings, inner)?,
-                Precision::Bf16 => time_ours::<bf16>(ops, &g, &a, &b, settings, inner)?,
-                Precision::F16 => time_ours::<f16>(ops, &g, &a, &b, settings, inner)?,
+                Precision::F32 | Precision::Tf32 => time_ours::<f32>(ops, &g, timed)?,
+                Precision::Bf16 => time_ours::<bf16>(ops, &g, timed)?,
+                Precision::F16 => time_ours::<f16>(ops, &g, timed)?,
             };
-            let theirs = anchor.time(precision, &g, &a, &b, settings, inner, ours_c.is_some());
+            let theirs = anchor.time(precision, &g, timed, ours_c.is_some());
             let anchor_value = match theirs {
                 Ok((ms, theirs_c)) => {
                     if let (Some(ours_c), Some(theirs_c)) = (&ours_c, &theirs_c) {
@@ -202,26 +205,37 @@ fn label(precision: Precision) -> &'static str {
     }
 }
 
+/// What one GEMM timing takes: row-major A and B as f32 (rounded to the element type on upload),
+/// the warm-up and repeats, and the GEMMs timed back to back per repeat.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timed<'x> {
+    pub a: &'x [f32],
+    pub b: &'x [f32],
+    pub settings: Settings,
+    pub inner: usize,
+}
+
+impl Timed<'_> {
+    /// [`time_gpu`] of `inner` back-to-back calls of `once` per repeat (short GEMMs batched so the
+    /// events' resolution does not dominate): the milliseconds are of all `inner`.
+    pub(crate) fn time(
+        &self,
+        stream: &Arc<CudaStream>,
+        mut once: impl FnMut() -> Result<()>,
+    ) -> Result<Measured> {
+        time_gpu(stream, self.settings, |_| (0..self.inner).try_for_each(|_| once()))
+    }
+}
+
 /// Median milliseconds of `inner` GEMMs with `T` inputs and outputs, the result as f32 when it is
 /// small enough to check, and the kernel that ran (the dispatcher's plan for these operands).
-fn time_ours<T: Element>(
-    ops: &GpuOps,
-    g: &Gemm,
-    a: &[f32],
-    b: &[f32],
-    settings: Settings,
-    inner: usize,
-) -> Result<(f64, Option<Vec<f32>>, String)> {
-    let (da, db) = (ops.upload(&narrow::<T>(a))?, ops.upload(&narrow::<T>(b))?);
+fn time_ours<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<(f64, Option<Vec<f32>>, String)> {
+    let (da, db) = (ops.upload(&narrow::<T>(timed.a))?, ops.upload(&narrow::<T>(timed.b))?);
     let plan = tuning::plan_of::<T, T>(ops.kernels(), ops.stream(), g, &da.as_view(), &db.as_view())?;
     // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
     let mut dc: CudaSlice<T> = unsafe { ops.stream().alloc(g.m * g.n) }?;
-    let measured = time_gpu(ops.stream(), settings, |_| {
-        for _ in 0..inner {
-            ops.gemm(g, &da.as_view(), &db.as_view(), &mut dc.as_view_mut())?;
-        }
-        Ok(())
-    })?;
+    let measured =
+        timed.time(ops.stream(), || ops.gemm(g, &da.as_view(), &db.as_view(), &mut dc.as_view_mut()))?;
     let c = if g.m * g.n <= CHECK_MAX_OUTPUTS {
         Some(ops.download(&dc)?.iter().map(|x| x.to_f32()).collect())
     } else {
@@ -271,7 +285,7 @@ pub(crate) mod cublas {
     use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
     use half::{bf16, f16};
 
-    use super::{narrow, Gemm, Precision, Settings, CHECK_MAX_OUTPUTS};
+    use super::{narrow, Gemm, Precision, Settings, Timed, CHECK_MAX_OUTPUTS};
 
     /// Median milliseconds of `inner` cuBLAS DGEMMs of row-major `size`^3 A, B (as timed in
     /// `gemm`), and the result when `want_result`.
@@ -374,63 +388,21 @@ pub(crate) mod cublas {
 
         /// Median milliseconds of `inner` cuBLAS GEMMs of `g` (row-major A, B), and the result
         /// as f32 when `want_result`.
-        #[allow(clippy::too_many_arguments)] // mirrors time_ours, plus the check switch
         pub fn time(
             &mut self,
             precision: Precision,
             g: &Gemm,
-            a: &[f32],
-            b: &[f32],
-            settings: Settings,
-            inner: usize,
+            timed: Timed,
             want_result: bool,
         ) -> std::result::Result<(f64, Option<Vec<f32>>), String> {
             let (stream, blas) = self.0.as_ref().map_err(Clone::clone)?;
+            let (f32_compute, tf32_compute) =
+                (cublasComputeType_t::CUBLAS_COMPUTE_32F, cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32);
             match precision {
-                Precision::F32 => gemm::<f32>(
-                    stream,
-                    blas,
-                    cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                    g,
-                    a,
-                    b,
-                    settings,
-                    inner,
-                    want_result,
-                ),
-                Precision::Tf32 => gemm::<f32>(
-                    stream,
-                    blas,
-                    cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
-                    g,
-                    a,
-                    b,
-                    settings,
-                    inner,
-                    want_result,
-                ),
-                Precision::Bf16 => gemm::<bf16>(
-                    stream,
-                    blas,
-                    cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                    g,
-                    a,
-                    b,
-                    settings,
-                    inner,
-                    want_result,
-                ),
-                Precision::F16 => gemm::<f16>(
-                    stream,
-                    blas,
-                    cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                    g,
-                    a,
-                    b,
-                    settings,
-                    inner,
-                    want_result,
-                ),
+                Precision::F32 => gemm::<f32>(stream, blas, f32_compute, g, timed, want_result),
+                Precision::Tf32 => gemm::<f32>(stream, blas, tf32_compute, g, timed, want_result),
+                Precision::Bf16 => gemm::<bf16>(stream, blas, f32_compute, g, timed, want_result),
+                Precision::F16 => gemm::<f16>(stream, blas, f32_compute, g, timed, want_result),
             }
         }
     }
@@ -448,16 +420,12 @@ pub(crate) mod cublas {
         const CUDA: cudaDataType = cudaDataType::CUDA_R_16F;
     }
 
-    #[allow(clippy::too_many_arguments)] // the timing loop's inputs
     fn gemm<T: BlasType>(
         stream: &Arc<CudaStream>,
         blas: &CudaBlas,
         compute: cublasComputeType_t,
         g: &Gemm,
-        a: &[f32],
-        b: &[f32],
-        settings: Settings,
-        inner: usize,
+        Timed { a, b, settings, inner }: Timed,
         want_result: bool,
     ) -> std::result::Result<(f64, Option<Vec<f32>>), String> {
         let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
@@ -513,7 +481,7 @@ pub(crate) mod cublas {
 pub(crate) mod cublas {
     //! Without `bench-anchors` there is no cuBLAS to compare with: rows carry no anchor.
 
-    use super::{Gemm, Precision, Settings};
+    use super::{Gemm, Precision, Settings, Timed};
 
     pub struct Anchor;
 
@@ -522,15 +490,11 @@ pub(crate) mod cublas {
             Anchor
         }
 
-        #[allow(clippy::too_many_arguments)] // the same signature as with the feature
         pub fn time(
             &mut self,
             _: Precision,
             _: &Gemm,
-            _: &[f32],
-            _: &[f32],
-            _: Settings,
-            _: usize,
+            _: Timed,
             _: bool,
         ) -> std::result::Result<(f64, Option<Vec<f32>>), String> {
             Err("built without the `bench-anchors` feature".into())
