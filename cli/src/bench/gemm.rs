@@ -63,6 +63,51 @@ impl Table {
             Table::Sweep => Some((label.to_string(), flops * 1e-9)),
         }
     }
+
+    /// The row of a product of precision `label` at (m, n, k) of `flops`, `inner` of which took
+    /// `ours` milliseconds on `kernel` (and `theirs` in cuBLAS, when it ran).
+    fn row(
+        self,
+        label: &str,
+        (m, n, k): (usize, usize, usize),
+        (flops, inner): (f64, usize),
+        (ours, theirs): (f64, Option<f64>),
+        kernel: String,
+    ) -> Row {
+        let rate = |ms| teraflops(flops * inner as f64, ms);
+        Row {
+            group: self.group().into(),
+            name: format!("{label} {m}x{n}x{k}"),
+            series: self.series(label, (m, n, k), flops),
+            ours: rate(ours),
+            anchor: "cuBLAS".into(),
+            anchor_value: theirs.map(rate),
+            unit: "TFLOP/s".into(),
+            higher_is_better: true,
+            kernel: Some(kernel),
+        }
+    }
+}
+
+/// The rows of `bench` run for each of `shapes` on device 0, with cuBLAS (the anchor) beside and a
+/// random number generator for the inputs.
+fn each_shape(
+    shapes: &[(usize, usize, usize)],
+    mut bench: impl FnMut(
+        &GpuOps,
+        &mut cublas::Anchor,
+        &mut SplitMix64,
+        (usize, usize, usize),
+    ) -> Result<Vec<Row>>,
+) -> Result<Vec<Row>> {
+    let runtime = ProductionGpuRuntime::with_device(0)?;
+    let ops = runtime.gpu()?;
+    let (mut anchor, mut rng) = (cublas::Anchor::new(), SplitMix64::from_time());
+    let mut rows = Vec::new();
+    for &shape in shapes {
+        rows.extend(bench(ops, &mut anchor, &mut rng, shape)?);
+    }
+    Ok(rows)
 }
 
 /// Largest m x n whose result is compared with cuBLAS (downloads of bigger ones take seconds).
@@ -75,12 +120,8 @@ pub fn run(
     precisions: &[Precision],
     table: Table,
 ) -> Result<Vec<Row>> {
-    let runtime = ProductionGpuRuntime::with_device(0)?;
-    let ops = runtime.gpu()?;
-    let mut anchor = cublas::Anchor::new();
-    let mut rng = SplitMix64::from_time();
-    let mut rows = Vec::new();
-    for &(m, n, k) in shapes {
+    each_shape(shapes, |ops, anchor, rng, (m, n, k)| {
+        let mut rows = Vec::new();
         let a = rng.vec(m * k, -1.0, 1.0);
         let b = rng.vec(k * n, -1.0, 1.0);
         for &precision in precisions {
@@ -93,32 +134,22 @@ pub fn run(
                 Precision::F16 => time_ours::<f16>(ops, &g, timed)?,
             };
             let theirs = anchor.time(precision, &g, timed, ours_c.is_some());
-            let anchor_value = match theirs {
+            let theirs = match theirs {
                 Ok((ms, theirs_c)) => {
                     if let (Some(ours_c), Some(theirs_c)) = (&ours_c, &theirs_c) {
                         agree(&g, ours_c, theirs_c)?;
                     }
-                    Some(teraflops(g.flops() * inner as f64, ms))
+                    Some(ms)
                 }
                 Err(why) => {
                     eprintln!("gemm bench: cuBLAS {precision:?} {m}x{n}x{k}: {why}");
                     None
                 }
             };
-            rows.push(Row {
-                group: table.group().into(),
-                name: format!("{} {m}x{n}x{k}", label(precision)),
-                series: table.series(label(precision), (m, n, k), g.flops()),
-                ours: teraflops(g.flops() * inner as f64, ours),
-                anchor: "cuBLAS".into(),
-                anchor_value,
-                unit: "TFLOP/s".into(),
-                higher_is_better: true,
-                kernel: Some(kernel),
-            });
+            rows.push(table.row(label(precision), (m, n, k), (g.flops(), inner), (ours, theirs), kernel));
         }
-    }
-    Ok(rows)
+        Ok(rows)
+    })
 }
 
 /// The DGEMM rows' shapes (f64 throughout; cuBLAS `cublasDgemm` as the anchor).
@@ -129,19 +160,14 @@ pub const DGEMM_SHAPES: &[(usize, usize, usize)] =
 /// up to 4096 x 4096 outputs our result is checked against cuBLAS's (relative Frobenius difference
 /// 1e-12). Rows of `table`.
 pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)], table: Table) -> Result<Vec<Row>> {
-    let runtime = ProductionGpuRuntime::with_device(0)?;
-    let ops = runtime.gpu()?;
-    let mut anchor = cublas::Anchor::new();
-    let mut rng = SplitMix64::from_time();
-    let mut rows = Vec::new();
-    for &(m, n, k) in shapes {
+    each_shape(shapes, |ops, anchor, rng, (m, n, k)| {
         let g = Gemm::new(m, n, k).with_f64_scales(1.0, 0.0);
         let flops = g.layout.flops();
         let inner = ((5e9 / flops) as usize).clamp(1, 100);
         let values = |rng: &mut SplitMix64, len: usize| -> Vec<f64> {
             rng.vec(len, -1.0, 1.0).into_iter().map(f64::from).collect()
         };
-        let (a, b) = (values(&mut rng, m * k), values(&mut rng, k * n));
+        let (a, b) = (values(rng, m * k), values(rng, k * n));
         let (da, db) = (ops.upload(&a)?, ops.upload(&b)?);
         // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
         let mut dc: CudaSlice<f64> = unsafe { ops.stream().alloc(m * n) }?;
@@ -152,12 +178,12 @@ pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)], table: Ta
             Ok(())
         })?;
         let check = m * n <= CHECK_MAX_OUTPUTS;
-        let anchor_value = match anchor.time_dgemm((m, n, k), &a, &b, settings, inner, check) {
+        let theirs = match anchor.time_dgemm((m, n, k), &a, &b, settings, inner, check) {
             Ok((ms, theirs)) => {
                 if let Some(theirs) = theirs {
                     agree_f64((m, n, k), &ops.download(&dc)?, &theirs)?;
                 }
-                Some(teraflops(flops * inner as f64, ms))
+                Some(ms)
             }
             Err(why) => {
                 eprintln!("gemm bench: cuBLAS DGEMM {m}x{n}x{k}: {why}");
@@ -165,19 +191,8 @@ pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)], table: Ta
             }
         };
         let kernel = tuning::plan_f64(ops.kernels(), &g.layout)?.to_string();
-        rows.push(Row {
-            group: table.group().into(),
-            name: format!("dgemm {m}x{n}x{k}"),
-            series: table.series("dgemm", (m, n, k), flops),
-            ours: teraflops(flops * inner as f64, ours.median_ms),
-            anchor: "cuBLAS".into(),
-            anchor_value,
-            unit: "TFLOP/s".into(),
-            higher_is_better: true,
-            kernel: Some(kernel),
-        });
-    }
-    Ok(rows)
+        Ok(vec![table.row("dgemm", (m, n, k), (flops, inner), (ours.median_ms, theirs), kernel)])
+    })
 }
 
 /// Fails unless our f64 result and cuBLAS's agree to 1e-12 (relative Frobenius).
