@@ -173,11 +173,8 @@ fn context<TIn: Element, TOut: Element>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::dispatch::testing::{ALIGNED, H100};
     use super::*;
-
-    const H100: Device =
-        Device { capability: (9, 0), multiprocessors: 132, sm90: true, shared_optin: 232_448 };
-    const ALIGNED: TmaReady = TmaReady { a: true, b: true };
 
     #[test]
     fn candidates_are_valid_distinct_and_start_with_the_rules_choice() {
