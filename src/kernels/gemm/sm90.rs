@@ -10,7 +10,7 @@ use super::dispatch::{Device, Feed, TMA_FAST_PITCH};
 use super::plan::{layout_char, Sm90, SM90_SMEM};
 use super::tensor_map::Operand;
 use super::tiled::input_name;
-use super::{function_with_smem, grow, Element, Gemm, Precision, RawEpilogue, Workspace, BLOCK};
+use super::{function_with_smem, grow, Call, Element, BLOCK};
 use crate::driver::{CudaStream, LaunchConfig};
 use crate::error::{Error, Result};
 use crate::kernels::args::CheckedPtrMut as _;
@@ -33,20 +33,14 @@ struct Fed {
 /// Runs `g` on the sm_90a kernel the plan names, feeding its operands as the plan says.
 ///
 /// # Safety
-/// As [`super::tiled::launch`]; `plan` was resolved for `g`, `precision` and the operands' TMA
-/// readiness on `device`.
-#[allow(clippy::too_many_arguments)] // the GEMM's operands, its plan and the epilogue
+/// As [`super::tiled::launch`] for the call's operands; `plan` was resolved for its `g`,
+/// `precision` and the operands' TMA readiness on `device`.
 pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    workspace: &Workspace,
+    call: &Call<'_>,
     device: &Device,
-    g: &Gemm,
-    precision: Precision,
     plan: &Sm90,
-    [pa, pb, pc]: [u64; 3],
-    epilogue: &RawEpilogue,
 ) -> Result<()> {
+    let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, pc], epilogue } = *call;
     let [feed_a, feed_b] = plan.feeds;
     let es = plan.dtype.size();
     let io = format!("{}_{}", input_name::<TIn>(precision), TOut::NAME);

@@ -7,7 +7,7 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::plan::{Skinny, SplitK};
-use super::{grow, tiled, Element, Gemm, Precision, RawEpilogue, Workspace, BLOCK};
+use super::{grow, tiled, Call, Element, Gemm, RawEpilogue, BLOCK};
 use crate::driver::{CudaStream, LaunchConfig};
 use crate::error::Result;
 use crate::kernels::args::CheckedPtrMut as _;
@@ -20,18 +20,9 @@ use crate::kernels::{launch, Kernels};
 /// in slice order.
 ///
 /// # Safety
-/// As [`tiled::launch`]; `plan` was resolved for `g` and `precision`.
-#[allow(clippy::too_many_arguments)] // the GEMM's operands, its plan and the epilogue
-pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    workspace: &Workspace,
-    g: &Gemm,
-    precision: Precision,
-    plan: &SplitK,
-    [pa, pb, pc]: [u64; 3],
-    epilogue: &RawEpilogue,
-) -> Result<()> {
+/// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g` and `precision`.
+pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &SplitK) -> Result<()> {
+    let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, pc], epilogue } = *call;
     let depth = plan.depth;
     let (full, rest) = (g.k / depth, g.k % depth);
     let outputs = g.m * g.n;
@@ -94,16 +85,9 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
 /// f32 partial product to the workspace; [`reduce_partials`] sums them into C with the epilogue.
 ///
 /// # Safety
-/// As [`tiled::launch`]; `plan` was resolved for `g`.
-pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    workspace: &Workspace,
-    g: &Gemm,
-    plan: &Skinny,
-    [pa, pb, pc]: [u64; 3],
-    epilogue: &RawEpilogue,
-) -> Result<()> {
+/// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g`.
+pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &Skinny) -> Result<()> {
+    let Call { kernels, stream, workspace, g, operands: [pa, pb, pc], epilogue, .. } = *call;
     // (X, its element strides along the short side and k), (W, its pitch), the partial's strides
     // for (short, long), and the two sides' lengths.
     let (x, x_strides, w, w_pitch, p_strides, short, long) = if g.m <= g.n {
