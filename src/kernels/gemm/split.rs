@@ -4,15 +4,14 @@
 //! epilogue.
 
 use std::mem::size_of;
-use std::sync::Arc;
 
 use super::plan::{Skinny, SplitK};
 use super::{grow, tiled, Call, Element, Gemm, RawEpilogue, BLOCK};
-use crate::driver::{CudaStream, LaunchConfig};
+use crate::driver::LaunchConfig;
 use crate::error::Result;
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::grid;
-use crate::kernels::{launch, Kernels};
+use crate::kernels::launch;
 
 /// Runs a batch-1 `g` as `plan.parts` f32 partial products over slices of k (packed m x n matrices
 /// in `workspace`, through the family's batch dimension; the last, shorter slice by its own
@@ -22,7 +21,7 @@ use crate::kernels::{launch, Kernels};
 /// # Safety
 /// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g` and `precision`.
 pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &SplitK) -> Result<()> {
-    let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, pc], epilogue } = *call;
+    let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, _], .. } = *call;
     let depth = plan.depth;
     let (full, rest) = (g.k / depth, g.k % depth);
     let outputs = g.m * g.n;
@@ -76,7 +75,7 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan:
     }
     // SAFETY: the launches above write all `parts` partial products; C and the bias are the
     // caller's (validated, checked).
-    unsafe { reduce_partials::<TOut>(kernels, stream, g, plan.parts, partials, pc, epilogue) }
+    unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
 }
 
 /// Runs a batch-1 `g` on `gemm_skinny_<wl|wk>_<in>_s<rows>`: C = op(A) op(B) as X (the short
@@ -87,7 +86,7 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan:
 /// # Safety
 /// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g`.
 pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &Skinny) -> Result<()> {
-    let Call { kernels, stream, workspace, g, operands: [pa, pb, pc], epilogue, .. } = *call;
+    let Call { kernels, stream, workspace, g, operands: [pa, pb, _], .. } = *call;
     // (X, its element strides along the short side and k), (W, its pitch), the partial's strides
     // for (short, long), and the two sides' lengths.
     let (x, x_strides, w, w_pitch, p_strides, short, long) = if g.m <= g.n {
@@ -129,24 +128,17 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: 
     }?;
     // SAFETY: the slices above wrote all `parts` partial products; C and the bias are the
     // caller's (validated, checked).
-    unsafe { reduce_partials::<TOut>(kernels, stream, g, plan.parts, partials, pc, epilogue) }
+    unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
 }
 
-/// `gemm_splitk_reduce_<out>`: `C = epilogue(alpha * sum + beta * C)` of a batch-1 `g` from `parts`
-/// packed m x n f32 partial products at device address `partials`, summed in order.
+/// `gemm_splitk_reduce_<out>`: `C = epilogue(alpha * sum + beta * C)` of the call's batch-1 `g`
+/// from `parts` packed m x n f32 partial products at device address `partials`, summed in order.
 ///
 /// # Safety
 /// `partials` must hold the `parts` products (written, in stream order, before this launch) and
-/// `c` the validated m x n block of C; the epilogue's bias its n values.
-unsafe fn reduce_partials<TOut: Element>(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    g: &Gemm,
-    parts: usize,
-    partials: u64,
-    c: u64,
-    epilogue: &RawEpilogue,
-) -> Result<()> {
+/// the call's C the validated m x n block; the epilogue's bias its n values.
+unsafe fn reduce_partials<TOut: Element>(call: &Call<'_>, parts: usize, partials: u64) -> Result<()> {
+    let Call { kernels, stream, g, operands: [_, _, c], epilogue, .. } = *call;
     let name = format!("gemm_splitk_reduce_{}", TOut::NAME);
     let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
