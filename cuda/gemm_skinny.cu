@@ -219,6 +219,52 @@ __device__ __forceinline__ void sum_k_warps(float *red, float *acc, int wl, int 
     }
 }
 
+// Calls f(i, j, e) for each of a lane's accumulators of the tensor-core kernels: MT x NT mma tiles of 4 floats.
+template <int MT, int NT, typename F>
+__device__ __forceinline__ void each_tc(F f) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) f(i, j, e);
+}
+
+// Zeroes the tensor-core kernels' accumulators.
+template <int MT, int NT>
+__device__ __forceinline__ void zero_tc(float (&acc)[MT][NT][4]) {
+    each_tc<MT, NT>([&](int i, int j, int e) { acc[i][j][e] = 0.f; });
+}
+
+// Loads N k-elements at k-index kk of X's rows 8j + g (j < NT; `valid` of them in the slice, none past `rows`) as
+// the mma's B fragments. `vec`: X's base and row pitch allow N-element loads.
+template <int N, int NT, typename TI>
+__device__ __forceinline__ void load_x(uint32_t (&xb)[NT][N / 2], const TI *X, long long xs, long long xk, int rows,
+                                       int g, int kk, int valid, bool vec) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        const int s = 8 * j + g;
+        const int v = s < rows ? valid : 0;
+        load_pairs<N>(xb[j], X + (long long)min(s, rows - 1) * xs + (long long)kk * xk, xk, v, vec && v == N);
+    }
+}
+
+// Sums the WK warps' accumulators (sum_k_warps), then the warps with wk == 0 store them to this k slice's partial
+// product (blockIdx.y's rows x L block of part, element (s, l) at s * ps + l * pl): accumulator (i, j, e) of lane
+// (g, c) is token s = 8j + 2c + e % 2 of long-side column col(i, e), stored where both are in range.
+template <int WL, int WK, int MT, int NT, typename Col>
+__device__ __forceinline__ void store_tc(float *red, float (&acc)[MT][NT][4], int wl, int wk, int lane, int rows,
+                                         int L, float *part, long long ps, long long pl, Col col) {
+    sum_k_warps<MT * NT * 4, WL, WK>(red, &acc[0][0][0], wl, wk, lane);
+    if (wk != 0) return;
+    const int c = lane % 4;
+    float *out = part + (long long)blockIdx.y * rows * L;
+    each_tc<MT, NT>([&](int i, int j, int e) {
+        const int l = col(i, e), s = 8 * j + 2 * c + e % 2;
+        if (l < L && s < rows) out[s * ps + l * pl] = acc[i][j][e];
+    });
+}
+
 // W k-contiguous (W[l * wld + kk]): a warp owns 16 MT columns of the long side. Lane (g, c) = (lane / 4, lane % 4)
 // loads 8 k-elements at 8c of rows g and g + 8 of each 16-column tile and of X's row g of each 8-row tile; of a
 // 32-deep step, elements 0-3 of each load feed the first mma, 4-7 the second.
@@ -234,12 +280,7 @@ __device__ __forceinline__ void skinny_tc_wk(float *red, int rows, int L, int k,
     const bool wvec = (((unsigned long long)W | (unsigned long long)(wld * sizeof(TI))) & 15ull) == 0;
     const bool xvec = xk == 1 && (((unsigned long long)X | (unsigned long long)(xs * sizeof(TI))) & 15ull) == 0;
     float acc[MT][NT][4];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    zero_tc(acc);
     for (int kb = k0 + wk * STEP * U; kb < kend; kb += WK * STEP * U) {
         uint32_t wa[U][MT][2][4], xb[U][NT][4];
 #pragma unroll
@@ -253,13 +294,7 @@ __device__ __forceinline__ void skinny_tc_wk(float *red, int rows, int L, int k,
                     const int v = l < L ? valid : 0;
                     load_pairs<8>(wa[u][i][h], W + (long long)min(l, L - 1) * wld + kk, 1, v, wvec && v == 8);
                 }
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                const int s = 8 * j + g;
-                const int v = s < rows ? valid : 0;
-                load_pairs<8>(xb[u][j], X + (long long)min(s, rows - 1) * xs + (long long)kk * xk, xk, v,
-                              xvec && v == 8);
-            }
+            load_x<8>(xb[u], X, xs, xk, rows, g, kk, valid, xvec);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u)
@@ -274,18 +309,9 @@ __device__ __forceinline__ void skinny_tc_wk(float *red, int rows, int L, int k,
                         mma16816<KIND>(acc[i][j], a, xb[u][j][2 * half], xb[u][j][2 * half + 1]);
                     }
     }
-    sum_k_warps<MT * NT * 4, WL, WK>(red, &acc[0][0][0], wl, wk, lane);
-    if (wk != 0) return;
-    float *out = part + (long long)blockIdx.y * rows * L;
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int l = l0 + 16 * i + g + 8 * (e / 2), s = 8 * j + 2 * c + e % 2;
-                if (l < L && s < rows) out[s * ps + l * pl] = acc[i][j][e];
-            }
+    // Accumulator (i, e) of a lane is W's row (long-side column) g or g + 8 of 16-column tile i.
+    store_tc<WL, WK>(red, acc, wl, wk, lane, rows, L, part, ps, pl,
+                     [=](int i, int e) { return l0 + 16 * i + g + 8 * (e / 2); });
 }
 
 // W long-side-contiguous (W[kk * wld + l]): a warp owns 64 columns; lane (g, c) loads the 8 columns at 8g for
@@ -306,12 +332,7 @@ __device__ __forceinline__ void skinny_tc_wl(float *red, int rows, int L, int k,
     const bool xvec = xk == 1 && (((unsigned long long)X | (unsigned long long)(xs * sizeof(TI))) & 7ull) == 0;
     const TI *wcol = W + min(l, L - 1);
     float acc[MT][NT][4];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    zero_tc(acc);
     for (int kb = k0 + wk * STEP * U; kb < kend; kb += WK * STEP * U) {
         uint32_t wv[U][4][4], xb[U][NT][2];
 #pragma unroll
@@ -323,13 +344,7 @@ __device__ __forceinline__ void skinny_tc_wl(float *red, int rows, int L, int k,
                 load_pairs<8>(wv[u][q], wcol + (long long)min(kq + q, k - 1) * wld, 1, in ? lvalid : 0, in && wvec);
             }
             const int valid = clamp_valid((long long)kend - kq, 4);
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                const int s = 8 * j + g;
-                const int v = s < rows ? valid : 0;
-                load_pairs<4>(xb[u][j], X + (long long)min(s, rows - 1) * xs + (long long)min(kq, k - 1) * xk, xk, v,
-                              xvec && v == 4);
-            }
+            load_x<4>(xb[u], X, xs, xk, rows, g, min(kq, k - 1), valid, xvec);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u)
@@ -343,18 +358,8 @@ __device__ __forceinline__ void skinny_tc_wl(float *red, int rows, int L, int k,
                 for (int j = 0; j < NT; ++j) mma16816<KIND>(acc[i][j], a, xb[u][j][0], xb[u][j][1]);
             }
     }
-    sum_k_warps<MT * NT * 4, WL, WK>(red, &acc[0][0][0], wl, wk, lane);
-    if (wk != 0) return;
-    float *out = part + (long long)blockIdx.y * rows * L;
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int col = l + 2 * i + e / 2, s = 8 * j + 2 * c + e % 2;
-                if (col < L && s < rows) out[s * ps + col * pl] = acc[i][j][e];
-            }
+    // Accumulator (i, e) of a lane is column 8g + 2i or 8g + 2i + 1.
+    store_tc<WL, WK>(red, acc, wl, wk, lane, rows, L, part, ps, pl, [=](int i, int e) { return l + 2 * i + e / 2; });
 }
 
 

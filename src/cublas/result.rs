@@ -14,11 +14,11 @@ use half::{bf16, f16};
 
 use super::plan::{self, ColMajor, Route, Scalar};
 use super::sys::{self, cublasStatus_t as Status};
-use crate::driver::{self, CudaStream, PushKernelArg};
+use crate::driver::{self, CudaStream};
 use crate::error::Error;
 use crate::kernels::asum::{self, AsumElement};
 use crate::kernels::gemm::{self, double, Element, Gemm, Precision, Workspace};
-use crate::kernels::{grid, Kernels};
+use crate::kernels::{grid, launch, Kernels};
 
 /// A cuBLAS status other than success.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -375,19 +375,13 @@ unsafe fn to16<T: Element>(
     // SAFETY: every element is written by the conversion below before anything reads it.
     let mut out = unsafe { stream.alloc::<T>(len.max(1)) }?;
     if len > 0 {
-        let function = kernels.function(kernel)?;
         let (dst, _write) = driver::DevicePtrMut::device_ptr_mut(&mut out, stream);
         let count = len as u64;
         // SAFETY: `(x, out, n)`: reads the `len` f32s at `src` (the caller vouches for them),
         // writes the `len` elements of `out`.
         unsafe {
-            stream
-                .launch_builder(&function)
-                .arg(&src)
-                .arg(&dst)
-                .arg(&count)
-                .launch(grid::elementwise(len, grid::Step::Vector))?;
-        }
+            launch!(kernels, stream, kernel, grid::elementwise(len, grid::Step::Vector), [&src, &dst, &count])
+        }?;
     }
     Ok(out)
 }

@@ -54,20 +54,33 @@ pub fn image(family: &str) -> Option<KernelImage> {
 /// Launches a built-in kernel with `config` and its arguments in the kernel's order, each pushed
 /// with [`PushKernelArg::arg`](crate::driver::PushKernelArg::arg), as a `Result<()>` (an unknown
 /// kernel, a refused launch): `launch!(kernels, stream, name, config, [args...])` looks the kernel
-/// up by name, `launch!(stream, &function, config, [args...])` takes one already looked up.
+/// up by name, `launch!(stream, &function, config, [args...])` takes one already looked up. The
+/// arguments may come in several groups, `[args...] if condition` for those that the kernel takes
+/// only when the condition holds (an entry point's optional trailing or middle arguments):
+/// `launch!(stream, &function, config, [&m, &n], [&bias] if fused, [&c])`.
 ///
 /// It expands to a call of the unsafe `LaunchArgs::launch`, so it stands in an `unsafe` block
 /// whose `SAFETY` comment says why the arguments are what the kernel takes and why the buffers
 /// hold what it reads and writes.
 macro_rules! launch {
-    ($stream:expr, $function:expr, $config:expr, [$($arg:expr),+ $(,)?]) => {{
+    (@push $launch:ident, [$($arg:expr),*]) => {
+        $( $crate::driver::PushKernelArg::arg(&mut $launch, $arg); )*
+    };
+    (@push $launch:ident, [$($arg:expr),*] if $condition:expr) => {
+        if $condition {
+            $( $crate::driver::PushKernelArg::arg(&mut $launch, $arg); )*
+        }
+    };
+    ($stream:expr, $function:expr, $config:expr, $([$($arg:expr),* $(,)?] $(if $condition:expr)?),+ $(,)?) => {{
         let mut launch = $stream.launch_builder($function);
-        $( $crate::driver::PushKernelArg::arg(&mut launch, $arg); )+
+        $( $crate::kernels::launch!(@push launch, [$($arg),*] $(if $condition)?); )+
         launch.launch($config).map(drop).map_err($crate::error::Error::from)
     }};
-    ($kernels:expr, $stream:expr, $name:expr, $config:expr, [$($arg:expr),+ $(,)?]) => {
+    ($kernels:expr, $stream:expr, $name:expr, $config:expr, $([$($arg:expr),* $(,)?] $(if $condition:expr)?),+ $(,)?) => {
         match $kernels.function($name) {
-            Ok(function) => $crate::kernels::launch!($stream, &function, $config, [$($arg),+]),
+            Ok(function) => {
+                $crate::kernels::launch!($stream, &function, $config, $([$($arg),*] $(if $condition)?),+)
+            }
             Err(e) => Err(e),
         }
     };

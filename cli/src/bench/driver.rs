@@ -109,10 +109,10 @@ pub fn run(ordinal: usize, settings: Settings) -> Result<Vec<Row>> {
     let stream = ctx.default_stream();
     let d = prism_gpu::sys::driver_library()?;
     let mut rows = Vec::new();
-    launches(&ctx, &stream, d, settings, &mut rows)?;
+    launches(&stream, d, settings, &mut rows)?;
     candle_pattern(&ctx, d, settings, &mut rows)?;
     allocations(&stream, d, settings, &mut rows)?;
-    copies(&ctx, &stream, d, Settings { warmup: 1, repeats: settings.repeats.min(5) }, &mut rows)?;
+    copies(&stream, d, Settings { warmup: 1, repeats: settings.repeats.min(5) }, &mut rows)?;
     Ok(rows)
 }
 
@@ -173,13 +173,8 @@ impl Drop for RawKernel<'_> {
     }
 }
 
-fn launches(
-    ctx: &Arc<CudaContext>,
-    stream: &Arc<CudaStream>,
-    d: &Driver,
-    settings: Settings,
-    rows: &mut Vec<Row>,
-) -> Result<()> {
+fn launches(stream: &Arc<CudaStream>, d: &Driver, settings: Settings, rows: &mut Vec<Row>) -> Result<()> {
+    let ctx = stream.context();
     let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
     let noop = ctx.load_module(Ptx::from_src(NOOP_PTX))?.load_function("noop")?;
     let buffer: CudaSlice<f32> = stream.alloc_zeros(256)?;
@@ -490,13 +485,8 @@ fn copy_gbps(copy: impl FnOnce() -> Result<()>) -> Result<f64> {
     Ok(gigabytes_per_second(COPY_BYTES as f64, start.elapsed().as_secs_f64() * 1e3))
 }
 
-fn copies(
-    ctx: &Arc<CudaContext>,
-    stream: &Arc<CudaStream>,
-    d: &Driver,
-    settings: Settings,
-    rows: &mut Vec<Row>,
-) -> Result<()> {
+fn copies(stream: &Arc<CudaStream>, d: &Driver, settings: Settings, rows: &mut Vec<Row>) -> Result<()> {
+    let ctx = stream.context();
     let mut host: Vec<u8> = (0..COPY_BYTES).map(|i| (i * 7 + 3) as u8).collect();
     let mut dev: CudaSlice<u8> = stream.alloc_zeros(COPY_BYTES)?;
     // SAFETY: written below before any read.

@@ -10,10 +10,12 @@
 //! cuBLAS's (relative Frobenius difference within the precision's tolerance), so a wrong kernel
 //! cannot post a number.
 
+use std::sync::Arc;
+
 use half::{bf16, f16};
 
-use super::{teraflops, time_gpu, Row, Settings};
-use prism_gpu::driver::CudaSlice;
+use super::{teraflops, time_gpu, Measured, Row, Settings};
+use prism_gpu::driver::{CudaSlice, CudaStream};
 use prism_gpu::kernels::gemm::{tuning, Element, Gemm, Precision};
 use prism_gpu::{Error, Result};
 
@@ -61,6 +63,51 @@ impl Table {
             Table::Sweep => Some((label.to_string(), flops * 1e-9)),
         }
     }
+
+    /// The row of a product of precision `label` at (m, n, k) of `flops`, `inner` of which took
+    /// `ours` milliseconds on `kernel` (and `theirs` in cuBLAS, when it ran).
+    fn row(
+        self,
+        label: &str,
+        (m, n, k): (usize, usize, usize),
+        (flops, inner): (f64, usize),
+        (ours, theirs): (f64, Option<f64>),
+        kernel: String,
+    ) -> Row {
+        let rate = |ms| teraflops(flops * inner as f64, ms);
+        Row {
+            group: self.group().into(),
+            name: format!("{label} {m}x{n}x{k}"),
+            series: self.series(label, (m, n, k), flops),
+            ours: rate(ours),
+            anchor: "cuBLAS".into(),
+            anchor_value: theirs.map(rate),
+            unit: "TFLOP/s".into(),
+            higher_is_better: true,
+            kernel: Some(kernel),
+        }
+    }
+}
+
+/// The rows of `bench` run for each of `shapes` on device 0, with cuBLAS (the anchor) beside and a
+/// random number generator for the inputs.
+fn each_shape(
+    shapes: &[(usize, usize, usize)],
+    mut bench: impl FnMut(
+        &GpuOps,
+        &mut cublas::Anchor,
+        &mut SplitMix64,
+        (usize, usize, usize),
+    ) -> Result<Vec<Row>>,
+) -> Result<Vec<Row>> {
+    let runtime = ProductionGpuRuntime::with_device(0)?;
+    let ops = runtime.gpu()?;
+    let (mut anchor, mut rng) = (cublas::Anchor::new(), SplitMix64::from_time());
+    let mut rows = Vec::new();
+    for &shape in shapes {
+        rows.extend(bench(ops, &mut anchor, &mut rng, shape)?);
+    }
+    Ok(rows)
 }
 
 /// Largest m x n whose result is compared with cuBLAS (downloads of bigger ones take seconds).
@@ -73,49 +120,36 @@ pub fn run(
     precisions: &[Precision],
     table: Table,
 ) -> Result<Vec<Row>> {
-    let runtime = ProductionGpuRuntime::with_device(0)?;
-    let ops = runtime.gpu()?;
-    let mut anchor = cublas::Anchor::new();
-    let mut rng = SplitMix64::from_time();
-    let mut rows = Vec::new();
-    for &(m, n, k) in shapes {
+    each_shape(shapes, |ops, anchor, rng, (m, n, k)| {
+        let mut rows = Vec::new();
         let a = rng.vec(m * k, -1.0, 1.0);
         let b = rng.vec(k * n, -1.0, 1.0);
         for &precision in precisions {
             let g = Gemm::new(m, n, k).with_precision(precision);
             let inner = ((5e9 / g.flops()) as usize).clamp(1, 100);
+            let timed = Timed { a: &a, b: &b, settings, inner };
             let (ours, ours_c, kernel) = match precision {
-                Precision::F32 | Precision::Tf32 => time_ours::<f32>(ops, &g, &a, &b, settings, inner)?,
-                Precision::Bf16 => time_ours::<bf16>(ops, &g, &a, &b, settings, inner)?,
-                Precision::F16 => time_ours::<f16>(ops, &g, &a, &b, settings, inner)?,
+                Precision::F32 | Precision::Tf32 => time_ours::<f32>(ops, &g, timed)?,
+                Precision::Bf16 => time_ours::<bf16>(ops, &g, timed)?,
+                Precision::F16 => time_ours::<f16>(ops, &g, timed)?,
             };
-            let theirs = anchor.time(precision, &g, &a, &b, settings, inner, ours_c.is_some());
-            let anchor_value = match theirs {
+            let theirs = anchor.time(precision, &g, timed, ours_c.is_some());
+            let theirs = match theirs {
                 Ok((ms, theirs_c)) => {
                     if let (Some(ours_c), Some(theirs_c)) = (&ours_c, &theirs_c) {
                         agree(&g, ours_c, theirs_c)?;
                     }
-                    Some(teraflops(g.flops() * inner as f64, ms))
+                    Some(ms)
                 }
                 Err(why) => {
                     eprintln!("gemm bench: cuBLAS {precision:?} {m}x{n}x{k}: {why}");
                     None
                 }
             };
-            rows.push(Row {
-                group: table.group().into(),
-                name: format!("{} {m}x{n}x{k}", label(precision)),
-                series: table.series(label(precision), (m, n, k), g.flops()),
-                ours: teraflops(g.flops() * inner as f64, ours),
-                anchor: "cuBLAS".into(),
-                anchor_value,
-                unit: "TFLOP/s".into(),
-                higher_is_better: true,
-                kernel: Some(kernel),
-            });
+            rows.push(table.row(label(precision), (m, n, k), (g.flops(), inner), (ours, theirs), kernel));
         }
-    }
-    Ok(rows)
+        Ok(rows)
+    })
 }
 
 /// The DGEMM rows' shapes (f64 throughout; cuBLAS `cublasDgemm` as the anchor).
@@ -126,19 +160,14 @@ pub const DGEMM_SHAPES: &[(usize, usize, usize)] =
 /// up to 4096 x 4096 outputs our result is checked against cuBLAS's (relative Frobenius difference
 /// 1e-12). Rows of `table`.
 pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)], table: Table) -> Result<Vec<Row>> {
-    let runtime = ProductionGpuRuntime::with_device(0)?;
-    let ops = runtime.gpu()?;
-    let mut anchor = cublas::Anchor::new();
-    let mut rng = SplitMix64::from_time();
-    let mut rows = Vec::new();
-    for &(m, n, k) in shapes {
+    each_shape(shapes, |ops, anchor, rng, (m, n, k)| {
         let g = Gemm::new(m, n, k).with_f64_scales(1.0, 0.0);
         let flops = g.layout.flops();
         let inner = ((5e9 / flops) as usize).clamp(1, 100);
         let values = |rng: &mut SplitMix64, len: usize| -> Vec<f64> {
             rng.vec(len, -1.0, 1.0).into_iter().map(f64::from).collect()
         };
-        let (a, b) = (values(&mut rng, m * k), values(&mut rng, k * n));
+        let (a, b) = (values(rng, m * k), values(rng, k * n));
         let (da, db) = (ops.upload(&a)?, ops.upload(&b)?);
         // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
         let mut dc: CudaSlice<f64> = unsafe { ops.stream().alloc(m * n) }?;
@@ -149,12 +178,12 @@ pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)], table: Ta
             Ok(())
         })?;
         let check = m * n <= CHECK_MAX_OUTPUTS;
-        let anchor_value = match anchor.time_dgemm((m, n, k), &a, &b, settings, inner, check) {
+        let theirs = match anchor.time_dgemm((m, n, k), &a, &b, settings, inner, check) {
             Ok((ms, theirs)) => {
                 if let Some(theirs) = theirs {
                     agree_f64((m, n, k), &ops.download(&dc)?, &theirs)?;
                 }
-                Some(teraflops(flops * inner as f64, ms))
+                Some(ms)
             }
             Err(why) => {
                 eprintln!("gemm bench: cuBLAS DGEMM {m}x{n}x{k}: {why}");
@@ -162,19 +191,8 @@ pub fn run_dgemm(settings: Settings, shapes: &[(usize, usize, usize)], table: Ta
             }
         };
         let kernel = tuning::plan_f64(ops.kernels(), &g.layout)?.to_string();
-        rows.push(Row {
-            group: table.group().into(),
-            name: format!("dgemm {m}x{n}x{k}"),
-            series: table.series("dgemm", (m, n, k), flops),
-            ours: teraflops(flops * inner as f64, ours.median_ms),
-            anchor: "cuBLAS".into(),
-            anchor_value,
-            unit: "TFLOP/s".into(),
-            higher_is_better: true,
-            kernel: Some(kernel),
-        });
-    }
-    Ok(rows)
+        Ok(vec![table.row("dgemm", (m, n, k), (flops, inner), (ours.median_ms, theirs), kernel)])
+    })
 }
 
 /// Fails unless our f64 result and cuBLAS's agree to 1e-12 (relative Frobenius).
@@ -202,26 +220,37 @@ fn label(precision: Precision) -> &'static str {
     }
 }
 
+/// What one GEMM timing takes: row-major A and B as f32 (rounded to the element type on upload),
+/// the warm-up and repeats, and the GEMMs timed back to back per repeat.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timed<'x> {
+    pub a: &'x [f32],
+    pub b: &'x [f32],
+    pub settings: Settings,
+    pub inner: usize,
+}
+
+impl Timed<'_> {
+    /// [`time_gpu`] of `inner` back-to-back calls of `once` per repeat (short GEMMs batched so the
+    /// events' resolution does not dominate): the milliseconds are of all `inner`.
+    pub(crate) fn time(
+        &self,
+        stream: &Arc<CudaStream>,
+        mut once: impl FnMut() -> Result<()>,
+    ) -> Result<Measured> {
+        time_gpu(stream, self.settings, |_| (0..self.inner).try_for_each(|_| once()))
+    }
+}
+
 /// Median milliseconds of `inner` GEMMs with `T` inputs and outputs, the result as f32 when it is
 /// small enough to check, and the kernel that ran (the dispatcher's plan for these operands).
-fn time_ours<T: Element>(
-    ops: &GpuOps,
-    g: &Gemm,
-    a: &[f32],
-    b: &[f32],
-    settings: Settings,
-    inner: usize,
-) -> Result<(f64, Option<Vec<f32>>, String)> {
-    let (da, db) = (ops.upload(&narrow::<T>(a))?, ops.upload(&narrow::<T>(b))?);
+fn time_ours<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<(f64, Option<Vec<f32>>, String)> {
+    let (da, db) = (ops.upload(&narrow::<T>(timed.a))?, ops.upload(&narrow::<T>(timed.b))?);
     let plan = tuning::plan_of::<T, T>(ops.kernels(), ops.stream(), g, &da.as_view(), &db.as_view())?;
     // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
     let mut dc: CudaSlice<T> = unsafe { ops.stream().alloc(g.m * g.n) }?;
-    let measured = time_gpu(ops.stream(), settings, |_| {
-        for _ in 0..inner {
-            ops.gemm(g, &da.as_view(), &db.as_view(), &mut dc.as_view_mut())?;
-        }
-        Ok(())
-    })?;
+    let measured =
+        timed.time(ops.stream(), || ops.gemm(g, &da.as_view(), &db.as_view(), &mut dc.as_view_mut()))?;
     let c = if g.m * g.n <= CHECK_MAX_OUTPUTS {
         Some(ops.download(&dc)?.iter().map(|x| x.to_f32()).collect())
     } else {
@@ -271,7 +300,7 @@ pub(crate) mod cublas {
     use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
     use half::{bf16, f16};
 
-    use super::{narrow, Gemm, Precision, Settings, CHECK_MAX_OUTPUTS};
+    use super::{narrow, Gemm, Precision, Settings, Timed, CHECK_MAX_OUTPUTS};
 
     /// Median milliseconds of `inner` cuBLAS DGEMMs of row-major `size`^3 A, B (as timed in
     /// `gemm`), and the result when `want_result`.
@@ -374,63 +403,21 @@ pub(crate) mod cublas {
 
         /// Median milliseconds of `inner` cuBLAS GEMMs of `g` (row-major A, B), and the result
         /// as f32 when `want_result`.
-        #[allow(clippy::too_many_arguments)] // mirrors time_ours, plus the check switch
         pub fn time(
             &mut self,
             precision: Precision,
             g: &Gemm,
-            a: &[f32],
-            b: &[f32],
-            settings: Settings,
-            inner: usize,
+            timed: Timed,
             want_result: bool,
         ) -> std::result::Result<(f64, Option<Vec<f32>>), String> {
             let (stream, blas) = self.0.as_ref().map_err(Clone::clone)?;
+            let (f32_compute, tf32_compute) =
+                (cublasComputeType_t::CUBLAS_COMPUTE_32F, cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32);
             match precision {
-                Precision::F32 => gemm::<f32>(
-                    stream,
-                    blas,
-                    cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                    g,
-                    a,
-                    b,
-                    settings,
-                    inner,
-                    want_result,
-                ),
-                Precision::Tf32 => gemm::<f32>(
-                    stream,
-                    blas,
-                    cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
-                    g,
-                    a,
-                    b,
-                    settings,
-                    inner,
-                    want_result,
-                ),
-                Precision::Bf16 => gemm::<bf16>(
-                    stream,
-                    blas,
-                    cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                    g,
-                    a,
-                    b,
-                    settings,
-                    inner,
-                    want_result,
-                ),
-                Precision::F16 => gemm::<f16>(
-                    stream,
-                    blas,
-                    cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                    g,
-                    a,
-                    b,
-                    settings,
-                    inner,
-                    want_result,
-                ),
+                Precision::F32 => gemm::<f32>(stream, blas, f32_compute, g, timed, want_result),
+                Precision::Tf32 => gemm::<f32>(stream, blas, tf32_compute, g, timed, want_result),
+                Precision::Bf16 => gemm::<bf16>(stream, blas, f32_compute, g, timed, want_result),
+                Precision::F16 => gemm::<f16>(stream, blas, f32_compute, g, timed, want_result),
             }
         }
     }
@@ -448,16 +435,12 @@ pub(crate) mod cublas {
         const CUDA: cudaDataType = cudaDataType::CUDA_R_16F;
     }
 
-    #[allow(clippy::too_many_arguments)] // the timing loop's inputs
     fn gemm<T: BlasType>(
         stream: &Arc<CudaStream>,
         blas: &CudaBlas,
         compute: cublasComputeType_t,
         g: &Gemm,
-        a: &[f32],
-        b: &[f32],
-        settings: Settings,
-        inner: usize,
+        Timed { a, b, settings, inner }: Timed,
         want_result: bool,
     ) -> std::result::Result<(f64, Option<Vec<f32>>), String> {
         let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
@@ -513,7 +496,7 @@ pub(crate) mod cublas {
 pub(crate) mod cublas {
     //! Without `bench-anchors` there is no cuBLAS to compare with: rows carry no anchor.
 
-    use super::{Gemm, Precision, Settings};
+    use super::{Gemm, Precision, Settings, Timed};
 
     pub struct Anchor;
 
@@ -522,15 +505,11 @@ pub(crate) mod cublas {
             Anchor
         }
 
-        #[allow(clippy::too_many_arguments)] // the same signature as with the feature
         pub fn time(
             &mut self,
             _: Precision,
             _: &Gemm,
-            _: &[f32],
-            _: &[f32],
-            _: Settings,
-            _: usize,
+            _: Timed,
             _: bool,
         ) -> std::result::Result<(f64, Option<Vec<f32>>), String> {
             Err("built without the `bench-anchors` feature".into())

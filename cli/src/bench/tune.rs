@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 
 use half::{bf16, f16};
 
-use super::gemm::{cublas::Anchor, narrow};
-use super::{time_gpu, Settings};
+use super::gemm::{cublas::Anchor, narrow, Timed};
+use super::Settings;
 use prism_gpu::driver::CudaSlice;
 use prism_gpu::kernels::gemm::tuning::{self, Choice, Class, Entry, PlanF64, Table, Tuned};
 use prism_gpu::kernels::gemm::{Element, Gemm, Precision, Workspace};
@@ -135,22 +135,17 @@ pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, 
             let g = Gemm::new(m, n, k);
             let inner = ((1e9 / g.flops()) as usize).clamp(1, 50);
             let settings = options.settings;
+            let timed = Timed { a: &a, b: &b, settings, inner };
             let mut outcome = match precision {
                 Tuned::Gemm(p @ (Precision::F32 | Precision::Tf32)) => {
-                    tune::<f32>(ops, &g.with_precision(p), &a, &b, settings, inner)?
+                    tune::<f32>(ops, &g.with_precision(p), timed)?
                 }
-                Tuned::Gemm(Precision::Bf16) => {
-                    tune::<bf16>(ops, &g.with_precision(Precision::Bf16), &a, &b, settings, inner)?
-                }
-                Tuned::Gemm(Precision::F16) => {
-                    tune::<f16>(ops, &g.with_precision(Precision::F16), &a, &b, settings, inner)?
-                }
-                Tuned::F64 => tune_f64(ops, &g, &a, &b, settings, inner)?,
+                Tuned::Gemm(p @ Precision::Bf16) => tune::<bf16>(ops, &g.with_precision(p), timed)?,
+                Tuned::Gemm(p @ Precision::F16) => tune::<f16>(ops, &g.with_precision(p), timed)?,
+                Tuned::F64 => tune_f64(ops, &g, timed)?,
             };
             let cublas = match precision {
-                Tuned::Gemm(p) => {
-                    anchor.time(p, &g.with_precision(p), &a, &b, settings, inner, false).map(|t| t.0)
-                }
+                Tuned::Gemm(p) => anchor.time(p, &g.with_precision(p), timed, false).map(|t| t.0),
                 Tuned::F64 => {
                     let wide = |x: &[f32]| x.iter().map(|&v| f64::from(v)).collect::<Vec<_>>();
                     anchor.time_dgemm((m, n, k), &wide(&a), &wide(&b), settings, inner, false).map(|t| t.0)
@@ -170,143 +165,138 @@ pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, 
 }
 
 /// Times every candidate of `g` with `T` data; milliseconds are per GEMM.
-fn tune<T: Element>(
-    ops: &GpuOps,
-    g: &Gemm,
-    a: &[f32],
-    b: &[f32],
-    settings: Settings,
-    inner: usize,
-) -> Result<Outcome> {
+fn tune<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     let (kernels, stream) = (ops.kernels(), ops.stream());
-    let (da, db) = (ops.upload(&narrow::<T>(a))?, ops.upload(&narrow::<T>(b))?);
+    let (da, db) = (ops.upload(&narrow::<T>(timed.a))?, ops.upload(&narrow::<T>(timed.b))?);
     // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
     let mut dc: CudaSlice<T> = unsafe { stream.alloc(g.m * g.n) }?;
     let workspace = Workspace::default();
     let default = tuning::plan_of::<T, T>(kernels, stream, g, &da.as_view(), &db.as_view())?;
     let candidates =
         tuning::candidates_of::<T, T>(kernels, stream, g, &da.as_view(), &db.as_view(), MAX_WORKSPACE)?;
-    let time = |kernel, settings: Settings, dc: &mut CudaSlice<T>| {
-        time_gpu(stream, settings, |_| {
-            for _ in 0..inner {
+    let time = |choice, settings: Settings, dc: &mut CudaSlice<T>| {
+        let Choice::Kernel(kernel) = choice else { unreachable!("a GEMM's candidates are kernels") };
+        let (a, b) = (da.as_view(), db.as_view());
+        Timed { settings, ..timed }
+            .time(stream, || {
                 tuning::gemm_with_kernel(
                     kernels,
                     stream,
                     &workspace,
                     g,
                     kernel,
-                    &da.as_view(),
-                    &db.as_view(),
+                    &a,
+                    &b,
                     &mut dc.as_view_mut(),
-                )?;
-            }
-            Ok(())
-        })
-        .map(|t| t.median_ms / inner as f64)
+                )
+            })
+            .map(|t| t.median_ms / timed.inner as f64)
     };
-    let default_ms = time(default.kernel, settings, &mut dc)?;
-    let reference: Vec<f64> = ops.download(&dc)?.iter().map(|x| f64::from(x.to_f32())).collect();
-    let tolerance = 2.0 * g.precision.tolerance();
-    let mut outcome = Outcome {
-        class: Class::of(g, Tuned::Gemm(g.precision)),
-        default: (default.to_string(), default_ms),
-        best: (Choice::Kernel(default.kernel), default_ms),
-        cublas: None,
-        timed: 1,
-        rejected: Vec::new(),
-    };
-    for plan in candidates.iter().filter(|p| p.kernel != default.kernel) {
-        let name = plan.to_string();
-        let first = match time(plan.kernel, Settings { warmup: 1, repeats: 1 }, &mut dc) {
-            Ok(ms) => ms,
-            Err(e) => {
-                outcome.rejected.push((name, format!("failed: {e}")));
-                continue;
-            }
-        };
-        let got: Vec<f64> = ops.download(&dc)?.iter().map(|x| f64::from(x.to_f32())).collect();
-        let err = relative_difference(&got, &reference);
-        if err.is_nan() || err > tolerance {
-            outcome.rejected.push((name, format!("WRONG: relative difference {err:.2e} > {tolerance:.0e}")));
-            continue;
-        }
-        if first > SLOW * default_ms {
-            outcome.rejected.push((name, format!("slow: {:.3} ms on its first run", first)));
-            continue;
-        }
-        let ms = time(plan.kernel, settings, &mut dc)?;
-        outcome.timed += 1;
-        if ms < outcome.best.1 {
-            outcome.best = (Choice::Kernel(plan.kernel), ms);
-        }
-    }
-    Ok(outcome)
+    let answer = |dc: &CudaSlice<T>| Ok(ops.download(dc)?.iter().map(|x| f64::from(x.to_f32())).collect());
+    let trial =
+        Trial { class: Class::of(g, Tuned::Gemm(g.precision)), settings: timed.settings, screen: true };
+    let candidates = candidates.iter().map(|p| Choice::Kernel(p.kernel));
+    trial.judge(
+        Choice::Kernel(default.kernel),
+        candidates,
+        2.0 * g.precision.tolerance(),
+        &mut dc,
+        time,
+        answer,
+    )
 }
 
 /// [`tune`] for the f64 GEMM (its two kernels).
-fn tune_f64(
-    ops: &GpuOps,
-    g: &Gemm,
-    a: &[f32],
-    b: &[f32],
-    settings: Settings,
-    inner: usize,
-) -> Result<Outcome> {
+fn tune_f64(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     let (kernels, stream) = (ops.kernels(), ops.stream());
     let wide = |x: &[f32]| x.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>();
-    let (da, db) = (ops.upload(&wide(a))?, ops.upload(&wide(b))?);
+    let (da, db) = (ops.upload(&wide(timed.a))?, ops.upload(&wide(timed.b))?);
     // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
     let mut dc: CudaSlice<f64> = unsafe { stream.alloc(g.m * g.n) }?;
     let g64 = g.with_f64_scales(1.0, 0.0);
     let default = tuning::plan_f64(kernels, g)?;
-    let time = |plan, dc: &mut CudaSlice<f64>| {
-        time_gpu(stream, settings, |_| {
-            for _ in 0..inner {
-                tuning::gemm_f64_with_plan(
-                    kernels,
-                    stream,
-                    &g64,
-                    plan,
-                    &da.as_view(),
-                    &db.as_view(),
-                    &mut dc.as_view_mut(),
-                )?;
-            }
-            Ok(())
-        })
-        .map(|t| t.median_ms / inner as f64)
+    let time = |choice, settings: Settings, dc: &mut CudaSlice<f64>| {
+        let Choice::F64(plan) = choice else { unreachable!("an f64 GEMM's candidates are f64 kernels") };
+        let (a, b) = (da.as_view(), db.as_view());
+        Timed { settings, ..timed }
+            .time(stream, || {
+                tuning::gemm_f64_with_plan(kernels, stream, &g64, plan, &a, &b, &mut dc.as_view_mut())
+            })
+            .map(|t| t.median_ms / timed.inner as f64)
     };
-    let default_ms = time(default, &mut dc)?;
-    let reference = ops.download(&dc)?;
-    let mut outcome = Outcome {
-        class: Class::of(g, Tuned::F64),
-        default: (default.to_string(), default_ms),
-        best: (Choice::F64(default), default_ms),
-        cublas: None,
-        timed: 1,
-        rejected: Vec::new(),
-    };
-    for plan in PlanF64::ALL.into_iter().filter(|&p| p != default) {
-        let ms = match time(plan, &mut dc) {
-            Ok(ms) => ms,
-            Err(e) => {
-                outcome.rejected.push((plan.to_string(), format!("cannot run: {e}")));
+    let answer = |dc: &CudaSlice<f64>| ops.download(dc);
+    let trial = Trial { class: Class::of(g, Tuned::F64), settings: timed.settings, screen: false };
+    trial.judge(Choice::F64(default), PlanF64::ALL.map(Choice::F64), 1e-12, &mut dc, time, answer)
+}
+
+/// How the candidates of one class are judged.
+struct Trial {
+    /// What is tuned.
+    class: Class,
+    /// Warm-up and repeats of a timing.
+    settings: Settings,
+    /// Whether a candidate is first run once and left out when slower than [`SLOW`] times the
+    /// default (for the GEMM's many candidates, some of them far off).
+    screen: bool,
+}
+
+impl Trial {
+    /// Times `default`, then judges every other candidate against it: one that fails, whose answer
+    /// is more than `tolerance` (relative Frobenius difference) from the default's, or (when
+    /// screening) too slow on its first run is rejected with why; the fastest of the rest is the
+    /// best. `time` runs a candidate with the given settings, leaving its answer in `c`, and gives
+    /// milliseconds per GEMM; `answer` reads `c` back.
+    fn judge<C>(
+        &self,
+        default: Choice,
+        candidates: impl IntoIterator<Item = Choice>,
+        tolerance: f64,
+        c: &mut C,
+        mut time: impl FnMut(Choice, Settings, &mut C) -> Result<f64>,
+        answer: impl Fn(&C) -> Result<Vec<f64>>,
+    ) -> Result<Outcome> {
+        let default_ms = time(default, self.settings, c)?;
+        let reference = answer(c)?;
+        let mut outcome = Outcome {
+            class: self.class,
+            default: (default.to_string(), default_ms),
+            best: (default, default_ms),
+            cublas: None,
+            timed: 1,
+            rejected: Vec::new(),
+        };
+        let first_settings = if self.screen { Settings { warmup: 1, repeats: 1 } } else { self.settings };
+        for candidate in candidates.into_iter().filter(|&k| k != default) {
+            let name = candidate.to_string();
+            let first = match time(candidate, first_settings, c) {
+                Ok(ms) => ms,
+                Err(e) => {
+                    outcome.rejected.push((name, format!("failed: {e}")));
+                    continue;
+                }
+            };
+            let err = relative_difference(&answer(c)?, &reference);
+            if err.is_nan() || err > tolerance {
+                outcome
+                    .rejected
+                    .push((name, format!("WRONG: relative difference {err:.2e} > {tolerance:.0e}")));
                 continue;
             }
-        };
-        let err = relative_difference(&ops.download(&dc)?, &reference);
-        if err.is_nan() || err > 1e-12 {
-            outcome
-                .rejected
-                .push((plan.to_string(), format!("WRONG: relative difference {err:.2e} > 1e-12")));
-            continue;
+            let ms = if !self.screen {
+                first
+            } else if first > SLOW * default_ms {
+                outcome.rejected.push((name, format!("slow: {:.3} ms on its first run", first)));
+                continue;
+            } else {
+                time(candidate, self.settings, c)?
+            };
+            outcome.timed += 1;
+            if ms < outcome.best.1 {
+                outcome.best = (candidate, ms);
+            }
         }
-        outcome.timed += 1;
-        if ms < outcome.best.1 {
-            outcome.best = (Choice::F64(plan), ms);
-        }
+        Ok(outcome)
     }
-    Ok(outcome)
 }
 
 /// Relative Frobenius difference of `got` from `want` (NaN when either holds a NaN).

@@ -497,15 +497,28 @@ fn tile_width(g: &Gemm, precision: Precision, b_mn_major: bool, multiprocessors:
     [256, 128].into_iter().find(|&bn| bn_side > bn as usize / 2 && enough(bn)).unwrap_or(SM90_MIN_BN as u32)
 }
 
+/// The devices and operands that the planning's tests share.
+#[cfg(test)]
+pub(super) mod testing {
+    use super::{Device, TmaReady};
+
+    /// An H100 SXM.
+    pub const H100: Device =
+        Device { capability: (9, 0), multiprocessors: 132, sm90: true, shared_optin: 232_448 };
+    /// An A100 SXM.
+    pub const A100: Device =
+        Device { capability: (8, 0), multiprocessors: 108, sm90: false, shared_optin: 166_912 };
+    /// A V100.
+    pub const VOLTA: Device =
+        Device { capability: (7, 0), multiprocessors: 80, sm90: false, shared_optin: 98_304 };
+    /// Both operands readable through TMA.
+    pub const ALIGNED: TmaReady = TmaReady { a: true, b: true };
+}
+
 #[cfg(test)]
 mod tests {
+    use super::testing::{A100, ALIGNED, H100};
     use super::*;
-
-    const H100: Device =
-        Device { capability: (9, 0), multiprocessors: 132, sm90: true, shared_optin: 232_448 };
-    const A100: Device =
-        Device { capability: (8, 0), multiprocessors: 108, sm90: false, shared_optin: 166_912 };
-    const ALIGNED: TmaReady = TmaReady { a: true, b: true };
 
     fn sm90(bn: u32, stage_a: bool, stage_b: bool) -> Kernel {
         let feed = |stage| if stage { Feed::Transpose } else { Feed::InPlace };

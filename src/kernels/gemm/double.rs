@@ -8,8 +8,9 @@ use std::sync::Arc;
 use super::dispatch::Device;
 use super::plan::layout_char;
 use super::table::{self, Choice, Class, Tuned};
+use super::tiled::{launch_common, CommonKernel};
 use super::{device, function_with_smem, Gemm, GemmF64};
-use crate::driver::{CudaStream, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::driver::{CudaStream, CudaView, CudaViewMut};
 use crate::error::{Error, Result};
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::Kernels;
@@ -21,8 +22,6 @@ const DMMA_TILE: usize = 128;
 const DMMA_SMEM: u32 = 122_880;
 /// Output tile of the SIMT kernel (one output per thread).
 const SIMT_TILE: usize = 16;
-/// Threads per block of both families.
-const BLOCK: u32 = 256;
 /// Products with fewer outputs (m·n) or less work (m·n·k) than these run on the SIMT kernel ...
 const DMMA_MIN_OUTPUTS: u128 = 4096;
 const DMMA_MIN_VOLUME: u128 = 1 << 18;
@@ -185,38 +184,12 @@ pub(super) unsafe fn run(
             (DMMA_TILE, DMMA_SMEM, function_with_smem(kernels, &name, DMMA_SMEM)?)
         }
     };
-    let es = size_of::<f64>();
-    let (n, k, lda, ldb, ldc) = (l.n as i32, l.k as i32, l.lda as i32, l.ldb as i32, l.ldc as i32);
-    let (stride_a, stride_b, stride_c) = (l.stride_a as i64, l.stride_b as i64, l.stride_c as i64);
-    let (trans_a, trans_b) = (i32::from(l.trans_a), i32::from(l.trans_b));
-    for chunk in l.launch_chunks(tile) {
-        let a = pa + (chunk.a * es) as u64;
-        let b = pb + (chunk.b * es) as u64;
-        let c = pc + (chunk.c * es) as u64;
-        let m = chunk.rows as i32;
-        let cfg = LaunchConfig {
-            grid_dim: (l.n.div_ceil(tile) as u32, chunk.rows.div_ceil(tile) as u32, chunk.entries as u32),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: smem,
-        };
-        let mut launch = stream.launch_builder(&function);
-        launch.arg(&m).arg(&n).arg(&k).arg(&g.alpha).arg(&a).arg(&lda).arg(&stride_a);
-        if plan == PlanF64::Simt {
-            launch.arg(&trans_a);
-        }
-        launch.arg(&b).arg(&ldb).arg(&stride_b);
-        if plan == PlanF64::Simt {
-            launch.arg(&trans_b);
-        }
-        launch.arg(&g.beta).arg(&c).arg(&ldc).arg(&stride_c);
-        // SAFETY: the argument list matches the entry's signature (cuda/gemm_f64.cu: the DMMA
-        // entries take no transpose flags, their layout is in the name). `validate` checked
-        // that A, B and C hold every element of the `batch x m x n x k` problem with these
-        // leading dimensions and strides; this launch covers the chunk's batch entries and rows
-        // of it, with A, B and C advanced to them.
-        unsafe { launch.launch(cfg) }?;
-    }
-    Ok(())
+    let kernel = CommonKernel { function: &function, tile: (tile, tile), smem, flags: plan == PlanF64::Simt };
+    let sizes = [size_of::<f64>(); 2];
+    // SAFETY: the entries take the common list with f64 scales and no epilogue, the transpose
+    // flags only on the SIMT kernel (cuda/gemm_f64.cu: the DMMA entries have their layout in the
+    // name); `validate` checked the operands, which the caller vouches for.
+    unsafe { launch_common(stream, &kernel, l, (g.alpha, g.beta), [pa, pb, pc], sizes, None) }
 }
 
 #[cfg(test)]

@@ -11,10 +11,10 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::{Element, Gemm, BLOCK};
-use crate::driver::{CudaStream, CudaView, LaunchConfig, PushKernelArg};
+use crate::driver::{CudaStream, CudaView, LaunchConfig};
 use crate::error::Result;
 use crate::kernels::grid::GRID_YZ_MAX;
-use crate::kernels::Kernels;
+use crate::kernels::{launch, Kernels};
 use crate::spec::activations::Activation;
 
 /// The activation applied after the bias.
@@ -113,19 +113,7 @@ pub(super) unsafe fn pass<TOut: Element>(
         };
         // SAFETY: `(m, n, C, ldc, strideC, bias, biasStride, act)`: C advanced to entry z0 holds
         // the m x n blocks of entries z0..z0+entries (validated), the bias theirs (checked).
-        unsafe {
-            stream
-                .launch_builder(&function)
-                .arg(&m)
-                .arg(&n)
-                .arg(&c)
-                .arg(&ldc)
-                .arg(&stride_c)
-                .arg(&bias)
-                .arg(&bias_stride)
-                .arg(&act)
-                .launch(cfg)?;
-        }
+        unsafe { launch!(stream, &function, cfg, [&m, &n, &c, &ldc, &stride_c, &bias, &bias_stride, &act]) }?;
     }
     Ok(())
 }

@@ -96,9 +96,10 @@ pub fn gemm_bias_act<TIn: Element, TOut: Element>(
     let (bias_ptr, _read_bias) = args::input(bias.map(|b| b.values), stream)?;
     let epilogue =
         RawEpilogue { bias: bias.map(|_| bias_ptr), bias_stride: bias.map_or(0, |b| b.stride), act };
+    let call = Call { kernels, stream, workspace, g, precision, operands: [pa, pb, pc], epilogue: &epilogue };
     // SAFETY: `validate` and `check_bias` checked that the views hold every element `g` and the
     // epilogue touch.
-    unsafe { run::<TIn, TOut>(kernels, stream, workspace, g, precision, [pa, pb, pc], &epilogue, None) }
+    unsafe { run::<TIn, TOut>(&call, None) }
 }
 
 /// [`gemm`] on raw device addresses `[A, B, C]` (for the cuBLAS-shaped API, whose callers pass
@@ -131,7 +132,7 @@ pub unsafe fn gemm_raw_with_epilogue<TIn: Element, TOut: Element>(
     stream: &Arc<CudaStream>,
     workspace: &Workspace,
     g: &Gemm,
-    [a, b, c]: [u64; 3],
+    operands: [u64; 3],
     epilogue: &RawEpilogue,
 ) -> Result<()> {
     let precision = effective_precision::<TIn, TOut>(g.precision)?;
@@ -143,7 +144,7 @@ pub unsafe fn gemm_raw_with_epilogue<TIn: Element, TOut: Element>(
         return Ok(());
     }
     // SAFETY: the caller vouches for the operands.
-    unsafe { run::<TIn, TOut>(kernels, stream, workspace, g, precision, [a, b, c], epilogue, None) }
+    unsafe { run::<TIn, TOut>(&Call { kernels, stream, workspace, g, precision, operands, epilogue }, None) }
 }
 
 /// [`Error::Shape`] unless a bias of `len` elements, `stride` apart per batch entry, covers the n
@@ -160,29 +161,32 @@ pub(crate) fn check_bias(g: &Gemm, stride: usize, len: usize) -> Result<()> {
     Ok(())
 }
 
-/// The launches of a validated, non-empty `g` at `precision` on `[A, B, C]`, then `epilogue`:
-/// fused into the stores where C is not read (beta == 0) and the kernels that run take it, else
-/// one more pass over C. `kernel`: the caller's choice instead of the dispatcher's.
-///
-/// # Safety
-/// As [`gemm_raw_with_epilogue`]; `g` has passed `validate`.
-#[allow(clippy::too_many_arguments)] // the GEMM's operands, the epilogue and the caller's kernel
-unsafe fn run<TIn: Element, TOut: Element>(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    workspace: &Workspace,
-    g: &Gemm,
+/// One GEMM as its launches take it: where they go (the kernels, the stream they are ordered on,
+/// the workspace they take scratch from) and what they compute (`g` at `precision` on the operands
+/// at device addresses `[A, B, C]`, with `epilogue`).
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    kernels: &'a Kernels,
+    stream: &'a Arc<CudaStream>,
+    workspace: &'a Workspace,
+    g: &'a Gemm,
     precision: Precision,
     operands: [u64; 3],
-    epilogue: &RawEpilogue,
-    kernel: Option<dispatch::Kernel>,
-) -> Result<()> {
+    epilogue: &'a RawEpilogue,
+}
+
+/// The launches of a validated, non-empty `call.g`, then its epilogue: fused into the stores where
+/// C is not read (beta == 0) and the kernels that run take it, else one more pass over C.
+/// `kernel`: the caller's choice instead of the dispatcher's.
+///
+/// # Safety
+/// As [`gemm_raw_with_epilogue`] for the call's operands; `g` has passed `validate`.
+unsafe fn run<TIn: Element, TOut: Element>(call: &Call<'_>, kernel: Option<dispatch::Kernel>) -> Result<()> {
+    let Call { kernels, stream, g, operands, epilogue, .. } = *call;
     let fusable = g.beta == 0.0;
     let offered = if fusable { *epilogue } else { RawEpilogue::default() };
     // SAFETY: the caller's obligations; the epilogue offered is fusable (beta == 0, or none).
-    let fused = unsafe {
-        run_fused::<TIn, TOut>(kernels, stream, workspace, g, precision, operands, &offered, kernel)
-    }?;
+    let fused = unsafe { run_fused::<TIn, TOut>(&Call { epilogue: &offered, ..*call }, kernel) }?;
     if epilogue.is_active() && !(fusable && fused) {
         // SAFETY: C holds the validated m x n blocks of every entry; the bias was checked.
         unsafe { epilogue::pass::<TOut>(kernels, stream, g, operands[2], epilogue) }?;
@@ -223,17 +227,11 @@ pub fn bias_act<T: Element>(
 ///
 /// # Safety
 /// As [`run`].
-#[allow(clippy::too_many_arguments)] // the GEMM's operands, the epilogue and the caller's kernel
 unsafe fn run_fused<TIn: Element, TOut: Element>(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    workspace: &Workspace,
-    g: &Gemm,
-    precision: Precision,
-    [pa, pb, pc]: [u64; 3],
-    epilogue: &RawEpilogue,
+    call: &Call<'_>,
     kernel: Option<dispatch::Kernel>,
 ) -> Result<bool> {
+    let Call { kernels, stream, g, precision, operands: [pa, pb, pc], epilogue, .. } = *call;
     if g.k == 0 {
         // C = beta * C: a k = 1 product of zeros (alpha 0), read through zero strides.
         let zeros = stream.clone_htod(&[TIn::from_f32(0.0); SMALL_TILE])?;
@@ -275,19 +273,7 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
         };
         // SAFETY: the caller's obligations; the plan was resolved for `g`, `precision`, `device`
         // and these operands.
-        match unsafe {
-            execute::<TIn, TOut>(
-                kernels,
-                stream,
-                workspace,
-                &device,
-                g,
-                precision,
-                &plan,
-                [pa, pb, pc],
-                epilogue,
-            )
-        } {
+        match unsafe { execute::<TIn, TOut>(call, &device, &plan) } {
             Err(Error::ModuleLoad { family: "gemm_sm90", .. }) if kernel.is_none() => {
                 // Not loadable here (driver or image): remember, and plan again without it.
                 device.sm90 = false;
@@ -312,19 +298,13 @@ fn tma_ready<TIn: Element>(g: &Gemm, pa: u64, pb: u64) -> TmaReady {
 /// The launches of `plan`: `true` when the epilogue was fused into them.
 ///
 /// # Safety
-/// As [`run`]; `plan` was resolved for `g`, `precision`, `device` and the operands.
-#[allow(clippy::too_many_arguments)] // the GEMM's operands, its plan and the epilogue
+/// As [`run`]; `plan` was resolved for the call's `g`, `precision` and operands on `device`.
 unsafe fn execute<TIn: Element, TOut: Element>(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    workspace: &Workspace,
+    call: &Call<'_>,
     device: &Device,
-    g: &Gemm,
-    precision: Precision,
     plan: &Plan,
-    operands: [u64; 3],
-    epilogue: &RawEpilogue,
 ) -> Result<bool> {
+    let Call { kernels, stream, g, precision, operands, epilogue, .. } = *call;
     match &plan.launch {
         Launch::Tiled(family) => {
             let fused = family.fuses_epilogue();
@@ -335,25 +315,17 @@ unsafe fn execute<TIn: Element, TOut: Element>(
         }
         Launch::SplitK(split) => {
             // SAFETY: the caller's obligations, with the plan resolved for this GEMM.
-            unsafe {
-                split::split_k::<TIn, TOut>(
-                    kernels, stream, workspace, g, precision, split, operands, epilogue,
-                )
-            }?;
+            unsafe { split::split_k::<TIn, TOut>(call, split) }?;
             Ok(true)
         }
         Launch::Skinny(skinny) => {
             // SAFETY: the caller's obligations, with the plan resolved for this GEMM.
-            unsafe { split::skinny::<TIn, TOut>(kernels, stream, workspace, g, skinny, operands, epilogue) }?;
+            unsafe { split::skinny::<TIn, TOut>(call, skinny) }?;
             Ok(true)
         }
         Launch::Sm90(sm90) => {
             // SAFETY: the caller's obligations, with the plan resolved for this GEMM.
-            unsafe {
-                sm90::launch::<TIn, TOut>(
-                    kernels, stream, workspace, device, g, precision, sm90, operands, epilogue,
-                )
-            }?;
+            unsafe { sm90::launch::<TIn, TOut>(call, device, sm90) }?;
             Ok(true)
         }
     }

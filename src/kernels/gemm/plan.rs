@@ -500,16 +500,9 @@ impl Kernel {
 
 #[cfg(test)]
 mod tests {
+    use super::super::dispatch::testing::{A100, ALIGNED, H100, VOLTA};
     use super::super::dispatch::{heuristic, plan};
     use super::*;
-
-    const H100: Device =
-        Device { capability: (9, 0), multiprocessors: 132, sm90: true, shared_optin: 232_448 };
-    const A100: Device =
-        Device { capability: (8, 0), multiprocessors: 108, sm90: false, shared_optin: 166_912 };
-    const VOLTA: Device =
-        Device { capability: (7, 0), multiprocessors: 80, sm90: false, shared_optin: 98_304 };
-    const ALIGNED: TmaReady = TmaReady { a: true, b: true };
 
     /// The launch the dispatcher plans for `g` on `device` with aligned operands.
     fn launch(g: Gemm, precision: Precision, device: &Device) -> Launch {

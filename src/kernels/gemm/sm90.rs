@@ -10,12 +10,12 @@ use super::dispatch::{Device, Feed, TMA_FAST_PITCH};
 use super::plan::{layout_char, Sm90, SM90_SMEM};
 use super::tensor_map::Operand;
 use super::tiled::input_name;
-use super::{function_with_smem, grow, Element, Gemm, Precision, RawEpilogue, Workspace, BLOCK};
-use crate::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use super::{function_with_smem, grow, Call, Element, BLOCK};
+use crate::driver::{CudaStream, LaunchConfig};
 use crate::error::{Error, Result};
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::grid::GRID_YZ_MAX;
-use crate::kernels::Kernels;
+use crate::kernels::{launch, Kernels};
 
 /// Threads per block (a producer and two consumer warpgroups).
 const SM90_BLOCK: u32 = 384;
@@ -33,20 +33,14 @@ struct Fed {
 /// Runs `g` on the sm_90a kernel the plan names, feeding its operands as the plan says.
 ///
 /// # Safety
-/// As [`super::tiled::launch`]; `plan` was resolved for `g`, `precision` and the operands' TMA
-/// readiness on `device`.
-#[allow(clippy::too_many_arguments)] // the GEMM's operands, its plan and the epilogue
+/// As [`super::tiled::launch`] for the call's operands; `plan` was resolved for its `g`,
+/// `precision` and the operands' TMA readiness on `device`.
 pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    workspace: &Workspace,
+    call: &Call<'_>,
     device: &Device,
-    g: &Gemm,
-    precision: Precision,
     plan: &Sm90,
-    [pa, pb, pc]: [u64; 3],
-    epilogue: &RawEpilogue,
 ) -> Result<()> {
+    let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, pc], epilogue } = *call;
     let [feed_a, feed_b] = plan.feeds;
     let es = plan.dtype.size();
     let io = format!("{}_{}", input_name::<TIn>(precision), TOut::NAME);
@@ -117,18 +111,13 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
                     // `entries <= most` such matrices at pitch `staged_ld >= k` (sized by the
                     // plan); the plan transposes only where k / 32 fits grid.y.
                     unsafe {
-                        stream
-                            .launch_builder(transpose)
-                            .arg(&depth)
-                            .arg(&cols)
-                            .arg(&input)
-                            .arg(&ld_in)
-                            .arg(&stride_in)
-                            .arg(&ws)
-                            .arg(&ld_out)
-                            .arg(&stride_out)
-                            .launch(cfg)?;
-                    }
+                        launch!(
+                            stream,
+                            transpose,
+                            cfg,
+                            [&depth, &cols, &input, &ld_in, &stride_in, &ws, &ld_out, &stride_out]
+                        )
+                    }?;
                     Ok(Fed { base: ws, ld: staged_ld, stride: staged_stride, trans: !trans })
                 }
             }
@@ -164,27 +153,20 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
             block_dim: (SM90_BLOCK, 1, 1),
             shared_mem_bytes: SM90_SMEM,
         };
-        let mut launch = stream.launch_builder(&function);
-        launch
-            .arg(&map_a)
-            .arg(&map_b)
-            .arg(&m)
-            .arg(&n)
-            .arg(&k)
-            .arg(&g.alpha)
-            .arg(&g.beta)
-            .arg(&c)
-            .arg(&ldc)
-            .arg(&stride_c);
-        if epilogue.is_active() {
-            launch.arg(&bias).arg(&bias_stride).arg(&act);
-        }
         // SAFETY: `(tmA, tmB, m, n, k, alpha, beta, C, ldc, strideC)`, then `(bias, biasStride,
         // act)` for the `_fused` entry, as the sm_90a entries take them. The maps cover exactly the
         // validated operands (or the workspace regions, kept while the lock is held) of entries
         // z0..z0+entries; C and the bias are advanced to entry z0 and hold every m x n block and
         // bias vector of them (validated, checked).
-        unsafe { launch.launch(cfg) }?;
+        unsafe {
+            launch!(
+                stream,
+                &function,
+                cfg,
+                [&map_a, &map_b, &m, &n, &k, &g.alpha, &g.beta, &c, &ldc, &stride_c],
+                [&bias, &bias_stride, &act] if epilogue.is_active(),
+            )
+        }?;
     }
     Ok(())
 }
@@ -204,7 +186,6 @@ unsafe fn copy_rows(
     width: usize,
     rows: usize,
 ) -> Result<()> {
-    let function = kernels.function("gemm_copy_rows")?;
     let blocks = rows.min(kernels.multiprocessors() as usize * 16);
     let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
     let (rows, width) = (rows as i64, width as i64);
@@ -212,15 +193,6 @@ unsafe fn copy_rows(
     // SAFETY: `(rows, width, src, src_pitch, dst, dst_pitch)` as the kernel takes them; the caller
     // vouches for both blocks.
     unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(&rows)
-            .arg(&width)
-            .arg(&src)
-            .arg(&src_pitch)
-            .arg(&dst)
-            .arg(&dst_pitch)
-            .launch(cfg)
-    }?;
-    Ok(())
+        launch!(kernels, stream, "gemm_copy_rows", cfg, [&rows, &width, &src, &src_pitch, &dst, &dst_pitch])
+    }
 }

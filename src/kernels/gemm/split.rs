@@ -4,15 +4,14 @@
 //! epilogue.
 
 use std::mem::size_of;
-use std::sync::Arc;
 
 use super::plan::{Skinny, SplitK};
-use super::{grow, tiled, Element, Gemm, Precision, RawEpilogue, Workspace, BLOCK};
-use crate::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use super::{grow, tiled, Call, Element, Gemm, RawEpilogue, BLOCK};
+use crate::driver::LaunchConfig;
 use crate::error::Result;
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::grid;
-use crate::kernels::Kernels;
+use crate::kernels::launch;
 
 /// Runs a batch-1 `g` as `plan.parts` f32 partial products over slices of k (packed m x n matrices
 /// in `workspace`, through the family's batch dimension; the last, shorter slice by its own
@@ -20,18 +19,9 @@ use crate::kernels::Kernels;
 /// in slice order.
 ///
 /// # Safety
-/// As [`tiled::launch`]; `plan` was resolved for `g` and `precision`.
-#[allow(clippy::too_many_arguments)] // the GEMM's operands, its plan and the epilogue
-pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    workspace: &Workspace,
-    g: &Gemm,
-    precision: Precision,
-    plan: &SplitK,
-    [pa, pb, pc]: [u64; 3],
-    epilogue: &RawEpilogue,
-) -> Result<()> {
+/// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g` and `precision`.
+pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &SplitK) -> Result<()> {
+    let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, _], .. } = *call;
     let depth = plan.depth;
     let (full, rest) = (g.k / depth, g.k % depth);
     let outputs = g.m * g.n;
@@ -85,7 +75,7 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
     }
     // SAFETY: the launches above write all `parts` partial products; C and the bias are the
     // caller's (validated, checked).
-    unsafe { reduce_partials::<TOut>(kernels, stream, g, plan.parts, partials, pc, epilogue) }
+    unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
 }
 
 /// Runs a batch-1 `g` on `gemm_skinny_<wl|wk>_<in>_s<rows>`: C = op(A) op(B) as X (the short
@@ -94,16 +84,9 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
 /// f32 partial product to the workspace; [`reduce_partials`] sums them into C with the epilogue.
 ///
 /// # Safety
-/// As [`tiled::launch`]; `plan` was resolved for `g`.
-pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    workspace: &Workspace,
-    g: &Gemm,
-    plan: &Skinny,
-    [pa, pb, pc]: [u64; 3],
-    epilogue: &RawEpilogue,
-) -> Result<()> {
+/// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g`.
+pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &Skinny) -> Result<()> {
+    let Call { kernels, stream, workspace, g, operands: [pa, pb, _], .. } = *call;
     // (X, its element strides along the short side and k), (W, its pitch), the partial's strides
     // for (short, long), and the two sides' lengths.
     let (x, x_strides, w, w_pitch, p_strides, short, long) = if g.m <= g.n {
@@ -136,43 +119,27 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(
     // k x `long` elements through exactly those strides, and writes `parts` packed m x n f32
     // blocks into the workspace grown to hold them above.
     unsafe {
-        stream
-            .launch_builder(&function)
-            .arg(&short)
-            .arg(&long)
-            .arg(&k)
-            .arg(&depth)
-            .arg(&x)
-            .arg(&xs)
-            .arg(&xk)
-            .arg(&w)
-            .arg(&w_pitch)
-            .arg(&partials)
-            .arg(&ps)
-            .arg(&pl)
-            .launch(cfg)?;
-    }
+        launch!(
+            stream,
+            &function,
+            cfg,
+            [&short, &long, &k, &depth, &x, &xs, &xk, &w, &w_pitch, &partials, &ps, &pl]
+        )
+    }?;
     // SAFETY: the slices above wrote all `parts` partial products; C and the bias are the
     // caller's (validated, checked).
-    unsafe { reduce_partials::<TOut>(kernels, stream, g, plan.parts, partials, pc, epilogue) }
+    unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
 }
 
-/// `gemm_splitk_reduce_<out>`: `C = epilogue(alpha * sum + beta * C)` of a batch-1 `g` from `parts`
-/// packed m x n f32 partial products at device address `partials`, summed in order.
+/// `gemm_splitk_reduce_<out>`: `C = epilogue(alpha * sum + beta * C)` of the call's batch-1 `g`
+/// from `parts` packed m x n f32 partial products at device address `partials`, summed in order.
 ///
 /// # Safety
 /// `partials` must hold the `parts` products (written, in stream order, before this launch) and
-/// `c` the validated m x n block of C; the epilogue's bias its n values.
-unsafe fn reduce_partials<TOut: Element>(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    g: &Gemm,
-    parts: usize,
-    partials: u64,
-    c: u64,
-    epilogue: &RawEpilogue,
-) -> Result<()> {
-    let reduce = kernels.function(&format!("gemm_splitk_reduce_{}", TOut::NAME))?;
+/// the call's C the validated m x n block; the epilogue's bias its n values.
+unsafe fn reduce_partials<TOut: Element>(call: &Call<'_>, parts: usize, partials: u64) -> Result<()> {
+    let Call { kernels, stream, g, operands: [_, _, c], epilogue, .. } = *call;
+    let name = format!("gemm_splitk_reduce_{}", TOut::NAME);
     let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
     // One output per thread per step, blocks of 256 (the kernel's own block size).
@@ -181,19 +148,12 @@ unsafe fn reduce_partials<TOut: Element>(
     // m x n partial products, writes C's m x n block (batch 1), reads n bias values: the caller's
     // obligations.
     unsafe {
-        stream
-            .launch_builder(&reduce)
-            .arg(&m)
-            .arg(&n)
-            .arg(&parts)
-            .arg(&partials)
-            .arg(&g.alpha)
-            .arg(&g.beta)
-            .arg(&c)
-            .arg(&ldc)
-            .arg(&bias)
-            .arg(&act)
-            .launch(cfg)?;
+        launch!(
+            kernels,
+            stream,
+            &name,
+            cfg,
+            [&m, &n, &parts, &partials, &g.alpha, &g.beta, &c, &ldc, &bias, &act]
+        )
     }
-    Ok(())
 }

@@ -282,12 +282,9 @@ pub fn for_device(device: &Device) -> &'static Table {
 
 #[cfg(test)]
 mod tests {
+    use super::super::dispatch::testing::{ALIGNED, H100};
     use super::super::dispatch::{heuristic, Feed, TmaReady};
     use super::*;
-
-    const H100: Device =
-        Device { capability: (9, 0), multiprocessors: 132, sm90: true, shared_optin: 232_448 };
-    const ALIGNED: TmaReady = TmaReady { a: true, b: true };
 
     const TEXT: &str = "# a comment\n\
         \n\

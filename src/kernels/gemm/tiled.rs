@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use super::plan::Family;
 use super::{function_with_smem, Element, Gemm, Precision, RawEpilogue, BLOCK};
-use crate::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use crate::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig};
 use crate::error::Result;
-use crate::kernels::Kernels;
+use crate::kernels::{launch, Kernels};
 
 /// The entry point of `family` for these element types at `precision`.
 pub(super) fn entry<TIn: Element, TOut: Element>(family: Family, precision: Precision) -> String {
@@ -46,14 +46,62 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
     family: Family,
     precision: Precision,
     g: &Gemm,
-    [pa, pb, pc]: [u64; 3],
+    operands: [u64; 3],
     epilogue: &RawEpilogue,
 ) -> Result<()> {
     let name = entry::<TIn, TOut>(family, precision);
     debug_assert!(family.fuses_epilogue() || !epilogue.is_active(), "{name} stores plainly");
-    let ((tile_rows, tile_cols), smem) = (family.tile(), family.smem());
-    let function = function_with_smem(kernels, &name, smem)?;
-    let (es_in, es_out) = (size_of::<TIn>(), size_of::<TOut>());
+    let function = function_with_smem(kernels, &name, family.smem())?;
+    let kernel = CommonKernel { function: &function, tile: family.tile(), smem: family.smem(), flags: true };
+    let sizes = [size_of::<TIn>(), size_of::<TOut>()];
+    // SAFETY: the entry exists for these types at this precision (the plan was resolved for them)
+    // and takes the common list with the transpose flags, the epilogue's three only for the family
+    // that fuses it; the operands are the caller's obligations.
+    unsafe {
+        launch_common(
+            stream,
+            &kernel,
+            g,
+            (g.alpha, g.beta),
+            operands,
+            sizes,
+            family.fuses_epilogue().then_some(epilogue),
+        )
+    }
+}
+
+/// A kernel that takes the common argument list (notes/gemm.md): `(m, n, k, alpha, A, lda,
+/// strideA, [transA], B, ldb, strideB, [transB], beta, C, ldc, strideC, [bias, biasStride, act])`.
+pub(super) struct CommonKernel<'f> {
+    /// The entry point.
+    pub function: &'f CudaFunction,
+    /// Its output tile, rows and columns (one block each).
+    pub tile: (usize, usize),
+    /// Its dynamic shared memory.
+    pub smem: u32,
+    /// Whether it takes the transpose flags (kernels with the layout in their name do not).
+    pub flags: bool,
+}
+
+/// Launches `kernel` over `g` with the scales `(alpha, beta)` in the kernel's type, whose operands
+/// are at device addresses `[A, B, C]` of elements `[input, output]` bytes long: batches of at most
+/// 65 535 (grid.z) and row blocks within grid.y's limit, with the epilogue's three arguments when
+/// it is given (for a kernel that takes them).
+///
+/// # Safety
+/// `kernel` takes the common list with these scales (and the epilogue's arguments exactly when
+/// `epilogue` is given); `g` has passed `validate` and the addresses hold what it describes, the
+/// epilogue's bias its every entry.
+pub(super) unsafe fn launch_common<S: DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    kernel: &CommonKernel<'_>,
+    g: &Gemm,
+    (alpha, beta): (S, S),
+    [pa, pb, pc]: [u64; 3],
+    [es_in, es_out]: [usize; 2],
+    epilogue: Option<&RawEpilogue>,
+) -> Result<()> {
+    let (tile_rows, tile_cols) = kernel.tile;
     let (n, k, lda, ldb, ldc) = (g.n as i32, g.k as i32, g.lda as i32, g.ldb as i32, g.ldc as i32);
     let (stride_a, stride_b, stride_c) = (g.stride_a as i64, g.stride_b as i64, g.stride_c as i64);
     let (trans_a, trans_b) = (i32::from(g.trans_a), i32::from(g.trans_b));
@@ -61,7 +109,7 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
         let a = pa + (chunk.a * es_in) as u64;
         let b = pb + (chunk.b * es_in) as u64;
         let c = pc + (chunk.c * es_out) as u64;
-        let (bias, bias_stride, act) = epilogue.args_from(chunk.z0, es_out);
+        let (bias, bias_stride, act) = epilogue.map_or((0, 0, 0), |e| e.args_from(chunk.z0, es_out));
         let m = chunk.rows as i32;
         let cfg = LaunchConfig {
             grid_dim: (
@@ -70,37 +118,26 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
                 chunk.entries as u32,
             ),
             block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: smem,
+            shared_mem_bytes: kernel.smem,
         };
-        let mut launch = stream.launch_builder(&function);
-        launch
-            .arg(&m)
-            .arg(&n)
-            .arg(&k)
-            .arg(&g.alpha)
-            .arg(&a)
-            .arg(&lda)
-            .arg(&stride_a)
-            .arg(&trans_a)
-            .arg(&b)
-            .arg(&ldb)
-            .arg(&stride_b)
-            .arg(&trans_b)
-            .arg(&g.beta)
-            .arg(&c)
-            .arg(&ldc)
-            .arg(&stride_c);
-        if family.fuses_epilogue() {
-            launch.arg(&bias).arg(&bias_stride).arg(&act);
-        }
-        // SAFETY: the argument list matches the family's signature (notes/gemm.md), the
-        // epilogue's three only for the family that fuses it; the entry exists for these types
-        // at this precision (the plan was resolved for them). `validate` checked that A, B and
-        // C hold every element the `batch x m x n x k` problem touches with these leading
-        // dimensions and strides (and the bias its entries); this launch covers the
+        // SAFETY: the argument list is the kernel's (the caller's obligation). `validate` checked
+        // that A, B and C hold every element the `batch x m x n x k` problem touches with these
+        // leading dimensions and strides (and the bias its entries); this launch covers the
         // chunk's batch entries and rows of that problem, with A, B, C and the bias advanced to
         // them.
-        unsafe { launch.launch(cfg) }?;
+        unsafe {
+            launch!(
+                stream,
+                kernel.function,
+                cfg,
+                [&m, &n, &k, &alpha, &a, &lda, &stride_a],
+                [&trans_a] if kernel.flags,
+                [&b, &ldb, &stride_b],
+                [&trans_b] if kernel.flags,
+                [&beta, &c, &ldc, &stride_c],
+                [&bias, &bias_stride, &act] if epilogue.is_some(),
+            )
+        }?;
     }
     Ok(())
 }

@@ -120,11 +120,11 @@ pub fn gemm_with_kernel<TIn: Element, TOut: Element>(
     let (pb, _read_b) = b.checked_ptr(stream)?;
     let (pc, _write_c) = c.checked_ptr_mut(stream)?;
     let none = RawEpilogue::default();
+    let call =
+        super::Call { kernels, stream, workspace, g, precision, operands: [pa, pb, pc], epilogue: &none };
     // SAFETY: `validate` checked that the views hold every element `g` touches; `run` resolves
     // `kernel` for `g`, the device and these operands before it launches anything.
-    unsafe {
-        super::run::<TIn, TOut>(kernels, stream, workspace, g, precision, [pa, pb, pc], &none, Some(kernel))
-    }
+    unsafe { super::run::<TIn, TOut>(&call, Some(kernel)) }
 }
 
 /// The f64 kernel [`super::double::gemm_f64`] runs for `g` (the layout) on `kernels`' device.
@@ -173,11 +173,8 @@ fn context<TIn: Element, TOut: Element>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::dispatch::testing::{ALIGNED, H100};
     use super::*;
-
-    const H100: Device =
-        Device { capability: (9, 0), multiprocessors: 132, sm90: true, shared_optin: 232_448 };
-    const ALIGNED: TmaReady = TmaReady { a: true, b: true };
 
     #[test]
     fn candidates_are_valid_distinct_and_start_with_the_rules_choice() {
