@@ -82,7 +82,7 @@ fn main() {
         );
     }
 
-    // How the kernels were built (`prism_gpu::kernels::BUILT_WITH`, quoted by `prism-gpu bench`).
+    // How the kernels were built (`prism_gpu::raw::kernels::BUILT_WITH`, quoted by `prism-gpu bench`).
     let kernels_from = match nvcc.as_deref() {
         Some(nvcc) => nvcc_release(nvcc),
         None => "checked-in PTX (no nvcc)".to_string(),
@@ -116,7 +116,7 @@ fn main() {
     table.push_str("]\n");
     std::fs::write(out.join("kernel_images.rs"), table).expect("writing kernel_images.rs");
 
-    // The catalogue (`prism_gpu::kernels::FAMILIES`): each family's entry points as its PTX defines
+    // The catalogue (`prism_gpu::raw::kernels::FAMILIES`): each family's entry points as its PTX defines
     // them (the PTX embedded or built beside the fatbin), so macro- and template-made kernels count
     // and no list is kept by hand.
     let mut catalogue =

@@ -65,7 +65,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         Sizes { elements: 1 << 22, m: 511, n: 513, k: 509 }
     };
     let seed = SplitMix64::from_time().next_u64();
-    println!("test_gpu_kernel: seed {seed:#x}; built-in kernels from {}", prism_gpu::kernels::BUILT_WITH);
+    println!(
+        "test_gpu_kernel: seed {seed:#x}; built-in kernels from {}",
+        prism_gpu::raw::kernels::BUILT_WITH
+    );
     let mut rng = SplitMix64::new(seed);
     let a = rng.vec(sizes.elements, -1.0, 1.0);
     let b = rng.vec(sizes.elements, -1.0, 1.0);

@@ -11,8 +11,8 @@
 //! | random numbers | `curand` | cudarc-0.19-compatible cuRAND API on a built-in Philox4x32-10 kernel |
 //! | multi-GPU | `nccl` | cudarc-0.19-compatible NCCL over the run-time-loaded `libnccl.so.2` |
 //! | operations | [`ops`] | each operation defined once: operand types, checks, GPU launch, CPU body |
-//! | kernels | [`kernels`] | the embedded kernel images, their catalogue and typed launchers |
-//! | CPU fallback | [`cpu`] | every operation's CPU body, the same arithmetic as its kernel |
+//! | kernels | [`raw::kernels`] | the embedded kernel images, their catalogue and typed launchers |
+//! | CPU fallback | [`raw::cpu`] | every operation's CPU body, the same arithmetic as its kernel |
 //! | runtime | [`mod@runtime`] | [`ProductionGpuRuntime`]: every operation on GPU or CPU fallback |
 //! | neural networks | [`nn`] | tensors, dense layers, fused losses and optimisers, training, IDX data |
 //! | reservoir computing | [`reservoir`] | echo state networks on the runtime: run, ridge readout, free run |
@@ -100,7 +100,7 @@ compile_error!(
      real cudarc 0.19 (`legacy-gpu`), or drop `legacy-gpu` to use prism-gpu's own engine (the default)"
 );
 
-pub mod cpu;
+pub(crate) mod cpu;
 #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 pub mod cublas;
 #[cfg(all(feature = "cublaslt", not(feature = "legacy-gpu")))]
@@ -111,7 +111,7 @@ pub mod curand;
 #[cfg(not(feature = "legacy-gpu"))]
 pub mod driver;
 pub mod error;
-pub mod kernels;
+pub(crate) mod kernels;
 #[cfg(all(feature = "nccl", not(feature = "legacy-gpu")))]
 pub mod nccl;
 pub mod nn;
@@ -121,6 +121,33 @@ pub mod ops;
 mod probe;
 pub mod reservoir;
 pub mod rng;
+pub mod raw {
+    //! The low-level pieces under the runtime: the typed launchers of the built-in kernels and
+    //! their catalogue ([`kernels`]), the GEMM planner and tuner ([`kernels::gemm`]: `dispatch`, `plan`,
+    //! `tuning`, `Workspace`), and the CPU reference bodies of every operation ([`cpu`]).
+    //!
+    //! They are public for the `prism-gpu` command line, the tests and expert users who manage
+    //! device buffers and launches themselves, and are kept stable enough for that, but they are
+    //! not the main API: most code wants [`ProductionGpuRuntime`](crate::ProductionGpuRuntime) (host
+    //! slices), [`GpuOps`](crate::runtime::GpuOps) (device buffers), the cudarc API
+    //! ([`driver`](crate::driver), [`nvrtc`](crate::nvrtc), ...), [`nn`](crate::nn) or
+    //! [`reservoir`](crate::reservoir). A launcher checks its sizes and operands but, unlike the
+    //! runtime, has no CPU fallback and no choice of device.
+
+    pub mod kernels {
+        //! The built-in kernels: the images embedded at build time, the catalogue of the entry
+        //! points each family defines ([`FAMILIES`]), the module cache ([`Kernels`]) and the typed
+        //! launchers, one module per family; [`gemm`] holds the GEMM launchers, its planner
+        //! (`dispatch`, `plan`) and its tuner (`tuning`, `table`).
+        pub use crate::kernels::*;
+    }
+
+    pub mod cpu {
+        //! The CPU reference bodies of the runtime's operations: the arithmetic of the kernel of the
+        //! same name, which the CPU fallback runs and the GPU tests compare against.
+        pub use crate::cpu::*;
+    }
+}
 pub mod runtime;
 mod spec;
 pub mod sys;

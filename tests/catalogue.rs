@@ -3,7 +3,7 @@
 //! The definitions are read from `ptx/<family>.ptx.gz`: nvcc's own output for the sources (CI
 //! regenerates it and fails on drift), so entry points made by macros or templates count too.
 
-use prism_gpu::kernels::{family_of, image, FAMILIES};
+use prism_gpu::raw::kernels::{family_of, image, FAMILIES};
 use std::collections::BTreeSet;
 use std::io::Read as _;
 use std::path::Path;

@@ -12,7 +12,7 @@ use half::{bf16, f16};
 use prism_gpu::cublaslt::sys::cublasStatus_t as Status;
 use prism_gpu::cublaslt::{Activation, CublasError, CudaBlasLT, Matmul, MatmulConfig};
 use prism_gpu::driver::{CudaContext, CudaStream};
-use prism_gpu::kernels::gemm::Element;
+use prism_gpu::raw::kernels::gemm::Element;
 use prism_gpu::rng::SplitMix64;
 
 mod cublaslt_common;

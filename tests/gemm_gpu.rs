@@ -7,7 +7,7 @@ mod gemm_common;
 use gemm_common::*;
 use half::{bf16, f16};
 use prism_gpu::driver::{LaunchConfig, PushKernelArg};
-use prism_gpu::kernels::gemm::Element;
+use prism_gpu::raw::kernels::gemm::Element;
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Error, Gemm, Precision, ProductionGpuRuntime};
 
@@ -403,7 +403,7 @@ fn large_slow_or_unreadable_pitches_are_copied() {
 /// `tuning::gemm_with_kernel`, against the f64 reference; and a kernel that cannot compute it is
 /// an error, not a launch.
 fn every_candidate<T: Element>(rt: &ProductionGpuRuntime, spec: &Spec, rng: &mut SplitMix64) -> usize {
-    use prism_gpu::kernels::gemm::{tuning, Workspace};
+    use prism_gpu::raw::kernels::gemm::{tuning, Workspace};
     let ops = rt.gpu().expect("a GPU runtime");
     let case = spec.build(rng);
     let a: Vec<T> = case.a.iter().map(|&x| T::from_f32(x)).collect();
@@ -465,8 +465,8 @@ fn small_every_candidate_kernel_matches_the_reference() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_kernel_that_cannot_run_the_gemm_is_an_error() {
-    use prism_gpu::kernels::gemm::tuning::{self, Feed, Kernel};
-    use prism_gpu::kernels::gemm::Workspace;
+    use prism_gpu::raw::kernels::gemm::tuning::{self, Feed, Kernel};
+    use prism_gpu::raw::kernels::gemm::Workspace;
     let rt = gpu();
     let ops = rt.gpu().unwrap();
     let g = Gemm::new(64, 64, 64).with_precision(Precision::Bf16);

@@ -3,7 +3,7 @@
 //! written here, on the CPU fallback and (ignored without one) on a GPU; odd sizes, every
 //! activation, each precision the entry point takes; bad shapes are errors.
 
-use prism_gpu::kernels::gemm::FusedActivation;
+use prism_gpu::raw::kernels::gemm::FusedActivation;
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Error, Precision, ProductionGpuRuntime};
 

@@ -6,9 +6,9 @@
 mod nn_checks;
 
 use nn_checks as checks;
-use prism_gpu::kernels::nn::LossRows;
 use prism_gpu::nn::{Device, Labels, Network, Sequential, Tensor, TrainingConfig};
 use prism_gpu::ops::activations::Activation;
+use prism_gpu::raw::kernels::nn::LossRows;
 use prism_gpu::ProductionGpuRuntime;
 
 /// Parameters after the same steps taken two ways: Adam's `m / sqrt(v)` turns a one-ulp

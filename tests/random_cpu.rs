@@ -3,8 +3,8 @@
 //! statistics on 2^20 values (mean, variance, Kolmogorov-Smirnov, neighbour correlation),
 //! determinism, prefixes and the offset advance. Seeds and offsets are fresh per run, printed.
 
-use prism_gpu::cpu::random as philox;
 use prism_gpu::ops::random::Philox;
+use prism_gpu::raw::cpu::random as philox;
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 

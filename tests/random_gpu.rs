@@ -5,12 +5,12 @@
 //! GPU: `cargo test --release --test random_gpu -- --include-ignored`.
 #![cfg(all(feature = "curand", not(feature = "legacy-gpu")))] // prism_gpu::curand is our engine's
 
-use prism_gpu::cpu::random as cpu;
 use prism_gpu::curand::CudaRng;
 use prism_gpu::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
-use prism_gpu::kernels::random;
-use prism_gpu::kernels::Kernels;
 use prism_gpu::ops::random::{Normal, NormalElement, Philox};
+use prism_gpu::raw::cpu::random as cpu;
+use prism_gpu::raw::kernels::random;
+use prism_gpu::raw::kernels::Kernels;
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::ProductionGpuRuntime;
 use std::sync::Arc;

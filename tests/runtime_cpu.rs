@@ -187,7 +187,7 @@ fn the_seed_executor_entry_points() {
 /// release, before the extents were checked).
 #[test]
 fn overflowing_extents_are_shape_errors() {
-    use prism_gpu::kernels::gemm::Gemm;
+    use prism_gpu::raw::kernels::gemm::Gemm;
     let rt = rt();
     // A batch stride whose extent wraps: min_lens used to wrap to a small length, pass
     // validation, and the CPU GEMM read far outside `a`.

@@ -7,13 +7,13 @@ mod runtime_checks;
 
 use half::bf16;
 use prism_gpu::driver::{CudaSlice, DeviceRepr};
-use prism_gpu::kernels::neuromorphic::{self, DeviceReservoir};
-use prism_gpu::kernels::{activations, convert, gemv, norms, reductions, softmax, transpose};
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::gemv::Gemv;
 use prism_gpu::ops::neuromorphic::{Csr, Patterns, ReservoirWeights};
 use prism_gpu::ops::reductions::Reduce;
 use prism_gpu::ops::softmax::Softmax;
+use prism_gpu::raw::kernels::neuromorphic::{self, DeviceReservoir};
+use prism_gpu::raw::kernels::{activations, convert, gemv, norms, reductions, softmax, transpose};
 use prism_gpu::runtime::GpuOps;
 use prism_gpu::ProductionGpuRuntime;
 use runtime_checks::{self as checks, close, close_scaled, f64s};

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::thread;
 
 use prism_gpu::driver::CudaContext;
-use prism_gpu::kernels::gemm::{self, Gemm, Workspace};
-use prism_gpu::kernels::{activations, elementwise, random, reductions, transpose, Kernels};
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::elementwise::Binary;
 use prism_gpu::ops::random::Philox;
 use prism_gpu::ops::reductions::Reduce;
+use prism_gpu::raw::kernels::gemm::{self, Gemm, Workspace};
+use prism_gpu::raw::kernels::{activations, elementwise, random, reductions, transpose, Kernels};
 use prism_gpu::ProductionGpuRuntime;
 
 const THREADS: usize = 16;

@@ -454,7 +454,7 @@ fn neuromorphic_checks(
     let spikes: Vec<f32> = (0..steps * rates.len())
         .map(|k| {
             let (t, i) = (k / rates.len(), k % rates.len());
-            if prism_gpu::cpu::uniform01(seed, i as u64, t as u64) < rates[i] {
+            if prism_gpu::raw::cpu::uniform01(seed, i as u64, t as u64) < rates[i] {
                 1.0
             } else {
                 0.0

@@ -1,6 +1,6 @@
 //! What an operation is, independent of where it runs: its operand types, its checks, and one
 //! definition per operation that ties its checks, its GPU launch (a launcher of
-//! [`kernels`](crate::kernels)) and its CPU body ([`cpu`](crate::cpu)) together.
+//! [`kernels`](crate::raw::kernels)) and its CPU body ([`cpu`](crate::raw::cpu)) together.
 //!
 //! The runtime's entry points are generic over these definitions: one path runs any `Map` on host
 //! slices (check, then upload → launch → download on a GPU, or the CPU body) and one on device

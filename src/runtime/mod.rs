@@ -1,5 +1,5 @@
 //! The high-level runtime: [`ProductionGpuRuntime`] runs each operation with the built-in kernels on
-//! a GPU, or with [`cpu`](crate::cpu) when no GPU is usable or the caller asks for the CPU.
+//! a GPU, or with [`cpu`](crate::raw::cpu) when no GPU is usable or the caller asks for the CPU.
 //!
 //! Operations on host slices return a `Vec`; the same operations on device buffers are on
 //! [`GpuOps`] (`runtime.gpu()?`). Shapes are checked before anything runs: a mismatch is

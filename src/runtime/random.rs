@@ -6,7 +6,7 @@ use crate::ops::random::{Gaussian, Philox, Uniform};
 
 impl ProductionGpuRuntime {
     /// `n` uniform f32 in (0, 1] from the Philox4x32-10 stream at `at` (see
-    /// [`kernels::random`](crate::kernels::random)); the next fill of the stream starts at
+    /// [`kernels::random`](crate::raw::kernels::random)); the next fill of the stream starts at
     /// `at.after::<f32>(n)`. Bit-identical on GPU and CPU.
     pub fn rand_uniform(&self, n: usize, at: Philox) -> Result<Vec<f32>> {
         self.map(Uniform { len: n, at }, [])

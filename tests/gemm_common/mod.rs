@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use half::{bf16, f16};
-use prism_gpu::kernels::gemm::Element;
+use prism_gpu::raw::kernels::gemm::Element;
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Gemm, Precision, ProductionGpuRuntime};
 use rayon::prelude::*;

@@ -7,11 +7,11 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use half::bf16;
-use prism_gpu::kernels::gemm::{Gemm, Precision};
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::gemv::Gemv;
 use prism_gpu::ops::neuromorphic::{Csr, Patterns, ReservoirWeights};
 use prism_gpu::ops::random::Philox;
+use prism_gpu::raw::kernels::gemm::{Gemm, Precision};
 use prism_gpu::ProductionGpuRuntime;
 use proptest::collection::vec;
 use proptest::prelude::*;

@@ -4,10 +4,10 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use half::{bf16, f16};
-use prism_gpu::cpu;
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::gemv::Gemv;
 use prism_gpu::ops::neuromorphic::{Csr, Patterns, ReservoirWeights};
+use prism_gpu::raw::cpu;
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::runtime::RunningStats;
 use prism_gpu::ProductionGpuRuntime;

@@ -240,8 +240,8 @@ mod prism {
     //! The caller's code on our engine, and our unfused sequence.
     caller!(prism_gpu::cublaslt, prism_gpu::driver);
 
-    use prism_gpu::kernels::gemm::{self, FusedActivation, Gemm, Precision};
-    use prism_gpu::kernels::Kernels;
+    use prism_gpu::raw::kernels::gemm::{self, FusedActivation, Gemm, Precision};
+    use prism_gpu::raw::kernels::Kernels;
 
     impl Side {
         /// Median milliseconds of `inner` of our GEMMs alone into y (row-major, through the

@@ -16,7 +16,7 @@ use half::{bf16, f16};
 
 use super::{teraflops, time_gpu, Measured, Row, Settings};
 use prism_gpu::driver::{CudaSlice, CudaStream};
-use prism_gpu::kernels::gemm::{tuning, Element, Gemm, Precision};
+use prism_gpu::raw::kernels::gemm::{tuning, Element, Gemm, Precision};
 use prism_gpu::{Error, Result};
 
 use prism_gpu::rng::SplitMix64;
@@ -386,7 +386,7 @@ pub(crate) mod cublas {
         let half = samples.len() / 2;
         Ok(if samples.len() % 2 == 1 { samples[half] } else { (samples[half - 1] + samples[half]) / 2.0 })
     }
-    use prism_gpu::kernels::gemm::Element;
+    use prism_gpu::raw::kernels::gemm::Element;
 
     /// cuBLAS on device 0, or why it could not be set up.
     pub struct Anchor(std::result::Result<(Arc<CudaStream>, CudaBlas), String>);

@@ -8,17 +8,7 @@ use std::sync::Arc;
 use half::bf16;
 
 use super::{gigabytes_per_second, time_gpu, time_host, Row, Settings};
-use prism_gpu::cpu;
 use prism_gpu::driver::{CudaSlice, CudaStream, CudaView, DeviceRepr};
-use prism_gpu::kernels::activations;
-use prism_gpu::kernels::elementwise;
-use prism_gpu::kernels::gemv;
-use prism_gpu::kernels::neuromorphic::{self, DeviceReservoir};
-use prism_gpu::kernels::norms;
-use prism_gpu::kernels::random;
-use prism_gpu::kernels::reductions;
-use prism_gpu::kernels::softmax;
-use prism_gpu::kernels::{convert, transpose, Kernels};
 use prism_gpu::ops::activations::Activation;
 use prism_gpu::ops::elementwise::Binary;
 use prism_gpu::ops::gemv::Gemv;
@@ -26,6 +16,16 @@ use prism_gpu::ops::neuromorphic::ReservoirWeights;
 use prism_gpu::ops::random::{Normal, Philox};
 use prism_gpu::ops::reductions::Reduce;
 use prism_gpu::ops::softmax::Softmax;
+use prism_gpu::raw::cpu;
+use prism_gpu::raw::kernels::activations;
+use prism_gpu::raw::kernels::elementwise;
+use prism_gpu::raw::kernels::gemv;
+use prism_gpu::raw::kernels::neuromorphic::{self, DeviceReservoir};
+use prism_gpu::raw::kernels::norms;
+use prism_gpu::raw::kernels::random;
+use prism_gpu::raw::kernels::reductions;
+use prism_gpu::raw::kernels::softmax;
+use prism_gpu::raw::kernels::{convert, transpose, Kernels};
 use prism_gpu::Result;
 
 /// The problem sizes of one run.

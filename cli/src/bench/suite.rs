@@ -319,7 +319,7 @@ fn environment(command: &str, ctx: Option<&std::sync::Arc<CudaContext>>) -> Envi
     Environment {
         device,
         driver,
-        toolkit: prism_gpu::kernels::BUILT_WITH.to_string(),
+        toolkit: prism_gpu::raw::kernels::BUILT_WITH.to_string(),
         date: utc_now(),
         commit: env!("PRISM_COMMIT").to_string(),
         command: command.to_string(),
