@@ -529,21 +529,17 @@ mod tests {
         assert_eq!(launch(Gemm::new(41, 185, 2913), Tf32, &H100), split(Family::Mma, 288, 11, 41, 185));
         // Skinny: decode bf16 x W on the tensor cores (4 slices of 1024, 8 rows), W read along n;
         // x W^T in f32 on the CUDA cores and in f16 on the tensor cores.
-        let skinny = |rows, depth, parts, long_contiguous, tensor_cores, block_cols, outputs: usize| {
-            Launch::Skinny(Skinny {
-                rows,
-                depth,
-                parts,
-                long_contiguous,
-                tensor_cores,
-                block_cols,
-                workspace: parts * outputs * 4,
-            })
+        // (rows, depth, parts, long_contiguous, tensor_cores, block_cols, workspace bytes)
+        let skinny = |g: Gemm, p| match launch(g, p, &H100) {
+            Launch::Skinny(s) => {
+                (s.rows, s.depth, s.parts, s.long_contiguous, s.tensor_cores, s.block_cols, s.workspace)
+            }
+            other => panic!("{other:?}"),
         };
-        assert_eq!(launch(Gemm::new(1, 4096, 4096), Bf16, &H100), skinny(8, 1024, 4, true, true, 64, 4096));
+        assert_eq!(skinny(Gemm::new(1, 4096, 4096), Bf16), (8, 1024, 4, true, true, 64, 4 * 4096 * 4));
         let xwt = Gemm::new(3, 4096, 4096).transposed(false, true);
-        assert_eq!(launch(xwt, F32, &H100), skinny(4, 832, 5, false, false, 32, 3 * 4096));
-        assert_eq!(launch(xwt, F16, &H100), skinny(8, 1536, 3, false, true, 32, 3 * 4096));
+        assert_eq!(skinny(xwt, F32), (4, 832, 5, false, false, 32, 5 * 3 * 4096 * 4));
+        assert_eq!(skinny(xwt, F16), (8, 1536, 3, false, true, 32, 3 * 3 * 4096 * 4));
         // sm_90: 16-bit in place, and TF32 tn with A transposed into the workspace (nn kernel,
         // 256-row tiles along m).
         let sm90 = |bn, feeds, read_transposed, tile, tiles, dtype, bk, staged_ld, regions| {
