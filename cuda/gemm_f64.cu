@@ -3,44 +3,63 @@
 // B is k x n, or n x k. Batch = gridDim.z, entry z at A + z*strideA, B + z*strideB, C + z*strideC (A and B
 // strides may be 0). beta == 0 never reads C. Any m, n >= 1, k >= 0.
 //
-// gemm_f64_dmma_{nn,nt,tn,tt} (sm_80+, FP64 tensor cores through mma.sync): 128 x 128 block tiles, k-steps
-// of 16, a 3-stage cp.async ring (16-byte copies when every base, leading dimension and batch stride is even
-// in doubles, else 8-byte copies; out-of-range elements zero-filled), 8 warps of 64 x 32 each. Tiles are
-// kept in shared memory as stored in global memory (K- or M/N-contiguous), padded so that fragment reads
-// hit distinct banks. On sm_90 each 16 x 8 x 8 step is one mma.m16n8k8.f64; on sm_80..89 four m8n8k4.
-// Launch: grid (ceil(n/128), ceil(m/128), batch), block 256, dynamic shared memory DM_SMEM = 122880 bytes.
+// gemm_f64_dmma{,64}_{nn,nt,tn,tt} (sm_80+, FP64 tensor cores through mma.sync): square block tiles of 128
+// (8 warps of 64 x 32, 256 threads, 122880 bytes of dynamic shared memory) or 64 (4 warps of 32 x 32, 128
+// threads, 61440 bytes: for products whose 128-tiles fill less than a wave), k-steps of 16, a 3-stage cp.async
+// ring (16-byte copies when every base, leading dimension and batch stride is even in doubles, else 8-byte
+// copies; out-of-range elements zero-filled). Tiles are kept in shared memory as stored in global memory (K- or
+// M/N-contiguous), padded so that fragment reads hit distinct banks; the products on mma.m16n8k8 (128) or
+// m16n8k16 (64) on sm_90, m8n8k4 before. Launch: grid (ceil(n/tile), ceil(m/tile), batch).
+// Split-K runs them on slices of k as batch entries (alpha 1, beta 0, packed m x n partial products), then
+// gemm_f64_splitk_reduce sums the slices in order.
 //
-// gemm_f64_simt (any device, small or skinny problems): one output per thread from 16 x 16 shared tiles,
-// transposes as int flags. Launch: grid (ceil(n/16), ceil(m/16), batch), block 256, no dynamic smem.
+// gemm_f64_simt (any device, small problems): one output per thread from 16 x 16 shared tiles, transposes as
+// int flags. Launch: grid (ceil(n/16), ceil(m/16), batch), block 256, no dynamic smem.
 #include "gemm_common.cuh"
 
 namespace {
 
-constexpr int DM_BM = 128, DM_BN = 128, DM_BK = 16, DM_STAGES = 3, DM_THREADS = 256;
-// Pitches (doubles) of tiles stored K-contiguous (rows of 16) and M/N-contiguous (rows of 128). Both are
-// 4 mod 16 doubles, so the fragment reads of a half-warp (4 rows x 4 columns) hit 16 distinct 8-byte slots.
-constexpr int DM_LDK = DM_BK + 4, DM_LDMN = DM_BM + 4;
-// Doubles per operand per stage: the larger of the two storage orders.
-constexpr int DM_OPERAND = (DM_BM * DM_LDK > DM_BK * DM_LDMN) ? DM_BM * DM_LDK : DM_BK * DM_LDMN;
-constexpr int DM_SMEM = DM_STAGES * 2 * DM_OPERAND * 8;
-static_assert(DM_SMEM == 122880, "the launcher's shared-memory size");
+constexpr int DM_BK = 16, DM_STAGES = 3;
+// Pitch (doubles) of tiles stored K-contiguous (rows of 16): 4 mod 16, so the fragment reads of a half-warp
+// (4 rows x 4 columns) hit 16 distinct 8-byte slots.
+constexpr int DM_LDK = DM_BK + 4;
 // Row tiles that consecutive blocks sweep before moving to the next columns (L2 reuse of B).
 constexpr int DM_GROUP = 8;
+
+// A block tile of BM x BM outputs computed by WM x WN warps, each owning (BM / WM) x (BM / WN), with mma k-steps
+// of KSTEP (Q = KSTEP / 4 groups of 4 along k).
+template <int BM_, int WM, int WN, int KSTEP_> struct DmTile {
+    static constexpr int BM = BM_, THREADS = 32 * WM * WN, WTM = BM / WM, WTN = BM / WN;
+    static constexpr int KSTEP = KSTEP_, Q = KSTEP / 4;
+    static constexpr int MI = WTM / 16, NJ = WTN / 8;  // mma tiles per warp
+    // Pitch of tiles stored M/N-contiguous (rows of BM), also 4 mod 16 doubles.
+    static constexpr int LDMN = BM + 4;
+    // Doubles per operand per stage: the larger of the two storage orders.
+    static constexpr int OPERAND = (BM * DM_LDK > DM_BK * LDMN) ? BM * DM_LDK : DM_BK * LDMN;
+    static constexpr int SMEM = DM_STAGES * 2 * OPERAND * 8;
+    static_assert(WTM % 16 == 0 && WTN % 8 == 0 && LDMN % 16 == 4, "warp tile / pitch");
+};
+// k16 steps speed the 64-tile by 3-4% on an H100; the 128-tile spills with them and loses 1-2%
+// (notes/dgemm/).
+using Dm128 = DmTile<128, 2, 4, 8>;
+using Dm64 = DmTile<64, 2, 2, 16>;
+static_assert(Dm128::SMEM == 122880 && Dm64::SMEM == 61440, "the launcher's shared-memory sizes");
 
 __device__ __forceinline__ void cp_async8(uint32_t dst, const void *src, int src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 
 // Copies a ROWS x COLS tile whose COLS run contiguously in global memory (row pitch ld) to shared memory
-// (row pitch SST), V doubles per copy; elements at rows >= row_lim or columns >= col_lim become zero.
-template <int ROWS, int COLS, int SST, int V>
+// (row pitch SST), V doubles per copy, by THREADS threads; elements at rows >= row_lim or columns >= col_lim
+// become zero.
+template <int ROWS, int COLS, int SST, int V, int THREADS>
 __device__ __forceinline__ void dm_load(double *s, const double *g, long long ld, int row0, int col0, int row_lim,
                                         int col_lim) {
     constexpr int CPR = COLS / V, CHUNKS = ROWS * CPR;
-    static_assert(CHUNKS % DM_THREADS == 0, "tile / thread mismatch");
+    static_assert(CHUNKS % THREADS == 0, "tile / thread mismatch");
 #pragma unroll
-    for (int i = 0; i < CHUNKS / DM_THREADS; ++i) {
-        const int ch = threadIdx.x + i * DM_THREADS;
+    for (int i = 0; i < CHUNKS / THREADS; ++i) {
+        const int ch = threadIdx.x + i * THREADS;
         const int r = ch / CPR, c = (ch % CPR) * V;
         const int gr = row0 + r, gc = col0 + c;
         int bytes = 0;
@@ -67,67 +86,80 @@ __device__ __forceinline__ void dm_load(double *s, const double *g, long long ld
 }
 
 // One operand's tile for the k-step at k0. TRANS_A stores A k x m; TRANS_B stores B n x k.
-template <bool TRANS, bool IS_A, int V>
+template <typename T, bool TRANS, bool IS_A, int V>
 __device__ __forceinline__ void dm_load_operand(double *s, const double *g, long long ld, int mn0, int k0, int mn_lim,
                                                 int k_lim) {
     // K-contiguous: A as stored (m x k) and B transposed (n x k). M/N-contiguous otherwise.
     constexpr bool K_CONTIGUOUS = IS_A ? !TRANS : TRANS;
     if constexpr (K_CONTIGUOUS)
-        dm_load<DM_BM, DM_BK, DM_LDK, V>(s, g, ld, mn0, k0, mn_lim, k_lim);
+        dm_load<T::BM, DM_BK, DM_LDK, V, T::THREADS>(s, g, ld, mn0, k0, mn_lim, k_lim);
     else
-        dm_load<DM_BK, DM_BM, DM_LDMN, V>(s, g, ld, k0, mn0, k_lim, mn_lim);
+        dm_load<DM_BK, T::BM, T::LDMN, V, T::THREADS>(s, g, ld, k0, mn0, k_lim, mn_lim);
 }
 
 // Element (mn, kk) of an operand tile in shared memory, in the storage order dm_load_operand used.
-template <bool K_CONTIGUOUS>
+template <typename T, bool K_CONTIGUOUS>
 __device__ __forceinline__ double dm_at(const double *s, int mn, int kk) {
-    return K_CONTIGUOUS ? s[mn * DM_LDK + kk] : s[kk * DM_LDMN + mn];
+    return K_CONTIGUOUS ? s[mn * DM_LDK + kk] : s[kk * T::LDMN + mn];
 }
 
-// d += a (16 x 8) * b (8 x 8): a = {(g, t), (g+8, t), (g, t+4), (g+8, t+4)}, b = {(t, g), (t+4, g)},
-// d = {(g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)} with g = lane / 4, t = lane % 4.
-__device__ __forceinline__ void dmma_16x8x8(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+// d += a (16 x 4Q) * b (4Q x 8) with g = lane / 4, t = lane % 4: a[2q + h] = (g + 8h, t + 4q), b[q] = (t + 4q, g),
+// d = {(g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)}. A sum over k does not depend on which k each register slot
+// carries as long as A's and B's agree, so the same map serves every shape. On sm_90 one mma.m16n8k16 (Q = 4)
+// or m16n8k8 (Q = 2); before, 2Q m8n8k4.
+template <int Q>
+__device__ __forceinline__ void dmma_step(double (&d)[4], const double (&a)[2 * Q], const double (&b)[Q]) {
 #if __CUDA_ARCH__ >= 900
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
+    if constexpr (Q == 4) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
+                 "{%12,%13,%14,%15}, {%0,%1,%2,%3};"
                  : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
+                   "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+    } else {
+        static_assert(Q == 2, "k-steps of 8 or 16");
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};"
+                     : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                     : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+    }
 #else
-    // m8n8k4: a = (g, t), b = (t, g), d = {(g, 2t), (g, 2t+1)}; rows g and g + 8, k halves 0..3 and 4..7.
+    // m8n8k4: a = (g, t), b = (t, g), d = {(g, 2t), (g, 2t+1)}; rows g and g + 8, k groups q.
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int q = 0; q < Q; ++q) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
+        for (int h = 0; h < 2; ++h)
             asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
-                         : "+d"(d[2 * r]), "+d"(d[2 * r + 1])
-                         : "d"(a[2 * h + r]), "d"(b[h]));
+                         : "+d"(d[2 * h]), "+d"(d[2 * h + 1])
+                         : "d"(a[2 * q + h]), "d"(b[q]));
     }
 #endif
 }
 
-template <bool TA, bool TB, int V>
+template <typename T, bool TA, bool TB, int V>
 __device__ __forceinline__ void dmma_body(int m, int n, int k, double alpha, const double *A, int lda,
                                           const double *B, int ldb, double beta, double *C, int ldc, int m0, int n0) {
     extern __shared__ __align__(16) double dm_smem[];
     constexpr bool A_K = !TA, B_K = TB;  // K-contiguous storage of each operand
+    constexpr int MI = T::MI, NJ = T::NJ, WARPS_N = T::BM / T::WTN;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
-    const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;  // warp grid 2 x 4, warp tile 64 x 32
+    const int wm = (warp / WARPS_N) * T::WTM, wn = (warp % WARPS_N) * T::WTN;
     const int ktiles = (k + DM_BK - 1) / DM_BK;
 
-    auto stage_a = [&](int s) { return dm_smem + s * 2 * DM_OPERAND; };
-    auto stage_b = [&](int s) { return dm_smem + s * 2 * DM_OPERAND + DM_OPERAND; };
+    auto stage_a = [&](int s) { return dm_smem + s * 2 * T::OPERAND; };
+    auto stage_b = [&](int s) { return dm_smem + s * 2 * T::OPERAND + T::OPERAND; };
     auto load = [&](int kt) {
         const int s = kt % DM_STAGES;
-        dm_load_operand<TA, true, V>(stage_a(s), A, lda, m0, kt * DM_BK, m, k);
-        dm_load_operand<TB, false, V>(stage_b(s), B, ldb, n0, kt * DM_BK, n, k);
+        dm_load_operand<T, TA, true, V>(stage_a(s), A, lda, m0, kt * DM_BK, m, k);
+        dm_load_operand<T, TB, false, V>(stage_b(s), B, ldb, n0, kt * DM_BK, n, k);
     };
 
-    double acc[4][4][4];
+    double acc[MI][NJ][4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < NJ; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0;
 
@@ -143,31 +175,33 @@ __device__ __forceinline__ void dmma_body(int m, int n, int k, double alpha, con
         cp_commit();
         const double *sa = stage_a(kt % DM_STAGES), *sb = stage_b(kt % DM_STAGES);
 #pragma unroll
-        for (int kk = 0; kk < DM_BK; kk += 8) {
-            double b[4][2];
+        for (int kk = 0; kk < DM_BK; kk += T::KSTEP) {
+            double b[NJ][T::Q];
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const int c = wn + j * 8 + g;
-                b[j][0] = dm_at<B_K>(sb, c, kk + t);
-                b[j][1] = dm_at<B_K>(sb, c, kk + t + 4);
-            }
-            // A's fragments one 16-row group at a time (fewer live registers than all four at once).
+            for (int j = 0; j < NJ; ++j)
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
+                for (int q = 0; q < T::Q; ++q) b[j][q] = dm_at<T, B_K>(sb, wn + j * 8 + g, kk + t + 4 * q);
+            // A's fragments one 16-row group at a time (fewer live registers than all at once).
+#pragma unroll
+            for (int i = 0; i < MI; ++i) {
                 const int r = wm + i * 16 + g;
-                const double a[4] = {dm_at<A_K>(sa, r, kk + t), dm_at<A_K>(sa, r + 8, kk + t),
-                                     dm_at<A_K>(sa, r, kk + t + 4), dm_at<A_K>(sa, r + 8, kk + t + 4)};
+                double a[2 * T::Q];
 #pragma unroll
-                for (int j = 0; j < 4; ++j) dmma_16x8x8(acc[i][j], a, b[j]);
+                for (int q = 0; q < T::Q; ++q) {
+                    a[2 * q] = dm_at<T, A_K>(sa, r, kk + t + 4 * q);
+                    a[2 * q + 1] = dm_at<T, A_K>(sa, r + 8, kk + t + 4 * q);
+                }
+#pragma unroll
+                for (int j = 0; j < NJ; ++j) dmma_step<T::Q>(acc[i][j], a, b[j]);
             }
         }
     }
     cp_wait<0>();
 
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < NJ; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int row = m0 + wm + i * 16 + g + (e >> 1) * 8;
@@ -179,7 +213,7 @@ __device__ __forceinline__ void dmma_body(int m, int n, int k, double alpha, con
             }
 }
 
-template <bool TA, bool TB>
+template <typename T, bool TA, bool TB>
 __device__ __forceinline__ void dmma_kernel(int m, int n, int k, double alpha, const double *A, int lda,
                                             long long strideA, const double *B, int ldb, long long strideB,
                                             double beta, double *C, int ldc, long long strideC) {
@@ -194,29 +228,45 @@ __device__ __forceinline__ void dmma_kernel(int m, int n, int k, double alpha, c
     const long long first = (id / per_group) * DM_GROUP;
     const long long rows = min(tiles_m - first, (long long)DM_GROUP);
     const int tm = (int)(first + (id % per_group) % rows), tn = (int)((id % per_group) / rows);
-    const int m0 = tm * DM_BM, n0 = tn * DM_BN;
+    const int m0 = tm * T::BM, n0 = tn * T::BM;
     const bool aligned = prism_aligned16(A) && prism_aligned16(B) && lda % 2 == 0 && ldb % 2 == 0 &&
                          strideA % 2 == 0 && strideB % 2 == 0;
     if (aligned)
-        dmma_body<TA, TB, 2>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, m0, n0);
+        dmma_body<T, TA, TB, 2>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, m0, n0);
     else
-        dmma_body<TA, TB, 1>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, m0, n0);
+        dmma_body<T, TA, TB, 1>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, m0, n0);
 }
 
 constexpr int SIMT_TILE = 16;
 
 }  // namespace
 
-#define DMMA_ENTRY(NAME, TA, TB)                                                                                   \
-    PRISM_KERNEL void __launch_bounds__(DM_THREADS, 1)                                                             \
+#define DMMA_ENTRY(NAME, TILE, BLOCKS, TA, TB)                                                                     \
+    PRISM_KERNEL void __launch_bounds__(TILE::THREADS, BLOCKS)                                                     \
         NAME(int m, int n, int k, double alpha, const double *A, int lda, long long strideA, const double *B,      \
              int ldb, long long strideB, double beta, double *C, int ldc, long long strideC) {                     \
-        dmma_kernel<TA, TB>(m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC);            \
+        dmma_kernel<TILE, TA, TB>(m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC);      \
     }
-DMMA_ENTRY(gemm_f64_dmma_nn, false, false)
-DMMA_ENTRY(gemm_f64_dmma_nt, false, true)
-DMMA_ENTRY(gemm_f64_dmma_tn, true, false)
-DMMA_ENTRY(gemm_f64_dmma_tt, true, true)
+#define DMMA_LAYOUTS(PREFIX, TILE, BLOCKS)                                                                         \
+    DMMA_ENTRY(PREFIX##_nn, TILE, BLOCKS, false, false)                                                            \
+    DMMA_ENTRY(PREFIX##_nt, TILE, BLOCKS, false, true)                                                             \
+    DMMA_ENTRY(PREFIX##_tn, TILE, BLOCKS, true, false)                                                             \
+    DMMA_ENTRY(PREFIX##_tt, TILE, BLOCKS, true, true)
+DMMA_LAYOUTS(gemm_f64_dmma, Dm128, 1)
+DMMA_LAYOUTS(gemm_f64_dmma64, Dm64, 2)
+
+// Split-K finish: C[i][j] = alpha * sum_s part[s][i][j] + beta * C[i][j] over `splits` packed m x n partial
+// products, summed in split order. beta == 0 never reads C. Grid-stride over the outputs: block 256, any grid.
+PRISM_KERNEL void __launch_bounds__(256) gemm_f64_splitk_reduce(int m, int n, int splits, const double *part,
+                                                                double alpha, double beta, double *C, int ldc) {
+    const long long outputs = (long long)m * n;
+    for (long long at = blockIdx.x * 256ll + threadIdx.x; at < outputs; at += (long long)gridDim.x * 256) {
+        double sum = 0.0;
+        for (int s = 0; s < splits; ++s) sum += part[s * outputs + at];
+        double *c = C + (at / n) * ldc + at % n;
+        *c = beta != 0.0 ? fma(alpha, sum, beta * *c) : alpha * sum;
+    }
+}
 
 PRISM_KERNEL void __launch_bounds__(SIMT_TILE *SIMT_TILE)
     gemm_f64_simt(int m, int n, int k, double alpha, const double *A, int lda, long long strideA, int transA,

@@ -7,10 +7,14 @@
 
 mod dgemm_common;
 
+use std::sync::Arc;
+
 use dgemm_common::*;
 use prism_gpu::cublas::sys::{cublasOperation_t as Op, cublasPointerMode_t};
 use prism_gpu::cublas::{result, Asum, AsumConfig, CudaBlas, Gemm as _, GemmConfig};
-use prism_gpu::driver::CudaContext;
+use prism_gpu::driver::{CudaContext, CudaStream};
+use prism_gpu::raw::kernels::gemm::{tuning, Workspace};
+use prism_gpu::raw::kernels::Kernels;
 use prism_gpu::ProductionGpuRuntime;
 
 /// f64 rounding of k-term dot products, relative to their bound (k up to ~2000: about k * 2^-53
@@ -54,6 +58,47 @@ fn large_products_on_the_tensor_cores() {
     }
     let case = case(&mut rng, (300, 260, 520), (false, false), 2, 3, (true, false), (0.5, -2.0));
     check(&rt, &case, TOL);
+}
+
+/// Every f64 kernel the tuner may pick (SIMT, both DMMA tiles, k sliced many ways) on deep,
+/// skinny, small and odd shapes in every layout, with padded leading dimensions, beta and a batch,
+/// each through `tuning::gemm_f64_with_plan` against the reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_candidate_kernel_deep_skinny_and_small() {
+    let (rt, mut rng) = (gpu(), fresh_rng("dgemm gpu candidates"));
+    let ops = rt.gpu().expect("a GPU runtime");
+    let (kernels, stream) = (ops.kernels(), ops.stream());
+    let workspace = Workspace::default();
+    let mut runs = 0;
+    let shapes =
+        [(64, 64, 20_000), (1, 700, 3001), (13, 1000, 2049), (183, 103, 647), (130, 67, 1500), (300, 9, 777)];
+    for (round, shape) in shapes.into_iter().enumerate() {
+        for (t, trans) in TRANSPOSES.into_iter().enumerate() {
+            let scales = [(1.0, 0.0), (0.75, -0.5)][(round + t) % 2];
+            let case = case(&mut rng, shape, trans, 3, 1, (false, false), scales);
+            runs += every_candidate(&case, kernels, stream, &workspace);
+        }
+    }
+    // A batch with a broadcast A (slices are not offered for batches).
+    let batched = case(&mut rng, (100, 200, 600), (true, false), 2, 3, (true, false), (0.5, 1.0));
+    runs += every_candidate(&batched, kernels, stream, &workspace);
+    println!("{runs} candidate runs checked");
+}
+
+fn every_candidate(case: &Case, kernels: &Kernels, stream: &Arc<CudaStream>, workspace: &Workspace) -> usize {
+    let want = reference(case);
+    let plans = tuning::candidates_f64(kernels, &case.g.layout).unwrap();
+    assert!(plans.len() > 1, "{:?}: {plans:?}", case.g.layout);
+    let (da, db) = (stream.clone_htod(&case.a).unwrap(), stream.clone_htod(&case.b).unwrap());
+    for &plan in &plans {
+        let mut dc = stream.clone_htod(&case.c).unwrap();
+        let (a, b) = (da.as_view(), db.as_view());
+        tuning::gemm_f64_with_plan(kernels, stream, workspace, &case.g, plan, &a, &b, &mut dc.as_view_mut())
+            .unwrap_or_else(|e| panic!("{:?} on {plan}: {e}", case.g.layout));
+        verify(case, &want, &stream.clone_dtoh(&dc).unwrap(), TOL, &format!(" on {plan}"));
+    }
+    plans.len()
 }
 
 #[test]

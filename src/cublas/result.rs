@@ -312,7 +312,7 @@ unsafe fn gemm_any(
             Route::F16 { out_f32: false } => gemm::gemm_raw::<f16, f16>(kernels, stream, ws, &g, ptrs),
             Route::Bf16 { out_f32: true } => gemm::gemm_raw::<bf16, f32>(kernels, stream, ws, &g, ptrs),
             Route::Bf16 { out_f32: false } => gemm::gemm_raw::<bf16, bf16>(kernels, stream, ws, &g, ptrs),
-            Route::F64 => double::gemm_f64_raw(kernels, stream, &g.with_f64_scales(alpha, beta), ptrs),
+            Route::F64 => double::gemm_f64_raw(kernels, stream, ws, &g.with_f64_scales(alpha, beta), ptrs),
         }
     };
     done.map_err(to_status)

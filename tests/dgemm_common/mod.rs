@@ -92,27 +92,32 @@ pub fn reference(case: &Case) -> Vec<Option<(f64, f64)>> {
     out
 }
 
-/// Runs `case` on `rt` and checks every element of C: written ones within `tol` of the reference
-/// relative to their bound (and finite), the others untouched (still NaN).
+/// Runs `case` on `rt` and checks every element of C ([`verify`]).
 pub fn check(rt: &ProductionGpuRuntime, case: &Case, tol: f64) {
-    let want = reference(case);
     let mut got = case.c.clone();
     rt.gemm_f64(&case.g, &case.a, &case.b, &mut got).unwrap();
+    verify(case, &reference(case), &got, tol, "");
+}
+
+/// Checks `got`, C after running `case` (`how`: what ran it, for the message), against the
+/// reference `want`: written elements within `tol` of it relative to their bound (and finite), the
+/// others untouched (still NaN).
+pub fn verify(case: &Case, want: &[Option<(f64, f64)>], got: &[f64], tol: f64, how: &str) {
     let l = &case.g.layout;
-    for (i, (w, &x)) in want.iter().zip(&got).enumerate() {
+    for (i, (w, &x)) in want.iter().zip(got).enumerate() {
         match w {
             Some((v, bound)) => {
                 let err = (x - v).abs() / bound.max(f64::MIN_POSITIVE);
                 assert!(
                     x.is_finite() && (err <= tol || (x - v).abs() <= 1e-300),
-                    "{l:?} alpha {} beta {}: C[{i}] = {x}, want {v} (error {err:e} of the bound {bound:e})",
+                    "{l:?}{how} alpha {} beta {}: C[{i}] = {x}, want {v} (error {err:e} of the bound {bound:e})",
                     case.g.alpha,
                     case.g.beta
                 );
             }
             None => assert!(
                 x.is_nan() || x.to_bits() == case.c[i].to_bits(),
-                "{l:?}: C[{i}] outside the blocks was written: {x}"
+                "{l:?}{how}: C[{i}] outside the blocks was written: {x}"
             ),
         }
     }

@@ -17,7 +17,7 @@ use half::{bf16, f16};
 use super::gemm::{cublas::Anchor, narrow, Timed};
 use super::Settings;
 use prism_gpu::driver::CudaSlice;
-use prism_gpu::raw::kernels::gemm::tuning::{self, Choice, Class, Entry, PlanF64, Table, Tuned};
+use prism_gpu::raw::kernels::gemm::tuning::{self, Choice, Class, Entry, Table, Tuned};
 use prism_gpu::raw::kernels::gemm::{Element, Gemm, Precision, Workspace};
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::runtime::{GpuOps, ProductionGpuRuntime};
@@ -206,7 +206,7 @@ fn tune<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     )
 }
 
-/// [`tune`] for the f64 GEMM (its two kernels).
+/// [`tune`] for the f64 GEMM (its kernels and slicings of k).
 fn tune_f64(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     let (kernels, stream) = (ops.kernels(), ops.stream());
     let wide = |x: &[f32]| x.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>();
@@ -215,18 +215,29 @@ fn tune_f64(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     let mut dc: CudaSlice<f64> = unsafe { stream.alloc(g.m * g.n) }?;
     let g64 = g.with_f64_scales(1.0, 0.0);
     let default = tuning::plan_f64(kernels, g)?;
+    let candidates = tuning::candidates_f64(kernels, g)?;
+    let workspace = Workspace::default();
     let time = |choice, settings: Settings, dc: &mut CudaSlice<f64>| {
         let Choice::F64(plan) = choice else { unreachable!("an f64 GEMM's candidates are f64 kernels") };
         let (a, b) = (da.as_view(), db.as_view());
         Timed { settings, ..timed }
             .time(stream, || {
-                tuning::gemm_f64_with_plan(kernels, stream, &g64, plan, &a, &b, &mut dc.as_view_mut())
+                tuning::gemm_f64_with_plan(
+                    kernels,
+                    stream,
+                    &workspace,
+                    &g64,
+                    plan,
+                    &a,
+                    &b,
+                    &mut dc.as_view_mut(),
+                )
             })
             .map(|t| t.median_ms / timed.inner as f64)
     };
     let answer = |dc: &CudaSlice<f64>| ops.download(dc);
-    let trial = Trial { class: Class::of(g, Tuned::F64), settings: timed.settings, screen: false };
-    trial.judge(Choice::F64(default), PlanF64::ALL.map(Choice::F64), 1e-12, &mut dc, time, answer)
+    let trial = Trial { class: Class::of(g, Tuned::F64), settings: timed.settings, screen: true };
+    trial.judge(Choice::F64(default), candidates.into_iter().map(Choice::F64), 1e-12, &mut dc, time, answer)
 }
 
 /// How the candidates of one class are judged.
@@ -351,7 +362,7 @@ pub fn header(device: &str, command: &str) -> String {
          batch: 1 (one product) or many. m n k: the shape measured.\n\
          kernel: small | simt | simt64 | mma | splitk mma|simt64 splits=S | skinny rows=R splits=S\n        \
          | sm90 bn=256|128|64 a=inplace|transpose|repitch b=inplace|transpose|repitch\n        \
-         (f64: simt | dmma)\n\
+         (f64: simt | dmma [tile=128|64] [splits=S])\n\
          A GEMM uses the entry of its precision, layout and batch class whose m, n and k are each within a\n\
          factor of 1.25 of its own, the nearest by the sum of |ln(ours / entry's)| over m, n, k (the first in\n\
          the file on a tie), when the device can run that kernel for it; otherwise the built-in rules.\n\

@@ -1,71 +1,230 @@
 //! Double-precision GEMM on `cuda/gemm_f64.cu`: FP64 tensor cores (DMMA through mma.sync, sm_80+)
-//! for products large enough to fill 128 x 128 tiles, a SIMT kernel otherwise. The layout rules are
-//! [`Gemm`]'s; the scales are [`GemmF64`]'s f64 `alpha` and `beta`.
+//! in 128 x 128 tiles for products that fill a wave of them, 64 x 64 tiles with k cut into slices
+//! for those that do not (small, skinny and deep products), a SIMT kernel for tiny ones and devices
+//! without FP64 tensor cores. The layout rules are [`Gemm`]'s; the scales are [`GemmF64`]'s f64
+//! `alpha` and `beta`.
 
 use std::fmt;
+use std::mem::size_of;
 use std::sync::Arc;
 
 use super::dispatch::Device;
 use super::plan::layout_char;
+use super::split::KSlices;
 use super::table::{self, Choice, Class, Tuned};
 use super::tiled::{launch_common, CommonKernel};
-use super::{device, function_with_smem, Gemm, GemmF64};
+use super::{device, function_with_smem, grow, Gemm, GemmF64, Workspace, BLOCK};
 use crate::driver::{CudaStream, CudaView, CudaViewMut};
 use crate::error::{Error, Result};
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
-use crate::kernels::Kernels;
+use crate::kernels::{grid, launch, Kernels};
 
-/// Output tile (rows and columns) of the DMMA kernels.
-const DMMA_TILE: usize = 128;
-/// Their dynamic shared memory: 3 stages of two 2560-double operand tiles (more than sm_86 and
-/// sm_89 let a block hold: those take the SIMT kernel).
-const DMMA_SMEM: u32 = 122_880;
+/// The DMMA kernels' square output tiles: `gemm_f64_dmma_*` and `gemm_f64_dmma64_*`.
+pub const DMMA_TILES: [u32; 2] = [128, 64];
 /// Output tile of the SIMT kernel (one output per thread).
 const SIMT_TILE: usize = 16;
-/// Products with fewer outputs (m·n) or less work (m·n·k) than these run on the SIMT kernel ...
-const DMMA_MIN_OUTPUTS: u128 = 4096;
+/// Products with less work (m·n·k) than this run on the SIMT kernel: a launch or two of it costs
+/// less than a tensor-core tile that is mostly empty.
 const DMMA_MIN_VOLUME: u128 = 1 << 18;
-/// ... and so do those narrower than this on either side (gemv-shaped: a 128-wide tile would be
-/// mostly empty).
-const DMMA_MIN_SIDE: usize = 32;
+/// Slices of k are at least this deep (a slice's pipeline start-up is amortised over 16 k-steps) ...
+const MIN_SLICE_DEPTH: usize = 256;
+/// ... start a multiple of this many elements apart (keeps the operands' 16-byte alignment) ...
+const SLICE_ALIGN: usize = 32;
+/// ... number at most this many ...
+pub const MAX_SPLITS: u32 = 256;
+/// ... and their partial products take at most this many bytes.
+const MAX_PARTIALS: usize = 64 << 20;
+/// The rules' cost model (fitted to `prism-gpu tune` on an H100): blocks of each tile one wave holds
+/// per multiprocessor ...
+const BLOCKS_PER_SM: [(u32, usize); 2] = [(128, 1), (64, 2)];
+/// ... the 64-tile's speed per block slot against the 128-tile's (twice the operand traffic per
+/// flop) ...
+const TILE64_SPEED: f64 = 0.85;
+/// ... and what slicing k costs: a fixed share, plus this many k-elements' worth of time per partial
+/// product written and read back (the partial sums' traffic against the products' work).
+const SPLIT_FIXED_COST: f64 = 0.1;
+const SPLIT_DEPTH_COST: f64 = 200.0;
 
-/// The kernel family chosen for one f64 GEMM.
+/// The kernel chosen for one f64 GEMM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PlanF64 {
     /// `gemm_f64_simt`: CUDA cores, 16 x 16 tiles.
     Simt,
-    /// `gemm_f64_dmma_<layout>`: FP64 tensor cores, 128 x 128 tiles.
-    Dmma,
+    /// `gemm_f64_dmma{,64}_<layout>`: FP64 tensor cores, `tile` x `tile` blocks (one of
+    /// [`DMMA_TILES`]), k cut into `splits` slices (1: not cut; more: batch-1 products only, the
+    /// slices' partial products summed in order by `gemm_f64_splitk_reduce`).
+    Dmma {
+        /// Rows and columns of C per block.
+        tile: u32,
+        /// Slices of k asked for (fewer when k is short: see [`PlanF64::slices`]).
+        splits: u32,
+    },
 }
 
-/// Picks the kernel for `g` on a device of compute capability `capability` whose blocks may opt
-/// into `shared_optin` bytes of shared memory.
-pub fn plan(g: &Gemm, capability: (i32, i32), shared_optin: u32) -> PlanF64 {
-    let (m, n, k) = (g.m as u128, g.n as u128, g.k as u128);
-    let small = m * n < DMMA_MIN_OUTPUTS || m * n * k < DMMA_MIN_VOLUME;
-    let narrow = g.m.min(g.n) < DMMA_MIN_SIDE;
-    if capability.0 < 8 || g.k == 0 || small || narrow || shared_optin < DMMA_SMEM {
-        PlanF64::Simt
+/// How a [`PlanF64::Dmma`] cuts k for one GEMM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slices {
+    /// Depth of every slice but the last (all of k when not cut).
+    pub depth: usize,
+    /// Slices: `k / depth` full ones, then the rest (if any).
+    pub parts: usize,
+    /// Workspace bytes (the partial products; 0 when not cut).
+    pub workspace: usize,
+}
+
+/// Dynamic shared memory of the DMMA kernel with `tile`: 3 stages of two operand tiles (more than
+/// sm_86 and sm_89 let a block hold for tile 128: those take 64 or the SIMT kernel).
+fn dmma_smem(tile: u32) -> u32 {
+    if tile == 128 {
+        122_880
     } else {
-        PlanF64::Dmma
+        61_440
     }
 }
 
-impl PlanF64 {
-    /// Both kernels, in the tuner's order.
-    pub const ALL: [PlanF64; 2] = [PlanF64::Simt, PlanF64::Dmma];
+/// The most slices worth asking for `g`: each at least [`MIN_SLICE_DEPTH`] deep, their partial
+/// products within [`MAX_PARTIALS`]; 1 for batched products.
+fn max_splits(g: &Gemm) -> u32 {
+    let outputs = (g.m as u128 * g.n as u128).max(1);
+    let by_memory = MAX_PARTIALS as u128 / (outputs * size_of::<f64>() as u128);
+    let by_depth = (g.k / MIN_SLICE_DEPTH) as u128;
+    if g.batch != 1 {
+        return 1;
+    }
+    by_memory.min(by_depth).clamp(1, u128::from(MAX_SPLITS)) as u32
+}
 
-    /// [`Error::Shape`] naming why a device of compute capability `capability` whose blocks may
-    /// opt into `shared_optin` bytes of shared memory cannot run this kernel for `g`.
-    pub fn check(self, g: &Gemm, capability: (i32, i32), shared_optin: u32) -> Result<()> {
+/// Picks the kernel for `g` on `device`: the tile and slicing of k that the cost model scores best
+/// ([`score`]), the SIMT kernel for tiny products and devices without FP64 tensor cores.
+pub fn plan(g: &Gemm, device: &Device) -> PlanF64 {
+    let volume = g.m as u128 * g.n as u128 * g.k as u128;
+    let mut best = (0.0, PlanF64::Simt);
+    if volume < DMMA_MIN_VOLUME {
+        return best.1;
+    }
+    let sms = device.multiprocessors.max(1) as usize;
+    for (tile, per_sm) in BLOCKS_PER_SM {
+        if (PlanF64::Dmma { tile, splits: 1 }).check(g, device).is_err() {
+            continue;
+        }
+        // Past twice a wave's worth of blocks, more slices only add partial products.
+        let tiles = tiles(g, tile).max(1);
+        let useful = (2 * per_sm * sms).div_ceil(tiles).min(max_splits(g) as usize) as u32;
+        for splits in 1..=useful.max(1) {
+            let plan = PlanF64::Dmma { tile, splits };
+            let value = score(g, plan, per_sm * sms);
+            if value > best.0 {
+                best = (value, plan);
+            }
+        }
+    }
+    best.1
+}
+
+/// `tile`-tiles covering one batch entry's C, times the batch.
+fn tiles(g: &Gemm, tile: u32) -> usize {
+    let t = tile as usize;
+    g.m.div_ceil(t).saturating_mul(g.n.div_ceil(t)).saturating_mul(g.batch)
+}
+
+/// The cost model's value of a DMMA `plan` for `g` when a wave holds `slots` of its blocks: the
+/// share of the tiles' outputs inside C, times how full the waves of blocks are, times the tile's
+/// speed, over the cost of slicing k.
+fn score(g: &Gemm, plan: PlanF64, slots: usize) -> f64 {
+    let (PlanF64::Dmma { tile, .. }, Some(cut)) = (plan, plan.slices(g)) else { return 0.0 };
+    let tiles = tiles(g, tile);
+    let inside = (g.m * g.n) as f64 * g.batch as f64 / (tiles as f64 * f64::from(tile * tile));
+    let blocks = tiles * cut.parts;
+    let fill = blocks as f64 / (blocks.div_ceil(slots) * slots) as f64;
+    let speed = if tile == 128 { 1.0 } else { TILE64_SPEED };
+    let slicing = if cut.parts > 1 {
+        1.0 + SPLIT_FIXED_COST + (cut.parts + 1) as f64 * SPLIT_DEPTH_COST / g.k as f64
+    } else {
+        1.0
+    };
+    inside * fill * speed / slicing
+}
+
+/// The kernels worth timing for `g` on `device` (`prism-gpu tune`): [`plan`]'s first, then the
+/// SIMT kernel, both tiles unsliced, and where a tile leaves multiprocessors idle, that tile with
+/// k in 2 to [`MAX_SPLITS`] slices (each distinct cut once).
+pub fn candidates(g: &Gemm, device: &Device) -> Vec<PlanF64> {
+    let mut all = vec![plan(g, device), PlanF64::Simt];
+    let sms = device.multiprocessors as usize;
+    for tile in DMMA_TILES {
+        all.push(PlanF64::Dmma { tile, splits: 1 });
+        if tiles(g, tile) < sms {
+            let splits = [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
+            all.extend(
+                splits
+                    .into_iter()
+                    .filter(|&s| s <= max_splits(g))
+                    .map(|splits| PlanF64::Dmma { tile, splits }),
+            );
+        }
+    }
+    let mut cuts = Vec::new();
+    all.retain(|p| {
+        let cut = (p.tile_of(), p.slices(g).map(|s| s.parts));
+        p.check(g, device).is_ok() && !cuts.contains(&cut) && {
+            cuts.push(cut);
+            true
+        }
+    });
+    all
+}
+
+impl PlanF64 {
+    /// The DMMA tile (0 for SIMT).
+    fn tile_of(self) -> u32 {
+        match self {
+            PlanF64::Simt => 0,
+            PlanF64::Dmma { tile, .. } => tile,
+        }
+    }
+
+    /// How this plan cuts k for `g` (`None` for SIMT): slices a multiple of 32 deep.
+    pub fn slices(self, g: &Gemm) -> Option<Slices> {
+        let PlanF64::Dmma { splits, .. } = self else { return None };
+        let splits = (splits as usize).clamp(1, g.k.max(1));
+        if splits == 1 {
+            return Some(Slices { depth: g.k, parts: 1, workspace: 0 });
+        }
+        let depth = g.k.div_ceil(splits).next_multiple_of(SLICE_ALIGN);
+        let parts = g.k.div_ceil(depth);
+        let workspace = if parts > 1 { parts * g.m * g.n * size_of::<f64>() } else { 0 };
+        Some(Slices { depth: if parts > 1 { depth } else { g.k }, parts, workspace })
+    }
+
+    /// [`Error::Shape`] naming why `device` cannot run this kernel for `g`.
+    pub fn check(self, g: &Gemm, device: &Device) -> Result<()> {
+        let (capability, optin) = (device.capability, device.shared_optin);
         let why = match self {
             PlanF64::Simt => return Ok(()),
-            PlanF64::Dmma if capability.0 < 8 => "FP64 tensor cores (sm_80+) for dmma".to_string(),
-            PlanF64::Dmma if shared_optin < DMMA_SMEM => {
-                format!("{DMMA_SMEM} bytes of shared memory per block for dmma")
+            PlanF64::Dmma { tile, .. } if !DMMA_TILES.contains(&tile) => {
+                format!("a dmma tile of {DMMA_TILES:?}, not {tile}")
             }
-            PlanF64::Dmma if g.k == 0 => "k >= 1 for dmma".to_string(),
-            PlanF64::Dmma => return Ok(()),
+            PlanF64::Dmma { .. } if capability.0 < 8 => "FP64 tensor cores (sm_80+) for dmma".to_string(),
+            PlanF64::Dmma { tile, .. } if optin < dmma_smem(tile) => {
+                format!("{} bytes of shared memory per block for dmma tile={tile}", dmma_smem(tile))
+            }
+            PlanF64::Dmma { .. } if g.k == 0 => "k >= 1 for dmma".to_string(),
+            PlanF64::Dmma { splits, .. } if splits == 0 || splits > MAX_SPLITS => {
+                format!("1 to {MAX_SPLITS} slices of k, not {splits}")
+            }
+            PlanF64::Dmma { splits, .. } if splits > 1 && g.batch != 1 => {
+                format!("one product (batch 1) for {splits} slices of k")
+            }
+            PlanF64::Dmma { splits, .. }
+                if splits > 1
+                    && g.m
+                        .checked_mul(g.n)
+                        .and_then(|o| o.checked_mul(MAX_SPLITS as usize * 8))
+                        .is_none() =>
+            {
+                "partial products that fit the address space".to_string()
+            }
+            PlanF64::Dmma { .. } => return Ok(()),
         };
         Err(Error::Shape {
             op: "gemm plan",
@@ -75,13 +234,14 @@ impl PlanF64 {
     }
 }
 
-/// The table's name: `simt` or `dmma`.
+/// The table's name: `simt`, `dmma` (tile 128, k whole) or `dmma tile=T splits=S`.
 impl fmt::Display for PlanF64 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            PlanF64::Simt => "simt",
-            PlanF64::Dmma => "dmma",
-        })
+        match *self {
+            PlanF64::Simt => f.write_str("simt"),
+            PlanF64::Dmma { tile: 128, splits: 1 } => f.write_str("dmma"),
+            PlanF64::Dmma { tile, splits } => write!(f, "dmma tile={tile} splits={splits}"),
+        }
     }
 }
 
@@ -89,11 +249,29 @@ impl std::str::FromStr for PlanF64 {
     type Err = String;
 
     fn from_str(text: &str) -> std::result::Result<Self, String> {
-        match text.trim() {
-            "simt" => Ok(PlanF64::Simt),
-            "dmma" => Ok(PlanF64::Dmma),
-            other => Err(format!("unknown f64 kernel `{other}` (simt, dmma)")),
+        let mut words = text.split_whitespace();
+        match words.next() {
+            Some("simt") if words.next().is_none() => return Ok(PlanF64::Simt),
+            Some("dmma") => {}
+            _ => {
+                return Err(format!(
+                    "unknown f64 kernel `{}` (simt, dmma [tile=128|64] [splits=S])",
+                    text.trim()
+                ))
+            }
         }
+        let (mut tile, mut splits) = (128, 1);
+        for word in words {
+            let (key, value) =
+                word.split_once('=').ok_or_else(|| format!("expected key=value, found `{word}`"))?;
+            let value: u32 = value.parse().map_err(|_| format!("`{word}`: expected a whole number"))?;
+            match key {
+                "tile" if DMMA_TILES.contains(&value) => tile = value,
+                "splits" if (1..=MAX_SPLITS).contains(&value) => splits = value,
+                _ => return Err(format!("`{word}`: expected tile=128|64 or splits=1..{MAX_SPLITS}")),
+            }
+        }
+        Ok(PlanF64::Dmma { tile, splits })
     }
 }
 
@@ -102,17 +280,19 @@ impl std::str::FromStr for PlanF64 {
 pub(super) fn tuned(g: &Gemm, device: &Device) -> PlanF64 {
     let entry = table::for_device(device).nearest(&Class::of(g, Tuned::F64));
     match entry.map(|e| e.choice) {
-        Some(Choice::F64(p)) if p.check(g, device.capability, device.shared_optin).is_ok() => p,
-        _ => plan(g, device.capability, device.shared_optin),
+        Some(Choice::F64(p)) if p.check(g, device).is_ok() => p,
+        _ => plan(g, device),
     }
 }
 
 /// `C = alpha * op(A) * op(B) + beta * C` in f64 on device buffers, ordered on `stream`, for every
-/// batch entry of `g.layout` (see [`Gemm`]). Checks the shape first ([`Error::Shape`]);
-/// m, n or batch 0 does nothing, k = 0 scales C by beta (beta 0 writes zeros without reading C).
+/// batch entry of `g.layout` (see [`Gemm`]); scratch (sliced k's partial products) comes from
+/// `workspace`. Checks the shape first ([`Error::Shape`]); m, n or batch 0 does nothing, k = 0
+/// scales C by beta (beta 0 writes zeros without reading C).
 pub fn gemm_f64(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
+    workspace: &Workspace,
     g: &GemmF64,
     a: &CudaView<f64>,
     b: &CudaView<f64>,
@@ -126,7 +306,7 @@ pub fn gemm_f64(
     let (pb, _read_b) = b.checked_ptr(stream)?;
     let (pc, _write_c) = c.checked_ptr_mut(stream)?;
     // SAFETY: `validate` checked that the three views hold every element `g` touches.
-    unsafe { run(kernels, stream, g, [pa, pb, pc], None) }
+    unsafe { run(kernels, stream, workspace, g, [pa, pb, pc], None) }
 }
 
 /// [`gemm_f64`] on raw device addresses `[A, B, C]` (for the cuBLAS-shaped API): the same checks
@@ -139,6 +319,7 @@ pub fn gemm_f64(
 pub unsafe fn gemm_f64_raw(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
+    workspace: &Workspace,
     g: &GemmF64,
     ptrs: [u64; 3],
 ) -> Result<()> {
@@ -147,7 +328,7 @@ pub unsafe fn gemm_f64_raw(
         return Ok(());
     }
     // SAFETY: the caller vouches for the operands.
-    unsafe { run(kernels, stream, g, ptrs, None) }
+    unsafe { run(kernels, stream, workspace, g, ptrs, None) }
 }
 
 /// Nothing to compute or write: an empty product, or k = 0 with C kept as it is.
@@ -156,14 +337,16 @@ fn nothing_to_do(g: &GemmF64) -> bool {
 }
 
 /// The launches of a validated, non-empty `g` on `[A, B, C]`: batches of at most 65 535 entries
-/// (grid.z) and row blocks within grid.y's limit per launch. `choice`: the caller's kernel (checked
-/// for this device and shape) instead of the dispatcher's.
+/// (grid.z) and row blocks within grid.y's limit per launch; a sliced k as its slices' partial
+/// products in `workspace`, then their sum. `choice`: the caller's kernel (checked for this device
+/// and shape) instead of the dispatcher's.
 ///
 /// # Safety
 /// As [`gemm_f64_raw`]; `g.layout` has passed `validate`.
 pub(super) unsafe fn run(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
+    workspace: &Workspace,
     g: &GemmF64,
     [pa, pb, pc]: [u64; 3],
     choice: Option<PlanF64>,
@@ -172,48 +355,157 @@ pub(super) unsafe fn run(
     let device = device(kernels)?;
     let plan = match choice {
         Some(p) => {
-            p.check(l, device.capability, device.shared_optin)?;
+            p.check(l, &device)?;
             p
         }
         None => tuned(l, &device),
     };
-    let (tile, smem, function) = match plan {
-        PlanF64::Simt => (SIMT_TILE, 0, kernels.function("gemm_f64_simt")?),
-        PlanF64::Dmma => {
-            let name = format!("gemm_f64_dmma_{}{}", layout_char(l.trans_a), layout_char(l.trans_b));
-            (DMMA_TILE, DMMA_SMEM, function_with_smem(kernels, &name, DMMA_SMEM)?)
-        }
-    };
-    let kernel = CommonKernel { function: &function, tile: (tile, tile), smem, flags: plan == PlanF64::Simt };
     let sizes = [size_of::<f64>(); 2];
-    // SAFETY: the entries take the common list with f64 scales and no epilogue, the transpose
-    // flags only on the SIMT kernel (cuda/gemm_f64.cu: the DMMA entries have their layout in the
-    // name); `validate` checked the operands, which the caller vouches for.
-    unsafe { launch_common(stream, &kernel, l, (g.alpha, g.beta), [pa, pb, pc], sizes, None) }
+    let PlanF64::Dmma { tile, .. } = plan else {
+        let function = kernels.function("gemm_f64_simt")?;
+        let kernel = CommonKernel {
+            function: &function,
+            tile: (SIMT_TILE, SIMT_TILE),
+            threads: BLOCK,
+            smem: 0,
+            flags: true,
+        };
+        // SAFETY: gemm_f64_simt takes the common list with f64 scales, the transpose flags and no
+        // epilogue (cuda/gemm_f64.cu); `validate` checked the operands, which the caller vouches for.
+        return unsafe { launch_common(stream, &kernel, l, (g.alpha, g.beta), [pa, pb, pc], sizes, None) };
+    };
+    let prefix = if tile == 128 { "gemm_f64_dmma" } else { "gemm_f64_dmma64" };
+    let name = format!("{prefix}_{}{}", layout_char(l.trans_a), layout_char(l.trans_b));
+    let smem = dmma_smem(tile);
+    let function = function_with_smem(kernels, &name, smem)?;
+    let threads = if tile == 128 { 256 } else { 128 };
+    let kernel = CommonKernel {
+        function: &function,
+        tile: (tile as usize, tile as usize),
+        threads,
+        smem,
+        flags: false,
+    };
+    let slices = plan.slices(l).expect("a DMMA plan cuts k");
+    if slices.parts == 1 {
+        // SAFETY: the DMMA entries take the common list with f64 scales and no epilogue, their
+        // layout in the name (cuda/gemm_f64.cu); `validate` checked the operands, which the caller
+        // vouches for.
+        return unsafe { launch_common(stream, &kernel, l, (g.alpha, g.beta), [pa, pb, pc], sizes, None) };
+    }
+    let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: the slice launches write every element of the `parts` m x n partial products before
+    // the reduction reads them.
+    unsafe { grow(&mut scratch, stream, slices.workspace) }?;
+    let (partials, _write_partials) = scratch.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+    let cut = KSlices::of(l, slices.depth);
+    if let Some(full) = &cut.full {
+        // SAFETY: as above, on the full slices: batch entries `depth` deep inside the validated
+        // operands, written as packed m x n products into the workspace grown for all of them.
+        unsafe { launch_common(stream, &kernel, full, (1.0f64, 0.0f64), [pa, pb, partials], sizes, None) }?;
+    }
+    if let Some((last, at)) = cut.last_at([pa, pb, partials], sizes) {
+        // SAFETY: the last, shorter slice of k, after the full ones, into the last partial product.
+        unsafe { launch_common(stream, &kernel, &last, (1.0f64, 0.0f64), at, sizes, None) }?;
+    }
+    let (m, n, parts, ldc) = (l.m as i32, l.n as i32, slices.parts as i32, l.ldc as i32);
+    let cfg = grid::elementwise(l.m * l.n, grid::Step::Scalar);
+    // SAFETY: `(m, n, splits, part, alpha, beta, C, ldc)`: reads the `parts` packed m x n partial
+    // products written above, writes C's validated m x n block (batch 1: `check` refuses slices of
+    // a batch).
+    unsafe {
+        launch!(
+            kernels,
+            stream,
+            "gemm_f64_splitk_reduce",
+            cfg,
+            [&m, &n, &parts, &partials, &g.alpha, &g.beta, &pc, &ldc]
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::dispatch::testing::H100;
     use super::*;
 
     #[test]
-    fn large_products_on_tensor_core_devices_use_dmma() {
-        // (capability, opt-in shared memory per block) of an H100, an A100, an RTX 4090, a V100.
-        let (h100, a100, ada, volta) =
-            (((9, 0), 232_448), ((8, 0), 166_912), ((8, 9), 101_376), ((7, 0), 98_304));
-        let on = |g: Gemm, (capability, optin): ((i32, i32), u32)| plan(&g, capability, optin);
-        let g = Gemm::new(4096, 4096, 4096);
-        assert_eq!(on(g, h100), PlanF64::Dmma);
-        assert_eq!(on(g, a100), PlanF64::Dmma);
-        // sm_86 / sm_89 blocks cannot hold the DMMA kernels' 122880 bytes.
-        assert_eq!(on(g, ada), PlanF64::Simt);
-        assert_eq!(on(g, volta), PlanF64::Simt);
-        assert_eq!(on(Gemm::new(1001, 777, 333).transposed(true, false), h100), PlanF64::Dmma);
-        // Tiny, k = 0 or gemv-shaped: SIMT.
-        assert_eq!(on(Gemm::new(16, 16, 16), h100), PlanF64::Simt);
-        assert_eq!(on(Gemm::new(64, 64, 63), h100), PlanF64::Simt);
-        assert_eq!(on(Gemm::new(4096, 4096, 0), h100), PlanF64::Simt);
-        assert_eq!(on(Gemm::new(8192, 1, 8192), h100), PlanF64::Simt);
-        assert_eq!(on(Gemm::new(31, 8192, 8192), h100), PlanF64::Simt);
+    fn the_rules_choose_what_the_tuner_measured_best() {
+        let dmma = |tile, splits| PlanF64::Dmma { tile, splits };
+        // `prism-gpu tune --precisions f64` on an H100 (notes/dgemm/tune-h100.txt): the best of
+        // every candidate for these shapes.
+        for ((m, n, k), best) in [
+            ((1, 4096, 4096), dmma(64, 4)),
+            ((16, 4096, 14336), dmma(64, 4)),
+            ((4096, 64, 4096), dmma(64, 4)),
+            ((512, 768, 768), dmma(64, 2)),
+            ((512, 1024, 1024), dmma(64, 2)),
+            ((600, 600, 600), dmma(64, 1)),
+            ((1000, 1000, 1000), dmma(64, 1)),
+            ((183, 103, 647), dmma(64, 1)),
+            ((4096, 768, 768), dmma(64, 1)),
+            ((128, 8192, 8192), dmma(128, 2)),
+        ] {
+            assert_eq!(plan(&Gemm::new(m, n, k), &H100), best, "{m}x{n}x{k}");
+        }
+        // Full waves of 128-tiles; the tuner's 32 slices here.
+        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), &H100), dmma(128, 1));
+        assert_eq!(plan(&Gemm::new(256, 256, 65_536), &H100), dmma(128, 33));
+        // Batches are not sliced.
+        assert_eq!(plan(&Gemm::new(256, 256, 4096).batched(3, 0, 0, 0), &H100), dmma(64, 1));
+        // Tiny: SIMT.
+        assert_eq!(plan(&Gemm::new(64, 64, 63), &H100), PlanF64::Simt);
+        // sm_86 / sm_89 blocks hold the 64-tile's 61440 bytes, not the 128-tile's 122880; Volta has
+        // no FP64 tensor cores; k = 0 has nothing to multiply.
+        let ada = Device { capability: (8, 9), shared_optin: 101_376, ..H100 };
+        let volta = Device { capability: (7, 0), shared_optin: 98_304, ..H100 };
+        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), &ada), dmma(64, 1));
+        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), &volta), PlanF64::Simt);
+        assert_eq!(plan(&Gemm::new(4096, 4096, 0), &H100), PlanF64::Simt);
+        assert!(dmma(128, 1).check(&Gemm::new(4096, 4096, 4096), &ada).is_err());
+        assert!(dmma(64, 4).check(&Gemm::new(64, 64, 4096).batched(2, 0, 0, 0), &H100).is_err());
+        assert!(dmma(96, 1).check(&Gemm::new(64, 64, 64), &H100).is_err());
+    }
+
+    #[test]
+    fn slices_cover_k_in_aligned_steps() {
+        for (k, splits, depth, parts) in
+            [(4096, 5, 832, 5), (1000, 3, 352, 3), (100, 8, 32, 4), (31, 4, 31, 1)]
+        {
+            let s = PlanF64::Dmma { tile: 64, splits }.slices(&Gemm::new(10, 20, k)).unwrap();
+            assert_eq!((s.depth, s.parts), (depth, parts), "k {k} in {splits}");
+            assert!(s.depth * (s.parts - 1) < k && s.depth * s.parts >= k);
+            assert_eq!(s.workspace, if parts > 1 { parts * 200 * 8 } else { 0 });
+        }
+    }
+
+    #[test]
+    fn names_round_trip_and_candidates_are_distinct() {
+        for text in
+            ["simt", "dmma", "dmma tile=64 splits=1", "dmma tile=128 splits=12", "dmma tile=64 splits=256"]
+        {
+            let plan: PlanF64 = text.parse().unwrap();
+            assert_eq!(plan.to_string(), text);
+        }
+        assert_eq!(
+            "dmma splits=1 tile=128".parse::<PlanF64>().unwrap(),
+            PlanF64::Dmma { tile: 128, splits: 1 }
+        );
+        for bad in ["dmma tile=96", "dmma splits=0", "dmma splits=257", "simt tile=64", "dgemm", "dmma tile"]
+        {
+            assert!(bad.parse::<PlanF64>().is_err(), "{bad}");
+        }
+        let g = Gemm::new(16, 4096, 4096);
+        let all = candidates(&g, &H100);
+        assert_eq!(all[0], plan(&g, &H100));
+        assert!(all.contains(&PlanF64::Simt) && all.contains(&PlanF64::Dmma { tile: 128, splits: 1 }));
+        assert!(all.len() > 10, "{all:?}");
+        let cuts: std::collections::HashSet<_> =
+            all.iter().map(|p| (p.tile_of(), p.slices(&g).map(|s| s.parts))).collect();
+        assert_eq!(cuts.len(), all.len());
+        // A full wave of 128-tiles: no slices offered.
+        assert!(candidates(&Gemm::new(4096, 4096, 4096), &H100)
+            .iter()
+            .all(|p| p.slices(&Gemm::new(4096, 4096, 4096)).is_none_or(|s| s.parts == 1)));
     }
 }

@@ -23,54 +23,32 @@ use crate::kernels::launch;
 pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &SplitK) -> Result<()> {
     let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, _], .. } = *call;
     let depth = plan.depth;
-    let (full, rest) = (g.k / depth, g.k % depth);
-    let outputs = g.m * g.n;
     let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: the partial launches write every element of the `parts` m x n matrices before
     // the reduction reads them.
     unsafe { grow(&mut scratch, stream, plan.workspace) }?;
     let (partials, _write_partials) = scratch.as_mut().expect("grown above").checked_ptr_mut(stream)?;
 
-    // The next slice of k is `depth` columns further along A stored m x k, rows along k x m.
-    let step_a = if g.trans_a { depth * g.lda } else { depth };
-    let step_b = if g.trans_b { depth } else { depth * g.ldb };
-    let slices = Gemm {
-        k: depth,
-        batch: full,
-        alpha: 1.0,
-        beta: 0.0,
-        ldc: g.n,
-        stride_a: step_a,
-        stride_b: step_b,
-        stride_c: outputs,
-        ..*g
-    };
     let none = RawEpilogue::default();
-    let es = size_of::<TIn>() as u64;
-    if full > 0 {
-        // SAFETY: the slices are `full` batch entries of depth `depth` inside the validated
-        // operands (entry z starts z * depth along k), written to the workspace grown for `parts`
-        // packed m x n f32 products.
+    let slices = KSlices::of(g, depth);
+    if let Some(full) = &slices.full {
+        // SAFETY: the slices are batch entries of depth `depth` inside the validated operands
+        // (entry z starts z * depth along k), written to the workspace grown for `parts` packed
+        // m x n f32 products.
         unsafe {
             tiled::launch::<TIn, f32>(
                 kernels,
                 stream,
                 plan.family,
                 precision,
-                &slices,
+                full,
                 [pa, pb, partials],
                 &none,
             )
         }?;
     }
-    if rest > 0 {
-        let last = Gemm { k: rest, batch: 1, ..slices };
-        let at = [
-            pa + (full * step_a) as u64 * es,
-            pb + (full * step_b) as u64 * es,
-            partials + (full * outputs * size_of::<f32>()) as u64,
-        ];
-        // SAFETY: the last `rest` of k, after the full slices, into the last partial product.
+    if let Some((last, at)) = slices.last_at([pa, pb, partials], [size_of::<TIn>(), size_of::<f32>()]) {
+        // SAFETY: the last, shorter slice of k, after the full ones, into the last partial product.
         unsafe { tiled::launch::<TIn, f32>(kernels, stream, plan.family, precision, &last, at, &none) }?;
     }
     // SAFETY: the launches above write all `parts` partial products; C and the bias are the
@@ -155,5 +133,52 @@ unsafe fn reduce_partials<TOut: Element>(call: &Call<'_>, parts: usize, partials
             cfg,
             [&m, &n, &parts, &partials, &g.alpha, &g.beta, &c, &ldc, &bias, &act]
         )
+    }
+}
+
+/// The slices of k of a batch-1 GEMM `g`, `depth` deep (a multiple of 32 keeps every slice's start
+/// as aligned as the operands): the full slices as one batched GEMM writing packed m x n partial
+/// products (alpha 1, beta 0), and the last, shorter slice as a GEMM of its own with its element
+/// offsets into A, B and the partial products.
+pub(super) struct KSlices {
+    /// `k / depth` slices as batch entries (none when k < depth).
+    pub full: Option<Gemm>,
+    /// The rest of k and where it starts: `[A, B, partials]` in elements (none when depth divides k).
+    last: Option<(Gemm, [usize; 3])>,
+}
+
+impl KSlices {
+    /// Cuts `g` (batch 1, validated) into slices `depth` deep.
+    pub fn of(g: &Gemm, depth: usize) -> KSlices {
+        let (full, rest) = (g.k / depth, g.k % depth);
+        let outputs = g.m * g.n;
+        // The next slice of k is `depth` columns further along A stored m x k, rows along k x m.
+        let step_a = if g.trans_a { depth * g.lda } else { depth };
+        let step_b = if g.trans_b { depth } else { depth * g.ldb };
+        let slices = Gemm {
+            k: depth,
+            batch: full,
+            alpha: 1.0,
+            beta: 0.0,
+            ldc: g.n,
+            stride_a: step_a,
+            stride_b: step_b,
+            stride_c: outputs,
+            ..*g
+        };
+        KSlices {
+            full: (full > 0).then_some(slices),
+            last: (rest > 0).then(|| {
+                (Gemm { k: rest, batch: 1, ..slices }, [full * step_a, full * step_b, full * outputs])
+            }),
+        }
+    }
+
+    /// The last slice with its operands' device addresses, given `[A, B, partials]`'s whose
+    /// elements are `[input, partial]` bytes long.
+    pub fn last_at(&self, [a, b, p]: [u64; 3], [es_in, es_part]: [usize; 2]) -> Option<(Gemm, [u64; 3])> {
+        self.last.map(|(g, [oa, ob, op])| {
+            (g, [a + (oa * es_in) as u64, b + (ob * es_in) as u64, p + (op * es_part) as u64])
+        })
     }
 }

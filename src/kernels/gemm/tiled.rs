@@ -52,7 +52,13 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
     let name = entry::<TIn, TOut>(family, precision);
     debug_assert!(family.fuses_epilogue() || !epilogue.is_active(), "{name} stores plainly");
     let function = function_with_smem(kernels, &name, family.smem())?;
-    let kernel = CommonKernel { function: &function, tile: family.tile(), smem: family.smem(), flags: true };
+    let kernel = CommonKernel {
+        function: &function,
+        tile: family.tile(),
+        threads: BLOCK,
+        smem: family.smem(),
+        flags: true,
+    };
     let sizes = [size_of::<TIn>(), size_of::<TOut>()];
     // SAFETY: the entry exists for these types at this precision (the plan was resolved for them)
     // and takes the common list with the transpose flags, the epilogue's three only for the family
@@ -77,6 +83,8 @@ pub(super) struct CommonKernel<'f> {
     pub function: &'f CudaFunction,
     /// Its output tile, rows and columns (one block each).
     pub tile: (usize, usize),
+    /// Threads per block.
+    pub threads: u32,
     /// Its dynamic shared memory.
     pub smem: u32,
     /// Whether it takes the transpose flags (kernels with the layout in their name do not).
@@ -117,7 +125,7 @@ pub(super) unsafe fn launch_common<S: DeviceRepr>(
                 chunk.rows.div_ceil(tile_rows) as u32,
                 chunk.entries as u32,
             ),
-            block_dim: (BLOCK, 1, 1),
+            block_dim: (kernel.threads, 1, 1),
             shared_mem_bytes: kernel.smem,
         };
         // SAFETY: the argument list is the kernel's (the caller's obligation). `validate` checked

@@ -132,11 +132,19 @@ pub fn plan_f64(kernels: &Kernels, g: &Gemm) -> Result<PlanF64> {
     Ok(super::double::tuned(g, &device(kernels)?))
 }
 
+/// The f64 kernels worth timing for `g` on `kernels`' device, the dispatcher's rule first
+/// ([`super::double::candidates`]).
+pub fn candidates_f64(kernels: &Kernels, g: &Gemm) -> Result<Vec<PlanF64>> {
+    Ok(super::double::candidates(g, &device(kernels)?))
+}
+
 /// [`super::double::gemm_f64`] on `plan` instead of the dispatcher's choice, checked first
 /// ([`PlanF64::check`]).
+#[allow(clippy::too_many_arguments)] // the GEMM's operands and the kernel
 pub fn gemm_f64_with_plan(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
+    workspace: &Workspace,
     g: &GemmF64,
     plan: PlanF64,
     a: &CudaView<f64>,
@@ -152,7 +160,7 @@ pub fn gemm_f64_with_plan(
     let (pc, _write_c) = c.checked_ptr_mut(stream)?;
     // SAFETY: `validate` checked that the three views hold every element `g` touches; `run`
     // checks `plan` for the device and shape before it launches anything.
-    unsafe { super::double::run(kernels, stream, g, [pa, pb, pc], Some(plan)) }
+    unsafe { super::double::run(kernels, stream, workspace, g, [pa, pb, pc], Some(plan)) }
 }
 
 /// The precision, device and TMA readiness of `g` on these operands, after `gemm`'s checks of `g`
