@@ -26,23 +26,32 @@ constexpr int DM_LDK = DM_BK + 4;
 // Row tiles that consecutive blocks sweep before moving to the next columns (L2 reuse of B).
 constexpr int DM_GROUP = 8;
 
-// A block tile of BM x BM outputs computed by WM x WN warps, each owning (BM / WM) x (BM / WN), with mma k-steps
+// Each operand's tile in shared memory for one stage: MN rows or columns by DM_BK, stored as in global memory.
+template <int MN> struct DmOperand {
+    // Pitch of the tile stored M/N-contiguous (rows of MN): 4 mod 16 doubles, so the fragment reads of a
+    // half-warp (4 rows x 4 columns) hit 16 distinct 8-byte slots.
+    static constexpr int LDMN = MN + 4;
+    // Doubles per stage: the larger of the two storage orders.
+    static constexpr int SIZE = (MN * DM_LDK > DM_BK * LDMN) ? MN * DM_LDK : DM_BK * LDMN;
+    static_assert(LDMN % 16 == 4, "pitch");
+};
+
+// A block tile of BM x BN outputs computed by WM x WN warps, each owning (BM / WM) x (BN / WN), with mma k-steps
 // of KSTEP (Q = KSTEP / 4 groups of 4 along k).
-template <int BM_, int WM, int WN, int KSTEP_> struct DmTile {
-    static constexpr int BM = BM_, THREADS = 32 * WM * WN, WTM = BM / WM, WTN = BM / WN;
+template <int BM_, int BN_, int WM, int WN, int KSTEP_> struct DmTile {
+    static constexpr int BM = BM_, BN = BN_, THREADS = 32 * WM * WN, WTM = BM / WM, WTN = BN / WN;
     static constexpr int KSTEP = KSTEP_, Q = KSTEP / 4;
     static constexpr int MI = WTM / 16, NJ = WTN / 8;  // mma tiles per warp
-    // Pitch of tiles stored M/N-contiguous (rows of BM), also 4 mod 16 doubles.
-    static constexpr int LDMN = BM + 4;
-    // Doubles per operand per stage: the larger of the two storage orders.
-    static constexpr int OPERAND = (BM * DM_LDK > DM_BK * LDMN) ? BM * DM_LDK : DM_BK * LDMN;
-    static constexpr int SMEM = DM_STAGES * 2 * OPERAND * 8;
-    static_assert(WTM % 16 == 0 && WTN % 8 == 0 && LDMN % 16 == 4, "warp tile / pitch");
+    using A = DmOperand<BM>;
+    using B = DmOperand<BN>;
+    static constexpr int STAGE = A::SIZE + B::SIZE;
+    static constexpr int SMEM = DM_STAGES * STAGE * 8;
+    static_assert(WTM % 16 == 0 && WTN % 8 == 0, "warp tile");
 };
 // k16 steps speed the 64-tile by 3-4% on an H100; the 128-tile spills with them and loses 1-2%
 // (notes/dgemm/).
-using Dm128 = DmTile<128, 2, 4, 8>;
-using Dm64 = DmTile<64, 2, 2, 16>;
+using Dm128 = DmTile<128, 128, 2, 4, 8>;
+using Dm64 = DmTile<64, 64, 2, 2, 16>;
 static_assert(Dm128::SMEM == 122880 && Dm64::SMEM == 61440, "the launcher's shared-memory sizes");
 
 __device__ __forceinline__ void cp_async8(uint32_t dst, const void *src, int src_bytes) {
@@ -85,22 +94,21 @@ __device__ __forceinline__ void dm_load(double *s, const double *g, long long ld
     }
 }
 
-// One operand's tile for the k-step at k0. TRANS_A stores A k x m; TRANS_B stores B n x k.
-template <typename T, bool TRANS, bool IS_A, int V>
+// One operand's tile (MN = its rows of A or columns of B) for the k-step at k0, by THREADS threads. K_CONTIGUOUS:
+// A as stored (m x k) or B transposed (n x k); M/N-contiguous otherwise.
+template <int MN, bool K_CONTIGUOUS, int V, int THREADS>
 __device__ __forceinline__ void dm_load_operand(double *s, const double *g, long long ld, int mn0, int k0, int mn_lim,
                                                 int k_lim) {
-    // K-contiguous: A as stored (m x k) and B transposed (n x k). M/N-contiguous otherwise.
-    constexpr bool K_CONTIGUOUS = IS_A ? !TRANS : TRANS;
     if constexpr (K_CONTIGUOUS)
-        dm_load<T::BM, DM_BK, DM_LDK, V, T::THREADS>(s, g, ld, mn0, k0, mn_lim, k_lim);
+        dm_load<MN, DM_BK, DM_LDK, V, THREADS>(s, g, ld, mn0, k0, mn_lim, k_lim);
     else
-        dm_load<DM_BK, T::BM, T::LDMN, V, T::THREADS>(s, g, ld, k0, mn0, k_lim, mn_lim);
+        dm_load<DM_BK, MN, DmOperand<MN>::LDMN, V, THREADS>(s, g, ld, k0, mn0, k_lim, mn_lim);
 }
 
-// Element (mn, kk) of an operand tile in shared memory, in the storage order dm_load_operand used.
-template <typename T, bool K_CONTIGUOUS>
+// Element (mn, kk) of an operand tile of MN in shared memory, in the storage order dm_load_operand used.
+template <int MN, bool K_CONTIGUOUS>
 __device__ __forceinline__ double dm_at(const double *s, int mn, int kk) {
-    return K_CONTIGUOUS ? s[mn * DM_LDK + kk] : s[kk * T::LDMN + mn];
+    return K_CONTIGUOUS ? s[mn * DM_LDK + kk] : s[kk * DmOperand<MN>::LDMN + mn];
 }
 
 // d += a (16 x 4Q) * b (4Q x 8) with g = lane / 4, t = lane % 4: a[2q + h] = (g + 8h, t + 4q), b[q] = (t + 4q, g),
@@ -141,18 +149,18 @@ __device__ __forceinline__ void dmma_body(int m, int n, int k, double alpha, con
                                           const double *B, int ldb, double beta, double *C, int ldc, int m0, int n0) {
     extern __shared__ __align__(16) double dm_smem[];
     constexpr bool A_K = !TA, B_K = TB;  // K-contiguous storage of each operand
-    constexpr int MI = T::MI, NJ = T::NJ, WARPS_N = T::BM / T::WTN;
+    constexpr int MI = T::MI, NJ = T::NJ, WARPS_N = T::BN / T::WTN;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
     const int wm = (warp / WARPS_N) * T::WTM, wn = (warp % WARPS_N) * T::WTN;
     const int ktiles = (k + DM_BK - 1) / DM_BK;
 
-    auto stage_a = [&](int s) { return dm_smem + s * 2 * T::OPERAND; };
-    auto stage_b = [&](int s) { return dm_smem + s * 2 * T::OPERAND + T::OPERAND; };
+    auto stage_a = [&](int s) { return dm_smem + s * T::STAGE; };
+    auto stage_b = [&](int s) { return dm_smem + s * T::STAGE + T::A::SIZE; };
     auto load = [&](int kt) {
         const int s = kt % DM_STAGES;
-        dm_load_operand<T, TA, true, V>(stage_a(s), A, lda, m0, kt * DM_BK, m, k);
-        dm_load_operand<T, TB, false, V>(stage_b(s), B, ldb, n0, kt * DM_BK, n, k);
+        dm_load_operand<T::BM, A_K, V, T::THREADS>(stage_a(s), A, lda, m0, kt * DM_BK, m, k);
+        dm_load_operand<T::BN, B_K, V, T::THREADS>(stage_b(s), B, ldb, n0, kt * DM_BK, n, k);
     };
 
     double acc[MI][NJ][4];
@@ -180,7 +188,7 @@ __device__ __forceinline__ void dmma_body(int m, int n, int k, double alpha, con
 #pragma unroll
             for (int j = 0; j < NJ; ++j)
 #pragma unroll
-                for (int q = 0; q < T::Q; ++q) b[j][q] = dm_at<T, B_K>(sb, wn + j * 8 + g, kk + t + 4 * q);
+                for (int q = 0; q < T::Q; ++q) b[j][q] = dm_at<T::BN, B_K>(sb, wn + j * 8 + g, kk + t + 4 * q);
             // A's fragments one 16-row group at a time (fewer live registers than all at once).
 #pragma unroll
             for (int i = 0; i < MI; ++i) {
@@ -188,8 +196,8 @@ __device__ __forceinline__ void dmma_body(int m, int n, int k, double alpha, con
                 double a[2 * T::Q];
 #pragma unroll
                 for (int q = 0; q < T::Q; ++q) {
-                    a[2 * q] = dm_at<T, A_K>(sa, r, kk + t + 4 * q);
-                    a[2 * q + 1] = dm_at<T, A_K>(sa, r + 8, kk + t + 4 * q);
+                    a[2 * q] = dm_at<T::BM, A_K>(sa, r, kk + t + 4 * q);
+                    a[2 * q + 1] = dm_at<T::BM, A_K>(sa, r + 8, kk + t + 4 * q);
                 }
 #pragma unroll
                 for (int j = 0; j < NJ; ++j) dmma_step<T::Q>(acc[i][j], a, b[j]);
@@ -228,7 +236,7 @@ __device__ __forceinline__ void dmma_kernel(int m, int n, int k, double alpha, c
     const long long first = (id / per_group) * DM_GROUP;
     const long long rows = min(tiles_m - first, (long long)DM_GROUP);
     const int tm = (int)(first + (id % per_group) % rows), tn = (int)((id % per_group) / rows);
-    const int m0 = tm * T::BM, n0 = tn * T::BM;
+    const int m0 = tm * T::BM, n0 = tn * T::BN;
     const bool aligned = prism_aligned16(A) && prism_aligned16(B) && lda % 2 == 0 && ldb % 2 == 0 &&
                          strideA % 2 == 0 && strideB % 2 == 0;
     if (aligned)

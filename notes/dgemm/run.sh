@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/dgemm bench.cu -lcublas
-/tmp/dgemm ${1:-1234}
+for i in 1 2; do /tmp/dgemm ${1:-1234}; done

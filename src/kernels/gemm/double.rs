@@ -146,14 +146,14 @@ fn score(g: &Gemm, plan: PlanF64, slots: usize) -> f64 {
 }
 
 /// The kernels worth timing for `g` on `device` (`prism-gpu tune`): [`plan`]'s first, then the
-/// SIMT kernel, both tiles unsliced, and where a tile leaves multiprocessors idle, that tile with
-/// k in 2 to [`MAX_SPLITS`] slices (each distinct cut once).
+/// SIMT kernel, both tiles unsliced, and where a tile makes less than two waves of two blocks per
+/// multiprocessor, that tile with k in 2 to [`MAX_SPLITS`] slices (each distinct cut once).
 pub fn candidates(g: &Gemm, device: &Device) -> Vec<PlanF64> {
     let mut all = vec![plan(g, device), PlanF64::Simt];
     let sms = device.multiprocessors as usize;
     for tile in DMMA_TILES {
         all.push(PlanF64::Dmma { tile, splits: 1 });
-        if tiles(g, tile) < sms {
+        if tiles(g, tile) < 4 * sms {
             let splits = [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
             all.extend(
                 splits
