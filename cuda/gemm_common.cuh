@@ -16,6 +16,11 @@ template <> __device__ __forceinline__ float from_f32<float>(float v) { return v
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
 
+// Whether p and every row `pitch` elements of T after it start on a multiple of BYTES (a vector access's alignment).
+template <int BYTES, typename T> __device__ __forceinline__ bool rows_aligned(const T *p, long long pitch) {
+    return (((unsigned long long)p | (unsigned long long)(pitch * (long long)sizeof(T))) & (BYTES - 1ull)) == 0;
+}
+
 // Shared-memory address of a generic pointer into shared memory.
 __device__ __forceinline__ uint32_t s_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 

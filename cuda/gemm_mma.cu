@@ -250,10 +250,7 @@ __device__ __forceinline__ void mma_entry(int m, int n, int k, float alpha, cons
     B += z * strideB;
     C += z * strideC;
     // 16-byte path only when every row start of every batch entry is 16-byte aligned.
-    const unsigned long long mis = ((unsigned long long)A | (unsigned long long)B) |
-                                   (unsigned long long)((long long)lda * sizeof(T)) |
-                                   (unsigned long long)((long long)ldb * sizeof(T));
-    const bool al = (mis & 15ull) == 0;
+    const bool al = rows_aligned<16>(A, lda) && rows_aligned<16>(B, ldb);
     if (al) {
         if (transA) {
             if (transB) mma_gemm<KIND, TO, true, true, true>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);

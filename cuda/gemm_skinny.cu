@@ -253,8 +253,9 @@ __device__ __forceinline__ void load_x(uint32_t (&xb)[NT][N / 2], const TI *X, l
 // product (blockIdx.y's rows x L block of part, element (s, l) at s * ps + l * pl): accumulator (i, j, e) of lane
 // (g, c) is token s = 8j + 2c + e % 2 of long-side column col(i, e), stored where both are in range.
 template <int WL, int WK, int MT, int NT, typename Col>
-__device__ __forceinline__ void store_tc(float *red, float (&acc)[MT][NT][4], int wl, int wk, int lane, int rows,
-                                         int L, float *part, long long ps, long long pl, Col col) {
+__device__ __forceinline__ void store_tc(float (&acc)[MT][NT][4], int wl, int wk, int lane, int rows, int L,
+                                         float *part, long long ps, long long pl, Col col) {
+    __shared__ float red[WK > 1 ? WL * MT * NT * 4 * 32 : 1];
     sum_k_warps<MT * NT * 4, WL, WK>(red, &acc[0][0][0], wl, wk, lane);
     if (wk != 0) return;
     const int c = lane % 4;
@@ -269,7 +270,7 @@ __device__ __forceinline__ void store_tc(float *red, float (&acc)[MT][NT][4], in
 // loads 8 k-elements at 8c of rows g and g + 8 of each 16-column tile and of X's row g of each 8-row tile; of a
 // 32-deep step, elements 0-3 of each load feed the first mma, 4-7 the second.
 template <int S, int MT, int WL, int WK, int U, typename TI>
-__device__ __forceinline__ void skinny_tc_wk(float *red, int rows, int L, int k, int kc, const TI *X, long long xs,
+__device__ __forceinline__ void skinny_tc_wk(int rows, int L, int k, int kc, const TI *X, long long xs,
                                              long long xk, const TI *W, long long wld, float *part, long long ps,
                                              long long pl) {
     constexpr int NT = S / 8, KIND = std::is_same<TI, __half>::value ? 1 : 0, STEP = 32;
@@ -277,8 +278,8 @@ __device__ __forceinline__ void skinny_tc_wk(float *red, int rows, int L, int k,
     const int wl = warp % WL, wk = warp / WL;
     const int l0 = (blockIdx.x * WL + wl) * 16 * MT;
     const int k0 = blockIdx.y * kc, kend = min(k0 + kc, k);
-    const bool wvec = (((unsigned long long)W | (unsigned long long)(wld * sizeof(TI))) & 15ull) == 0;
-    const bool xvec = xk == 1 && (((unsigned long long)X | (unsigned long long)(xs * sizeof(TI))) & 15ull) == 0;
+    const bool wvec = rows_aligned<16>(W, wld);
+    const bool xvec = xk == 1 && rows_aligned<16>(X, xs);
     float acc[MT][NT][4];
     zero_tc(acc);
     for (int kb = k0 + wk * STEP * U; kb < kend; kb += WK * STEP * U) {
@@ -310,7 +311,7 @@ __device__ __forceinline__ void skinny_tc_wk(float *red, int rows, int L, int k,
                     }
     }
     // Accumulator (i, e) of a lane is W's row (long-side column) g or g + 8 of 16-column tile i.
-    store_tc<WL, WK>(red, acc, wl, wk, lane, rows, L, part, ps, pl,
+    store_tc<WL, WK>(acc, wl, wk, lane, rows, L, part, ps, pl,
                      [=](int i, int e) { return l0 + 16 * i + g + 8 * (e / 2); });
 }
 
@@ -319,7 +320,7 @@ __device__ __forceinline__ void skinny_tc_wk(float *red, int rows, int L, int k,
 // takes columns 8g + 2i and 8g + 2i + 1), and pairs the k-rows with byte permutes; X's row g gives the same
 // four k-elements (8 bytes).
 template <int S, int WL, int WK, int U, typename TI>
-__device__ __forceinline__ void skinny_tc_wl(float *red, int rows, int L, int k, int kc, const TI *X, long long xs,
+__device__ __forceinline__ void skinny_tc_wl(int rows, int L, int k, int kc, const TI *X, long long xs,
                                              long long xk, const TI *W, long long wld, float *part, long long ps,
                                              long long pl) {
     constexpr int NT = S / 8, MT = 4, KIND = std::is_same<TI, __half>::value ? 1 : 0, STEP = 16;
@@ -328,8 +329,8 @@ __device__ __forceinline__ void skinny_tc_wl(float *red, int rows, int L, int k,
     const int l = (blockIdx.x * WL + wl) * 64 + 8 * g;
     const int k0 = blockIdx.y * kc, kend = min(k0 + kc, k);
     const int lvalid = clamp_valid((long long)L - l, 8);
-    const bool wvec = lvalid == 8 && (((unsigned long long)W | (unsigned long long)(wld * sizeof(TI))) & 15ull) == 0;
-    const bool xvec = xk == 1 && (((unsigned long long)X | (unsigned long long)(xs * sizeof(TI))) & 7ull) == 0;
+    const bool wvec = lvalid == 8 && rows_aligned<16>(W, wld);
+    const bool xvec = xk == 1 && rows_aligned<8>(X, xs);
     const TI *wcol = W + min(l, L - 1);
     float acc[MT][NT][4];
     zero_tc(acc);
@@ -359,7 +360,7 @@ __device__ __forceinline__ void skinny_tc_wl(float *red, int rows, int L, int k,
             }
     }
     // Accumulator (i, e) of a lane is column 8g + 2i or 8g + 2i + 1.
-    store_tc<WL, WK>(red, acc, wl, wk, lane, rows, L, part, ps, pl, [=](int i, int e) { return l + 2 * i + e / 2; });
+    store_tc<WL, WK>(acc, wl, wk, lane, rows, L, part, ps, pl, [=](int i, int e) { return l + 2 * i + e / 2; });
 }
 
 
@@ -373,7 +374,7 @@ __device__ __forceinline__ void skinny_tc_wl(float *red, int rows, int L, int k,
                                         long long xk, const float *W, long long wld, float *part, long long ps, \
                                         long long pl) {                                                         \
         __shared__ __align__(16) float smem[SMEM_FLOATS];                                                       \
-        const bool vec = (((unsigned long long)W | (unsigned long long)(wld * sizeof(float))) & 15ull) == 0;   \
+        const bool vec = rows_aligned<16>(W, wld);                                                              \
         if (vec) skinny_##LAYOUT<S, float, true>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);        \
         else skinny_##LAYOUT<S, float, false>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);           \
     }
@@ -392,14 +393,12 @@ SKINNY_S(1) SKINNY_S(2) SKINNY_S(4) SKINNY_S(8) SKINNY_S(16)
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         gemm_skinny_tc_wk_##SFX##_s##S(int rows, int L, int k, int kc, const TI *X, long long xs, long long xk, \
                                        const TI *W, long long wld, float *part, long long ps, long long pl) {   \
-        __shared__ float red[2 * 1 * (S / 8) * 4 * 32];                                                         \
-        skinny_tc_wk<S, 1, 2, 4, 2, TI>(red, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                  \
+        skinny_tc_wk<S, 1, 2, 4, 2, TI>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                  \
     }                                                                                                           \
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         gemm_skinny_tc_wl_##SFX##_s##S(int rows, int L, int k, int kc, const TI *X, long long xs, long long xk, \
                                        const TI *W, long long wld, float *part, long long ps, long long pl) {   \
-        __shared__ float red[1 * 4 * (S / 8) * 4 * 32];                                                         \
-        skinny_tc_wl<S, 1, 8, 2, TI>(red, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                     \
+        skinny_tc_wl<S, 1, 8, 2, TI>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                     \
     }
 SKINNY_TC_ENTRY(bf16, __nv_bfloat16, 8)
 SKINNY_TC_ENTRY(bf16, __nv_bfloat16, 16)

@@ -23,11 +23,10 @@ template <bool WKL, int S, int MT, int WL, int WK, int U>
 __global__ void __launch_bounds__(256) tc_kernel(int rows, int L, int k, int kc, const __nv_bfloat16 *X, long long xs,
                                                  long long xk, const __nv_bfloat16 *W, long long wld, float *part,
                                                  long long ps, long long pl) {
-    extern __shared__ float red[];
     if constexpr (WKL)
-        skinny_tc_wk<S, MT, WL, WK, U, __nv_bfloat16>(red, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);
+        skinny_tc_wk<S, MT, WL, WK, U, __nv_bfloat16>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);
     else
-        skinny_tc_wl<S, WL, WK, U, __nv_bfloat16>(red, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);
+        skinny_tc_wl<S, WL, WK, U, __nv_bfloat16>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);
 }
 
 struct Config {
@@ -37,7 +36,6 @@ struct Config {
     void (*fn)(int, int, int, int, const __nv_bfloat16 *, long long, long long, const __nv_bfloat16 *, long long,
                float *, long long, long long);
     int cols() const { return WL * 16 * MT; }
-    int smem() const { return WK > 1 ? WL * MT * (S / 8) * 4 * 32 * 4 : 0; }
 };
 #define CFG(WKL, S, MT, WL, WK, U) \
     Config{#WKL " S" #S " MT" #MT " WL" #WL " WK" #WK " U" #U, WKL, S, MT, WL, WK, U, tc_kernel<WKL, S, MT, WL, WK, U>}
@@ -79,8 +77,6 @@ int main(int argc, char **argv) {
     cublasCreate(&h);
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    for (auto &c : all)
-        CK(cudaFuncSetAttribute(c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
     // Shapes: (rows, L, K). Four copies of the weights rotate so that they do not sit in L2 (50 MB).
     const int shapes[][3] = {{1, 4096, 4096}, {2, 4096, 4096}, {4, 4096, 4096}, {8, 4096, 4096}, {16, 4096, 4096},
                              {8, 12288, 4096}, {8, 4096, 12288}, {8, 2048, 8192}, {16, 8192, 2048}, {8, 32000, 2048},
@@ -150,7 +146,7 @@ int main(int argc, char **argv) {
                 splits = (K + kc - 1) / kc;
                 if (splits > 64) continue;
                 auto run = [&](int it, bool f32out) {
-                    c.fn<<<dim3(bx, splits), 256, c.smem()>>>(rows, L, K, kc, dx, K, 1, dw + (size_t)(it % copies) * wn,
+                    c.fn<<<dim3(bx, splits), 256>>>(rows, L, K, kc, dx, K, 1, dw + (size_t)(it % copies) * wn,
                                                              wld, part, L, 1);
                     if (f32out) gemm_splitk_reduce_f32<<<std::min((rows * L + 255) / 256, 4 * sms), 256>>>(rows, L, splits, part, 1.f, 0.f, cf, L, nullptr, 0);
                     else gemm_splitk_reduce_bf16<<<std::min((rows * L + 255) / 256, 4 * sms), 256>>>(rows, L, splits, part, 1.f, 0.f, dc, L, nullptr, 0);
@@ -172,7 +168,7 @@ int main(int argc, char **argv) {
                 }
                 const float t = median_us([&](int it) { run(it, false); }, 15);
                 const float t_slices = median_us([&](int it) {
-                    c.fn<<<dim3(bx, splits), 256, c.smem()>>>(rows, L, K, kc, dx, K, 1, dw + (size_t)(it % copies) * wn,
+                    c.fn<<<dim3(bx, splits), 256>>>(rows, L, K, kc, dx, K, 1, dw + (size_t)(it % copies) * wn,
                                                              wld, part, L, 1);
                 }, 15);
                 printf("  %-34s splits %2d kc %5d grid %4d x %2d: %7.2f us (slices %6.2f)  %.2fx cuBLAS  %.2fx copy  err %.3f%s\n",
