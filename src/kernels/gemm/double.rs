@@ -95,7 +95,9 @@ fn max_splits(g: &Gemm) -> u32 {
 }
 
 /// Picks the kernel for `g` on `device`: the tile and slicing of k that the cost model scores best
-/// ([`score`]), the SIMT kernel for tiny products and devices without FP64 tensor cores.
+/// (the share of the tiles' outputs inside C, times how full the waves of blocks are, times the
+/// tile's speed, over the cost of slicing k), the SIMT kernel for tiny products and devices without
+/// FP64 tensor cores.
 pub fn plan(g: &Gemm, device: &Device) -> PlanF64 {
     let volume = g.m as u128 * g.n as u128 * g.k as u128;
     let mut best = (0.0, PlanF64::Simt);
