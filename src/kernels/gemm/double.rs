@@ -9,7 +9,7 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::dispatch::Device;
-use super::plan::layout_char;
+use super::plan::{cut_k, layout_char};
 use super::split::KSlices;
 use super::table::{self, Choice, Class, Tuned};
 use super::tiled::{launch_common, CommonKernel};
@@ -200,8 +200,7 @@ impl PlanF64 {
         if splits == 1 {
             return Some(Slices { depth: g.k, parts: 1, workspace: 0 });
         }
-        let depth = g.k.div_ceil(splits).next_multiple_of(SLICE_ALIGN);
-        let parts = g.k.div_ceil(depth);
+        let (depth, parts) = cut_k(g.k, splits, SLICE_ALIGN);
         let workspace = if parts > 1 { parts * g.m * g.n * size_of::<f64>() } else { 0 };
         Some(Slices { depth: if parts > 1 { depth } else { g.k }, parts, workspace })
     }

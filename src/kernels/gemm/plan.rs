@@ -245,8 +245,7 @@ impl Kernel {
                     Ok(f) => f,
                     Err(why) => return invalid(why),
                 };
-                let depth = g.k.div_ceil(splits as usize).next_multiple_of(SPLIT_SLICE_ALIGN);
-                let parts = g.k.div_ceil(depth);
+                let (depth, parts) = cut_k(g.k, splits as usize, SPLIT_SLICE_ALIGN);
                 let workspace = bytes(&[parts, g.m, g.n, size_of::<f32>()])?;
                 Launch::SplitK(SplitK { family, depth, parts, workspace })
             }
@@ -267,12 +266,11 @@ impl Kernel {
                     return invalid(format!("1 to {GRID_YZ_MAX} slices"));
                 }
                 let deepest = skinny_depth(rows, precision);
-                let depth = g.k.div_ceil(splits as usize).next_multiple_of(skinny_slice_align(precision));
+                let (depth, parts) = cut_k(g.k, splits as usize, skinny_slice_align(precision));
                 if depth > deepest {
                     let needed = g.k.div_ceil(deepest);
                     return invalid(format!("at least {needed} slices (at most {deepest} deep)"));
                 }
-                let parts = g.k.div_ceil(depth);
                 let workspace = bytes(&[parts, g.m, g.n, size_of::<f32>()])?;
                 let long_contiguous = skinny_long_contiguous(g);
                 let block_cols = skinny_tile(g, precision);
@@ -294,6 +292,14 @@ impl Kernel {
         };
         Ok(Plan { kernel: self, launch })
     }
+}
+
+/// k (at least 1) cut into `splits` slices whose depth is a multiple of `align`: (the depth of
+/// every slice but the last, the number of slices), which is fewer than `splits` when rounding the
+/// depth up leaves nothing for the last ones.
+pub(crate) fn cut_k(k: usize, splits: usize, align: usize) -> (usize, usize) {
+    let depth = k.div_ceil(splits).next_multiple_of(align);
+    (depth, k.div_ceil(depth))
 }
 
 /// `n` or `t` for an operand stored as given or transposed.
