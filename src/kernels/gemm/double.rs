@@ -19,8 +19,44 @@ use crate::error::{Error, Result};
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::{grid, launch, Kernels};
 
-/// The DMMA kernels' square output tiles: `gemm_f64_dmma_*` and `gemm_f64_dmma64_*`.
-pub const DMMA_TILES: [u32; 2] = [128, 64];
+/// One DMMA kernel family of `cuda/gemm_f64.cu` (a `DmTile` there) and what the rules' cost model
+/// knows of it (fitted to `prism-gpu tune` on an H100).
+struct DmmaTile {
+    /// Rows and columns of C per block.
+    side: u32,
+    /// Entry points `<entry>_<layout>`.
+    entry: &'static str,
+    /// Threads per block.
+    threads: u32,
+    /// Dynamic shared memory: 3 stages of two operand tiles (more than sm_86 and sm_89 let a block
+    /// hold for the 128-tile: those take the 64-tile or the SIMT kernel).
+    smem: u32,
+    /// Blocks one wave holds per multiprocessor.
+    blocks_per_sm: usize,
+    /// Speed per block slot against the 128-tile's (the 64-tile reads twice the operands per flop).
+    speed: f64,
+}
+
+/// The DMMA tiles, largest first.
+const DMMA: [DmmaTile; 2] = [
+    DmmaTile { side: 128, entry: "gemm_f64_dmma", threads: 256, smem: 122_880, blocks_per_sm: 1, speed: 1.0 },
+    DmmaTile {
+        side: 64,
+        entry: "gemm_f64_dmma64",
+        threads: 128,
+        smem: 61_440,
+        blocks_per_sm: 2,
+        speed: 0.85,
+    },
+];
+
+/// The DMMA kernels' square output tiles, as plans and the tuning table name them.
+pub const DMMA_TILES: [u32; 2] = [DMMA[0].side, DMMA[1].side];
+
+/// The DMMA tile of side `side`, if there is one.
+fn dmma_tile(side: u32) -> Option<&'static DmmaTile> {
+    DMMA.iter().find(|t| t.side == side)
+}
 /// Output tile of the SIMT kernel (one output per thread).
 const SIMT_TILE: usize = 16;
 /// Products with less work (m·n·k) than this run on the SIMT kernel: a launch or two of it costs
@@ -34,14 +70,9 @@ const SLICE_ALIGN: usize = 32;
 pub const MAX_SPLITS: u32 = 256;
 /// ... and their partial products take at most this many bytes.
 const MAX_PARTIALS: usize = 64 << 20;
-/// The rules' cost model (fitted to `prism-gpu tune` on an H100): blocks of each tile one wave holds
-/// per multiprocessor ...
-const BLOCKS_PER_SM: [(u32, usize); 2] = [(128, 1), (64, 2)];
-/// ... the 64-tile's speed per block slot against the 128-tile's (twice the operand traffic per
-/// flop) ...
-const TILE64_SPEED: f64 = 0.85;
-/// ... and what slicing k costs: a fixed share, plus this many k-elements' worth of time per partial
-/// product written and read back (the partial sums' traffic against the products' work).
+/// What slicing k costs in the rules' cost model: a fixed share, plus this many k-elements' worth of
+/// time per partial product written and read back (the partial sums' traffic against the products'
+/// work).
 const SPLIT_FIXED_COST: f64 = 0.1;
 const SPLIT_DEPTH_COST: f64 = 200.0;
 
@@ -72,25 +103,15 @@ pub struct Slices {
     pub workspace: usize,
 }
 
-/// Dynamic shared memory of the DMMA kernel with `tile`: 3 stages of two operand tiles (more than
-/// sm_86 and sm_89 let a block hold for tile 128: those take 64 or the SIMT kernel).
-fn dmma_smem(tile: u32) -> u32 {
-    if tile == 128 {
-        122_880
-    } else {
-        61_440
-    }
-}
-
 /// The most slices worth asking for `g`: each at least [`MIN_SLICE_DEPTH`] deep, their partial
 /// products within [`MAX_PARTIALS`]; 1 for batched products.
 fn max_splits(g: &Gemm) -> u32 {
-    let outputs = (g.m as u128 * g.n as u128).max(1);
-    let by_memory = MAX_PARTIALS as u128 / (outputs * size_of::<f64>() as u128);
-    let by_depth = (g.k / MIN_SLICE_DEPTH) as u128;
     if g.batch != 1 {
         return 1;
     }
+    let outputs = (g.m as u128 * g.n as u128).max(1);
+    let by_memory = MAX_PARTIALS as u128 / (outputs * size_of::<f64>() as u128);
+    let by_depth = (g.k / MIN_SLICE_DEPTH) as u128;
     by_memory.min(by_depth).clamp(1, u128::from(MAX_SPLITS)) as u32
 }
 
@@ -105,13 +126,14 @@ pub fn plan(g: &Gemm, device: &Device) -> PlanF64 {
         return best.1;
     }
     let sms = device.multiprocessors.max(1) as usize;
-    for (tile, per_sm) in BLOCKS_PER_SM {
-        if (PlanF64::Dmma { tile, splits: 1 }).check(g, device).is_err() {
+    for t in &DMMA {
+        if (PlanF64::Dmma { tile: t.side, splits: 1 }).check(g, device).is_err() {
             continue;
         }
-        for splits in split_choices(g, tiles(g, tile).max(1), per_sm * sms) {
-            let plan = PlanF64::Dmma { tile, splits };
-            let value = score(g, plan, per_sm * sms);
+        let slots = t.blocks_per_sm * sms;
+        for splits in split_choices(g, tiles(g, t.side).max(1), slots) {
+            let plan = PlanF64::Dmma { tile: t.side, splits };
+            let value = score(g, plan, slots);
             if value > best.0 {
                 best = (value, plan);
             }
@@ -142,17 +164,17 @@ fn tiles(g: &Gemm, tile: u32) -> usize {
 /// speed, over the cost of slicing k.
 fn score(g: &Gemm, plan: PlanF64, slots: usize) -> f64 {
     let (PlanF64::Dmma { tile, .. }, Some(cut)) = (plan, plan.slices(g)) else { return 0.0 };
+    let Some(kind) = dmma_tile(tile) else { return 0.0 };
     let tiles = tiles(g, tile);
     let inside = (g.m * g.n) as f64 * g.batch as f64 / (tiles as f64 * f64::from(tile * tile));
     let blocks = tiles * cut.parts;
     let fill = blocks as f64 / (blocks.div_ceil(slots) * slots) as f64;
-    let speed = if tile == 128 { 1.0 } else { TILE64_SPEED };
     let slicing = if cut.parts > 1 {
         1.0 + SPLIT_FIXED_COST + (cut.parts + 1) as f64 * SPLIT_DEPTH_COST / g.k as f64
     } else {
         1.0
     };
-    inside * fill * speed / slicing
+    inside * fill * kind.speed / slicing
 }
 
 /// The kernels worth timing for `g` on `device` (`prism-gpu tune`): [`plan`]'s first, then the
@@ -207,33 +229,26 @@ impl PlanF64 {
 
     /// [`Error::Shape`] naming why `device` cannot run this kernel for `g`.
     pub fn check(self, g: &Gemm, device: &Device) -> Result<()> {
+        let PlanF64::Dmma { tile, splits } = self else { return Ok(()) };
         let (capability, optin) = (device.capability, device.shared_optin);
-        let why = match self {
-            PlanF64::Simt => return Ok(()),
-            PlanF64::Dmma { tile, .. } if !DMMA_TILES.contains(&tile) => {
-                format!("a dmma tile of {DMMA_TILES:?}, not {tile}")
+        let outputs_fit = g.m.checked_mul(g.n).and_then(|o| o.checked_mul(MAX_SPLITS as usize * 8)).is_some();
+        let why = match dmma_tile(tile) {
+            None => format!("a dmma tile of {DMMA_TILES:?}, not {tile}"),
+            Some(_) if capability.0 < 8 => "FP64 tensor cores (sm_80+) for dmma".to_string(),
+            Some(t) if optin < t.smem => {
+                format!("{} bytes of shared memory per block for dmma tile={tile}", t.smem)
             }
-            PlanF64::Dmma { .. } if capability.0 < 8 => "FP64 tensor cores (sm_80+) for dmma".to_string(),
-            PlanF64::Dmma { tile, .. } if optin < dmma_smem(tile) => {
-                format!("{} bytes of shared memory per block for dmma tile={tile}", dmma_smem(tile))
-            }
-            PlanF64::Dmma { .. } if g.k == 0 => "k >= 1 for dmma".to_string(),
-            PlanF64::Dmma { splits, .. } if splits == 0 || splits > MAX_SPLITS => {
+            Some(_) if g.k == 0 => "k >= 1 for dmma".to_string(),
+            Some(_) if splits == 0 || splits > MAX_SPLITS => {
                 format!("1 to {MAX_SPLITS} slices of k, not {splits}")
             }
-            PlanF64::Dmma { splits, .. } if splits > 1 && g.batch != 1 => {
+            Some(_) if splits > 1 && g.batch != 1 => {
                 format!("one product (batch 1) for {splits} slices of k")
             }
-            PlanF64::Dmma { splits, .. }
-                if splits > 1
-                    && g.m
-                        .checked_mul(g.n)
-                        .and_then(|o| o.checked_mul(MAX_SPLITS as usize * 8))
-                        .is_none() =>
-            {
+            Some(_) if splits > 1 && !outputs_fit => {
                 "partial products that fit the address space".to_string()
             }
-            PlanF64::Dmma { .. } => return Ok(()),
+            Some(_) => return Ok(()),
         };
         Err(Error::Shape {
             op: "gemm plan",
@@ -383,16 +398,14 @@ pub(super) unsafe fn run(
         // epilogue (cuda/gemm_f64.cu); `validate` checked the operands, which the caller vouches for.
         return unsafe { launch_common(stream, &kernel, l, (g.alpha, g.beta), [pa, pb, pc], sizes, None) };
     };
-    let prefix = if tile == 128 { "gemm_f64_dmma" } else { "gemm_f64_dmma64" };
-    let name = format!("{prefix}_{}{}", layout_char(l.trans_a), layout_char(l.trans_b));
-    let smem = dmma_smem(tile);
-    let function = function_with_smem(kernels, &name, smem)?;
-    let threads = if tile == 128 { 256 } else { 128 };
+    let t = dmma_tile(tile).expect("`check` or the rules chose one of the DMMA tiles");
+    let name = format!("{}_{}{}", t.entry, layout_char(l.trans_a), layout_char(l.trans_b));
+    let function = function_with_smem(kernels, &name, t.smem)?;
     let kernel = CommonKernel {
         function: &function,
         tile: (tile as usize, tile as usize),
-        threads,
-        smem,
+        threads: t.threads,
+        smem: t.smem,
         flags: false,
     };
     let slices = plan.slices(l).expect("a DMMA plan cuts k");
@@ -491,18 +504,19 @@ mod tests {
             sliced += usize::from(plan(&g, &H100).slices(&g).is_some_and(|s| s.parts > 1));
             let cut = |p: PlanF64| (p.tile_of(), p.slices(&g).map(|s| s.parts));
             let mut best = (0.0, PlanF64::Simt);
-            for (tile, per_sm) in BLOCKS_PER_SM {
-                let most = (2 * per_sm * sms).div_ceil(tiles(&g, tile).max(1)).min(max_splits(&g) as usize);
+            for t in &DMMA {
+                let slots = t.blocks_per_sm * sms;
+                let most = (2 * slots).div_ceil(tiles(&g, t.side).max(1)).min(max_splits(&g) as usize);
                 for splits in 1..=most.max(1) as u32 {
-                    let value = score(&g, PlanF64::Dmma { tile, splits }, per_sm * sms);
+                    let value = score(&g, PlanF64::Dmma { tile: t.side, splits }, slots);
                     if value > best.0 {
-                        best = (value, PlanF64::Dmma { tile, splits });
+                        best = (value, PlanF64::Dmma { tile: t.side, splits });
                     }
                 }
             }
             let chosen = plan(&g, &H100);
             let PlanF64::Dmma { tile, .. } = chosen else { continue };
-            let slots = if tile == 128 { sms } else { 2 * sms };
+            let slots = dmma_tile(tile).unwrap().blocks_per_sm * sms;
             assert!(
                 cut(chosen) == cut(best.1) || score(&g, chosen, slots) >= best.0,
                 "{g:?}: {chosen} against {}",
@@ -510,6 +524,20 @@ mod tests {
             );
         }
         assert!(sliced > 2_000, "only {sliced} sliced plans among the shapes");
+    }
+
+    #[test]
+    fn every_dmma_tile_names_kernels_that_exist() {
+        // The entry points a plan launches, in every layout (the catalogue lists what
+        // cuda/gemm_f64.cu defines; its static_asserts pin the shared-memory sizes).
+        for t in &DMMA {
+            for layout in ["nn", "nt", "tn", "tt"] {
+                let name = format!("{}_{layout}", t.entry);
+                let family = crate::kernels::catalogue::family_of(&name).map(|f| f.name);
+                assert_eq!(family, Some("gemm_f64"), "{name}");
+            }
+        }
+        assert_eq!(DMMA_TILES, [128, 64]);
     }
 
     #[test]
