@@ -20,29 +20,32 @@ fn act64(act: FusedActivation, x: f64) -> f64 {
     }
 }
 
-/// `act(a·b + bias)` in f64 (row-major a m x k, b k x n, bias n).
+/// `act(a·b + bias)` in f64 (row-major a m x k, b k x n, bias n), and each output's magnitude
+/// `Σ|a·b| + |bias|`: the scale of its rounding error, also where the sum cancels.
 fn reference(
     a: &[f32],
     b: &[f32],
     bias: &[f32],
     (m, n, k): (usize, usize, usize),
     act: FusedActivation,
-) -> Vec<f64> {
-    let mut out = vec![0.0; m * n];
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut out, mut magnitude) = (vec![0.0; m * n], vec![0.0; m * n]);
     for i in 0..m {
         for j in 0..n {
-            let dot: f64 = (0..k).map(|p| f64::from(a[i * k + p]) * f64::from(b[p * n + j])).sum();
+            let terms = (0..k).map(|p| f64::from(a[i * k + p]) * f64::from(b[p * n + j]));
+            let (dot, size) = terms.fold((0.0, 0.0), |(d, s), t| (d + t, s + t.abs()));
             out[i * n + j] = act64(act, dot + f64::from(bias[j]));
+            magnitude[i * n + j] = size + f64::from(bias[j]).abs();
         }
     }
-    out
+    (out, magnitude)
 }
 
-/// Largest |got - want| / max(|want|, RMS of want).
-fn worst_error(got: &[f32], want: &[f64]) -> f64 {
-    assert_eq!(got.len(), want.len());
-    let rms = (want.iter().map(|w| w * w).sum::<f64>() / want.len().max(1) as f64).sqrt().max(1e-30);
-    got.iter().zip(want).map(|(&g, &w)| (f64::from(g) - w).abs() / w.abs().max(rms)).fold(0.0, f64::max)
+/// Largest |got - want| / max(|want|, magnitude) over the elements.
+fn worst_error(got: &[f32], want: &[f64], magnitude: &[f64]) -> f64 {
+    assert!(got.len() == want.len() && want.len() == magnitude.len());
+    let scaled = got.iter().zip(want).zip(magnitude);
+    scaled.map(|((&g, &w), &s)| (f64::from(g) - w).abs() / w.abs().max(s).max(1e-30)).fold(0.0, f64::max)
 }
 
 /// The fused product against the f64 reference (F32 and TF32, each within its tolerance), then the
@@ -52,10 +55,10 @@ fn check_all(rt: &ProductionGpuRuntime) {
     for (m, n, k) in [(1, 1, 1), (7, 5, 3), (33, 129, 65), (136, 200, 264)] {
         let (a, b, bias) = (rng.vec(m * k, -1.0, 1.0), rng.vec(k * n, -1.0, 1.0), rng.vec(n, -1.0, 1.0));
         for act in ACTS {
-            let want = reference(&a, &b, &bias, (m, n, k), act);
+            let (want, magnitude) = reference(&a, &b, &bias, (m, n, k), act);
             for (precision, tol) in [(Precision::F32, 1e-5), (Precision::Tf32, 5e-3)] {
                 let got = rt.matmul_bias_act(&a, &b, &bias, (m, n, k), act, precision).unwrap();
-                let err = worst_error(&got, &want);
+                let err = worst_error(&got, &want, &magnitude);
                 assert!(
                     err <= tol,
                     "{} {m}x{n}x{k} {act:?} {precision:?}: error {err:.2e} > {tol:.0e}",
@@ -106,10 +109,11 @@ fn gpu_bias_act_pass_on_bf16_matches_the_reference() {
         let dbias = ops.upload(&bias).unwrap();
         ops.bias_act(&mut c.as_view_mut(), (rows, cols), Some(&dbias.as_view()), act).unwrap();
         let got: Vec<f32> = ops.download(&c).unwrap().into_iter().map(f32::from).collect();
-        let want: Vec<f64> = (0..rows * cols)
-            .map(|i| act64(act, f64::from(x[i].to_f32()) + f64::from(bias[i % cols].to_f32())))
-            .collect();
-        let err = worst_error(&got, &want);
+        let (x_at, bias_at) =
+            (|i: usize| f64::from(x[i].to_f32()), |i: usize| f64::from(bias[i % cols].to_f32()));
+        let want: Vec<f64> = (0..rows * cols).map(|i| act64(act, x_at(i) + bias_at(i))).collect();
+        let magnitude: Vec<f64> = (0..rows * cols).map(|i| x_at(i).abs() + bias_at(i).abs()).collect();
+        let err = worst_error(&got, &want, &magnitude);
         assert!(err <= 8e-3, "bias_act bf16 {act:?}: error {err:.2e}");
         // A short bias is an error, and the matrix is left alone.
         let short = ops.upload(&bias[..cols - 1]).unwrap();
