@@ -9,7 +9,7 @@
 namespace {
 
 // ---------------------------------------------------------------------------------------------------------
-// Tiled SIMT GEMM: a BM x BN x BK block tile on 256 threads = WARPS_M x (8 / WARPS_M) warps, each warp's lanes
+// Tiled SIMT GEMM: a BM x BN x BK block tile on WARPS_M x WARPS_N warps, each warp's lanes
 // LANES_M x (32 / LANES_M), each thread a TM x TN block of outputs made of 4 x 4 quadrants (so every shared
 // read is a conflict-free float4). Operand tiles are stored K-major ([BK][rows + 4]) in two shared buffers:
 // the next tile is copied with cp.async while the current one is multiplied (one barrier per tile), and the
@@ -18,8 +18,14 @@ namespace {
 // spread the copy instructions among the FMAs. With a branch around them they ran as one serial block per tile
 // and SGEMM stayed at 0.90x cuBLAS; without it, 1.0x (notes/gemm.md).
 // Instantiations: 128 x 256 x 8 (1 block per SM, the shape of cuBLAS's own H100 SGEMM) for grids of at least
-// ~a wave; 64 x 128 x 16 (2 blocks per SM) for smaller ones.
+// ~a wave; 64 x 128 x 16 (2 blocks per SM) for smaller ones; 32 x 32 x 8 on 2 warps for batches of small
+// matrices, which the larger tiles mostly cover with padding (144 x 144: 42% of a 64 x 128 grid is inside).
 constexpr int TILE_PAD = 4;
+
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int LANES_M_> struct SimtTile {
+    static constexpr int BM = BM_, BN = BN_, BK = BK_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, LANES_M = LANES_M_;
+    static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+};
 
 // The thread's share of one operand tile [ROWS along M/N] x [BK along K]: G groups of 4 elements consecutive
 // along the contiguous dimension of global memory. KCONT: K is that dimension (A not transposed, B
@@ -29,11 +35,11 @@ constexpr int TILE_PAD = 4;
 // f32 data: cp.async, one 16-byte copy per group when VEC (16-byte aligned groups that are whole or wholly
 // outside the matrix), else four 4-byte ones; 16-bit data: loaded, converted and stored by the thread (the
 // fallback for GPUs without tensor cores).
-template <int ROWS, int BK, bool KCONT, typename T, bool VEC> struct OperandFeed {
+template <int ROWS, int BK, bool KCONT, typename T, bool VEC, int THREADS> struct OperandFeed {
     static constexpr int GROUPS = ROWS * BK / 4;
-    static constexpr int G = GROUPS / 256;
+    static constexpr int G = GROUPS / THREADS;
     static constexpr int PITCH = ROWS + TILE_PAD;
-    static_assert(GROUPS % 256 == 0, "every thread copies whole groups");
+    static_assert(GROUPS % THREADS == 0, "every thread copies whole groups");
 
     const T *next[G];  // the group's first element in the next tile
     int inside[G];     // KCONT: 1 if the group's row exists, else 0; otherwise its elements that exist along M/N
@@ -46,7 +52,7 @@ template <int ROWS, int BK, bool KCONT, typename T, bool VEC> struct OperandFeed
     __device__ __forceinline__ OperandFeed(const T *g, long long ld, int mn0, int mn_lim) : step(KCONT ? BK : BK * ld), base(g) {
 #pragma unroll
         for (int j = 0; j < G; ++j) {
-            const int idx = threadIdx.x + j * 256;
+            const int idx = threadIdx.x + j * THREADS;
             const int mn = mn0 + mn_of(idx), kk = k_of(idx);
             next[j] = g + (KCONT ? (long long)mn * ld + kk : (long long)kk * ld + mn);
             inside[j] = KCONT ? (mn < mn_lim) : max(0, min(4, mn_lim - mn));
@@ -58,7 +64,7 @@ template <int ROWS, int BK, bool KCONT, typename T, bool VEC> struct OperandFeed
     __device__ __forceinline__ void issue(float *tile, float4 *stage, int k_left) {
 #pragma unroll
         for (int j = 0; j < G; ++j) {
-            const int idx = threadIdx.x + j * 256;
+            const int idx = threadIdx.x + j * THREADS;
             const int kk = k_of(idx);
             const int count = KCONT ? inside[j] * max(0, min(4, k_left - kk)) : (kk < k_left ? inside[j] : 0);
             float *dst = KCONT ? reinterpret_cast<float *>(stage + idx) : tile + kk * PITCH + mn_of(idx);
@@ -87,7 +93,7 @@ template <int ROWS, int BK, bool KCONT, typename T, bool VEC> struct OperandFeed
         if constexpr (KCONT) {
 #pragma unroll
             for (int j = 0; j < G; ++j) {
-                const int idx = threadIdx.x + j * 256;
+                const int idx = threadIdx.x + j * THREADS;
                 const float4 v = stage[idx];
                 float *d = tile + k_of(idx) * PITCH + mn_of(idx);
                 d[0] = v.x;
@@ -108,23 +114,25 @@ template <int BM, int BN, int BK> struct TileBuffers {
     float4 stage[(BM + BN) * BK / 4];
 };
 
-template <int BM, int BN, int BK, int WARPS_M, int LANES_M, typename TI, typename TO, bool TA, bool TB, bool VEC>
+template <typename Tile, typename TI, typename TO, bool TA, bool TB, bool VEC>
 __device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, const TI *__restrict__ A, int lda,
                                            const TI *__restrict__ B, int ldb, float beta, TO *__restrict__ C, int ldc,
-                                           TileBuffers<BM, BN, BK> &s) {
-    constexpr int WARPS_N = 8 / WARPS_M, LANES_N = 32 / LANES_M;
+                                           TileBuffers<Tile::BM, Tile::BN, Tile::BK> &s) {
+    constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, THREADS = Tile::THREADS;
+    constexpr int WARPS_M = Tile::WARPS_M, WARPS_N = Tile::WARPS_N, LANES_M = Tile::LANES_M, LANES_N = 32 / LANES_M;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
     constexpr int TM = WM / LANES_M, TN = WN / LANES_N;  // thread tile
     constexpr int QM = TM / 4, QN = TN / 4;              // 4 x 4 quadrants, LANES * 4 apart
-    static_assert(WARPS_M * WARPS_N == 8 && TM % 4 == 0 && TN % 4 == 0, "tile does not fit 256 threads");
+    static_assert(TM * LANES_M * WARPS_M == BM && TN * LANES_N * WARPS_N == BN, "warps and lanes do not cover the tile");
+    static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are made of 4 x 4 quadrants");
     static_assert(BK >= 2, "the staged groups are moved two steps before the tile's end");
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row0 = (warp / WARPS_N) * WM + (lane / LANES_N) * 4;
     const int col0 = (warp % WARPS_N) * WN + (lane % LANES_N) * 4;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int nk = (k + BK - 1) / BK;
-    OperandFeed<BM, BK, !TA, TI, VEC> feed_a(A, lda, m0, m);
-    OperandFeed<BN, BK, TB, TI, VEC> feed_b(B, ldb, n0, n);
+    OperandFeed<BM, BK, !TA, TI, VEC, THREADS> feed_a(A, lda, m0, m);
+    OperandFeed<BN, BK, TB, TI, VEC, THREADS> feed_b(B, ldb, n0, n);
     float4 *stage_a = s.stage, *stage_b = s.stage + BM * BK / 4;
 
     float acc[TM][TN];
@@ -217,11 +225,11 @@ __device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, con
 }
 
 // Batch offsets, then the body for this call's layout and alignment (uniform branches).
-template <int BM, int BN, int BK, int WARPS_M, int LANES_M, typename TI, typename TO>
+template <typename Tile, typename TI, typename TO>
 __device__ __forceinline__ void tiled_entry(int m, int n, int k, float alpha, const TI *A, int lda, long long strideA,
                                             int transA, const TI *B, int ldb, long long strideB, int transB,
                                             float beta, TO *C, int ldc, long long strideC) {
-    __shared__ __align__(16) TileBuffers<BM, BN, BK> tiles;
+    __shared__ __align__(16) TileBuffers<Tile::BM, Tile::BN, Tile::BK> tiles;
     const long long z = blockIdx.z;
     A += z * strideA;
     B += z * strideB;
@@ -234,7 +242,7 @@ __device__ __forceinline__ void tiled_entry(int m, int n, int k, float alpha, co
               (a_row % 4 == 0) && (b_row % 4 == 0);
     }
 #define TILED_CALL(TA, TB, V)                                                                                   \
-    tiled_gemm<BM, BN, BK, WARPS_M, LANES_M, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, tiles)
+    tiled_gemm<Tile, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, tiles)
     if (vec) {
         if (transA) { if (transB) TILED_CALL(true, true, true); else TILED_CALL(true, false, true); }
         else { if (transB) TILED_CALL(false, true, true); else TILED_CALL(false, false, true); }
@@ -303,7 +311,7 @@ __device__ __forceinline__ void small_gemm(int m, int n, int k, float alpha, con
 // (ceil(n/16), ceil(m/16), batch). Block 256, no dynamic smem.
 #define SIMT_ENTRIES(SFX, TIN, TO)                                                                              \
     PRISM_KERNEL void __launch_bounds__(256, 1) gemm_simt_##SFX(GEMM_ARGS(TIN, TO)) {                          \
-        tiled_entry<128, 256, 8, 2, 4, TIN, TO>(m, n, k, alpha, GEMM_PASS);                                     \
+        tiled_entry<SimtTile<128, 256, 8, 2, 4, 4>, TIN, TO>(m, n, k, alpha, GEMM_PASS);                        \
     }                                                                                                           \
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         gemm_small_##SFX(GEMM_ARGS(TIN, TO), const TO *bias, long long biasStride, int act) {                   \
@@ -318,7 +326,14 @@ SIMT_ENTRIES(f16_f32, __half, float)
 
 // Exact fp32 with 64 x 128 tiles: grid (ceil(n/128), ceil(m/64), batch), block 256, no dynamic smem.
 PRISM_KERNEL void __launch_bounds__(256, 2) gemm_simt64_f32_f32(GEMM_ARGS(float, float)) {
-    tiled_entry<64, 128, 16, 2, 4, float, float>(m, n, k, alpha, GEMM_PASS);
+    tiled_entry<SimtTile<64, 128, 16, 2, 4, 4>, float, float>(m, n, k, alpha, GEMM_PASS);
+}
+
+// Exact fp32 with 32 x 32 tiles on 2 warps (4 x 4 outputs per thread), 16 blocks per SM: batches of small
+// matrices (attention's 144 x 144 x 32: 1.28x cuBLAS where 64 x 128 tiles reach 0.88x, notes/batched-sgemm/).
+// grid (ceil(n/32), ceil(m/32), batch), block 64, no dynamic smem.
+PRISM_KERNEL void __launch_bounds__(64, 16) gemm_simt32_f32_f32(GEMM_ARGS(float, float)) {
+    tiled_entry<SimtTile<32, 32, 8, 1, 2, 8>, float, float>(m, n, k, alpha, GEMM_PASS);
 }
 
 // Batched transpose of f32 matrices: out[c][r] = in[r][c] for a rows x cols input (ld_in >= cols,

@@ -459,6 +459,14 @@ fn small_every_candidate_kernel_matches_the_reference() {
     // Batched (split-K and skinny are not candidates there).
     let batched = Spec::new(136, 200, 264).batch(3, 8).scaled(0.75, -0.5).precision(Precision::Bf16);
     runs += every_candidate::<bf16>(&rt, &batched, &mut rng);
+    // Batches of small exact-f32 matrices (the 32 x 32 tiles' case): sides off the tile, k off the
+    // k-tile, gaps between the entries, a broadcast operand.
+    for (ta, tb) in TRANSPOSES {
+        for (m, n, k, broadcast) in [(145, 143, 33, (false, false)), (37, 70, 13, (false, true))] {
+            let spec = Spec::new(m, n, k).trans(ta, tb).batch(5, 8).broadcast(broadcast.0, broadcast.1);
+            runs += every_candidate::<f32>(&rt, &spec.scaled(0.75, -0.5).precision(Precision::F32), &mut rng);
+        }
+    }
     println!("{runs} candidate runs checked");
 }
 
@@ -475,6 +483,7 @@ fn a_kernel_that_cannot_run_the_gemm_is_an_error() {
     let workspace = Workspace::default();
     for kernel in [
         Kernel::Simt64,
+        Kernel::Simt32,
         Kernel::Sm90 { bn: 64, a: Feed::Transpose, b: Feed::InPlace },
         Kernel::Skinny { rows: 1, splits: 1 },
         Kernel::SplitK { splits: 4, mma: false },

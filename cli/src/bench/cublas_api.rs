@@ -6,7 +6,7 @@
 //! `Cᵀ = Bᵀ·Aᵀ` for a row-major product (`gemm_strided_batched` through the safe `Gemm<T>` trait for
 //! f32, f64, f16 and bf16; `result::gemm_strided_batched_ex` with `CUBLAS_COMPUTE_32F_FAST_TF32` for
 //! TF32), on square and transformer shapes, a weight used as `x·Wᵀ` (transposed B), a batch whose B
-//! has stride 0, and the host cost of one small call. GPU time is the median of CUDA-event samples
+//! has stride 0, candle's f32 attention batches and GEMV, and the host cost of one small call. GPU time is the median of CUDA-event samples
 //! after warm-up; each sample is `inner` back-to-back calls (about 5 GFLOP, at most 100). Up to
 //! 4096 x 4096 outputs, our result is compared with cuBLAS's before a figure is kept.
 
@@ -57,7 +57,7 @@ impl Kind {
 }
 
 /// One timed call: row-major `C[m x n] = A[m x k] · B`, with B stored `k x n`, or `n x k` and used
-/// transposed (`x·Wᵀ`), `batch` products whose B is shared (stride 0) when `batch > 1`.
+/// transposed (`x·Wᵀ`), `batch` products whose B is shared (stride 0) or each their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Case {
     /// Element and compute type.
@@ -70,8 +70,10 @@ pub struct Case {
     pub k: usize,
     /// B stored `n x k` (a weight matrix) and used transposed.
     pub weight_t: bool,
-    /// Products in the batch (B shared: stride 0).
+    /// Products in the batch.
     pub batch: usize,
+    /// One B for every product of the batch (stride 0).
+    pub shared_b: bool,
 }
 
 impl Case {
@@ -81,22 +83,34 @@ impl Case {
 
     fn name(&self) -> String {
         let layout = if self.weight_t { " x·Wᵀ" } else { "" };
-        let batch = if self.batch > 1 { format!(" batch {} B stride 0", self.batch) } else { String::new() };
+        let batch = match (self.batch, self.shared_b) {
+            (1, _) => String::new(),
+            (b, true) => format!(" batch {b} B stride 0"),
+            (b, false) => format!(" batch {b}"),
+        };
         format!("cublas {} {}x{}x{}{layout}{batch}", self.kind.label(), self.m, self.n, self.k)
     }
 }
 
 /// The shapes of a run: squares, transformer projections (8192 tokens, BERT-base widths) as
-/// `x·Wᵀ`, and a batch over one shared weight.
+/// `x·Wᵀ`, a batch over one shared weight, and in f32 the products of candle's matmul benches
+/// (`batch_1000` and `attn_4d_*`: 144 x 144 x 32 scores, the 144 x 32 x 144 values after them;
+/// `gemv`: 1 x 2048 x 2048).
 pub fn cases(full: bool) -> Vec<Case> {
     let squares: &[usize] = if full { &[1024, 2048, 4096, 8192] } else { &[1024, 4096, 8192] };
     let mut cases = Vec::new();
     for kind in Kind::ALL {
-        let case = |m, n, k, weight_t, batch| Case { kind, m, n, k, weight_t, batch };
-        cases.extend(squares.iter().map(|&s| case(s, s, s, false, 1)));
-        cases.push(case(8192, 3072, 768, true, 1));
-        cases.push(case(8192, 768, 3072, true, 1));
-        cases.push(case(1024, 1024, 1024, false, 16));
+        let case = |m, n, k, weight_t, batch, shared_b| Case { kind, m, n, k, weight_t, batch, shared_b };
+        cases.extend(squares.iter().map(|&s| case(s, s, s, false, 1, false)));
+        cases.push(case(8192, 3072, 768, true, 1, false));
+        cases.push(case(8192, 768, 3072, true, 1, false));
+        cases.push(case(1024, 1024, 1024, false, 16, true));
+        if kind == Kind::F32 {
+            cases.push(case(144, 144, 32, false, 1000, false));
+            cases.push(case(144, 144, 32, false, 2904, false));
+            cases.push(case(144, 32, 144, false, 1000, false));
+            cases.push(case(1, 2048, 2048, false, 1, false));
+        }
     }
     cases
 }
@@ -131,7 +145,7 @@ pub fn run(settings: Settings, cases: &[Case]) -> Result<Vec<Row>> {
 
     for case in cases {
         let a = rng.vec(case.batch * case.m * case.k, -1.0, 1.0);
-        let b = rng.vec(case.k * case.n, -1.0, 1.0);
+        let b = rng.vec(if case.shared_b { 1 } else { case.batch } * case.k * case.n, -1.0, 1.0);
         let inner = ((5e9 / case.flops()) as usize).clamp(1, 100);
         let check = case.m * case.n <= CHECK_MAX_OUTPUTS;
         let job = Job { case, a: &a, b: &b, settings, inner, check };
@@ -227,7 +241,7 @@ macro_rules! caller {
                     ldc: n,
                 },
                 batch_size: case.batch as i32,
-                stride_a: 0,
+                stride_a: if case.shared_b { 0 } else { (case.k * case.n) as i64 },
                 stride_b: (case.m * case.k) as i64,
                 stride_c: (case.m * case.n) as i64,
             }
@@ -330,8 +344,8 @@ macro_rules! caller {
                 let (da, db, mut dc) = self.operands::<T>(case, a, b)?;
                 let cfg = config(case, T::from_f32(1.0), T::from_f32(0.0));
                 let ms = median_ms(&self.stream, settings, inner, || {
-                    // SAFETY: B holds k x n (or n x k) elements (stride 0), A and C batch x m x k and
-                    // batch x m x n, packed as `config` describes.
+                    // SAFETY: B holds k x n (or n x k) elements (shared) or batch times that, A and C
+                    // batch x m x k and batch x m x n, packed as `config` describes.
                     unsafe { self.blas.gemm_strided_batched(cfg, &db, &da, &mut dc) }.map_err(err)
                 })?;
                 Ok((ms, self.result(&dc, check)?))

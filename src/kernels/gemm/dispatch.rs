@@ -54,6 +54,9 @@ pub enum Kernel {
     /// `gemm_simt64_f32_f32`: exact fp32 on 64 x 128 tiles, for grids that 128 x 256 tiles leave
     /// under about a wave.
     Simt64,
+    /// `gemm_simt32_f32_f32`: exact fp32 on 32 x 32 tiles (16 blocks per multiprocessor), for
+    /// batches of small matrices that the larger tiles cover mostly with padding.
+    Simt32,
     /// `gemm_mma_*`: mma.sync tensor cores (sm_80+).
     Mma,
     /// One GEMM whose tiles would leave most multiprocessors idle, split along k: `splits`
@@ -131,6 +134,8 @@ pub const TILE_M: usize = 128;
 pub const SIMT_TILE_N: usize = 256;
 /// Rows of the `gemm_simt64_f32_f32` tiles (128 columns wide).
 pub const SIMT64_TILE_M: usize = 64;
+/// Rows and columns of the `gemm_simt32_f32_f32` tiles.
+pub const SIMT32_TILE: usize = 32;
 /// Split-K: blocks of the split kernels resident per multiprocessor (both run two).
 const SPLIT_BLOCKS_PER_SM: usize = 2;
 /// ... at least this much of k per slice on the CUDA cores (SGEMM, H100: 512^3 0.64x cuBLAS
@@ -328,13 +333,7 @@ pub fn heuristic(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady)
         return Kernel::Small;
     }
     match precision {
-        Precision::F32 => {
-            if large_tiles_finish_first(g, device.multiprocessors) {
-                Kernel::Simt
-            } else {
-                Kernel::Simt64
-            }
-        }
+        Precision::F32 => exact_f32_tiles(g, device.multiprocessors),
         _ if !tensor_cores => Kernel::Simt,
         Precision::Bf16 | Precision::F16 if device.sm90 => {
             // A large single product copies an operand TMA cannot read to a 128-byte pitch (else
@@ -397,17 +396,27 @@ fn copy_unreadable(g: &Gemm, other_side: usize) -> bool {
         && g.k >= UNREADABLE_COPY_MIN_DEPTH
 }
 
-/// Exact fp32: whether the 128 x 256 tiles (one block per multiprocessor) finish before the 64 x
-/// 128 tiles (two per multiprocessor), counting whole waves of blocks: each multiprocessor does
-/// 32768 outputs per wave of the former, 16384 of the latter, and the former computes 1.1x faster
-/// (0.91x vs 0.82x cuBLAS on full waves). 2048^2: 1 wave against 2, large tiles; 1024^2: 1
-/// against 1, small tiles; 1000x5000: 2 (160 tiles) against 3 (640 tiles), small tiles.
-fn large_tiles_finish_first(g: &Gemm, multiprocessors: u32) -> bool {
-    let tiles = |rows: usize, cols: usize| (g.m.div_ceil(rows) * g.n.div_ceil(cols) * g.batch) as u128;
+/// Exact fp32: the CUDA-core tiles that finish first, counting whole waves of blocks. Per wave,
+/// each multiprocessor computes 32768 outputs of the 128 x 256 tiles (one block), 16384 of the
+/// 64 x 128 tiles (two) or of the 32 x 32 tiles (sixteen), at relative speeds 1.1, 1.0 and 0.7
+/// (full waves, H200: 144 x 144 x 32 batches run 16.2 TFLOP/s of padded work on 32 x 32 tiles
+/// against 26 on 64 x 128). 2048^2: 1 wave of large tiles against 2 of 64 x 128; 1024^2: 1 against
+/// 1, 64 x 128; 1000 x 144 x 144 x 32: 12 waves of 32 x 32 against 23 of 64 x 128
+/// (notes/batched-sgemm/).
+fn exact_f32_tiles(g: &Gemm, multiprocessors: u32) -> Kernel {
     let sms = u128::from(multiprocessors);
-    let large = tiles(TILE_M, SIMT_TILE_N).div_ceil(sms) * 32768 * 10;
-    let small = tiles(SIMT64_TILE_M, TILE_M).div_ceil(2 * sms) * 16384 * 11;
-    large <= small
+    // (kernel, tile rows, tile columns, blocks per multiprocessor, time per output: 77 / speed)
+    let options = [
+        (Kernel::Simt, TILE_M, SIMT_TILE_N, 1, 70),
+        (Kernel::Simt64, SIMT64_TILE_M, TILE_M, 2, 77),
+        (Kernel::Simt32, SIMT32_TILE, SIMT32_TILE, 16, 110),
+    ];
+    let cost = |&(_, rows, cols, blocks, time): &(Kernel, usize, usize, u128, u128)| {
+        let tiles = (g.m.div_ceil(rows) * g.n.div_ceil(cols) * g.batch) as u128;
+        tiles.div_ceil(blocks * sms) * blocks * (rows * cols) as u128 * time
+    };
+    // The first of equal costs: larger tiles on a tie.
+    options.iter().min_by_key(|o| cost(o)).map_or(Kernel::Simt64, |o| o.0)
 }
 
 /// Split-K for one GEMM (exact fp32 on the CUDA cores, or TF32 / BF16 / FP16 on mma.sync) whose
@@ -577,6 +586,24 @@ mod tests {
         let batched = Gemm::new(1024, 1024, 512).batched(4, 0, 0, 1 << 20);
         assert_eq!(heuristic(&batched, Precision::F32, &H100, ALIGNED), Kernel::Simt);
         // 128 (1) vs 512 (2)
+    }
+
+    #[test]
+    fn batches_of_small_exact_f32_products_take_the_32_tiles() {
+        // candle's attention benches, H100 (132 SMs): waves of 32 x 32 tiles against 64 x 128.
+        let f32 = |batch, m, n, k| {
+            let g = Gemm::new(m, n, k).batched(batch, m * k, k * n, m * n);
+            heuristic(&g, Precision::F32, &H100, ALIGNED)
+        };
+        assert_eq!(f32(1000, 144, 144, 32), Kernel::Simt32); // 12 waves vs 23
+        assert_eq!(f32(2904, 144, 144, 32), Kernel::Simt32); // 35 vs 66
+        assert_eq!(f32(1000, 144, 32, 144), Kernel::Simt32); // 3 vs 12
+                                                             // Where the larger tiles cover the matrices well enough: ViT's 197 x 197, 128^2 and up.
+        assert_eq!(f32(96, 197, 197, 64), Kernel::Simt64); // 3 vs 3
+        assert_eq!(f32(256, 128, 128, 64), Kernel::Simt64); // 2 vs 2
+        assert_eq!(f32(16, 512, 512, 64), Kernel::Simt); // 1 wave of 128 x 256 tiles, 2 of 64 x 128
+                                                         // One small product: a single wave of either, the larger tiles.
+        assert_eq!(f32(1, 144, 144, 32), Kernel::Simt64);
     }
 
     #[test]

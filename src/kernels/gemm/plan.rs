@@ -9,7 +9,7 @@ use std::fmt;
 
 use super::dispatch::{
     skinny_depth, skinny_long_contiguous, skinny_on_tensor_cores, skinny_rows, skinny_slice_align,
-    skinny_tile, sm90_tile, Device, Feed, Kernel, TmaReady, SIMT64_TILE_M, SIMT_TILE_N, TILE_M,
+    skinny_tile, sm90_tile, Device, Feed, Kernel, TmaReady, SIMT32_TILE, SIMT64_TILE_M, SIMT_TILE_N, TILE_M,
     TMA_FAST_PITCH, TRANSPOSE_TILE,
 };
 use super::spec::{Gemm, Precision};
@@ -42,6 +42,8 @@ pub enum Family {
     Simt,
     /// `gemm_simt64_f32_f32` (f32 data only).
     Simt64,
+    /// `gemm_simt32_f32_f32` (f32 data only).
+    Simt32,
     /// `gemm_mma_*` (tensor cores, sm_80+).
     Mma,
 }
@@ -60,7 +62,16 @@ impl Family {
             Family::Small => (SMALL_TILE, SMALL_TILE),
             Family::Simt => (TILE_M, SIMT_TILE_N),
             Family::Simt64 => (SIMT64_TILE_M, TILE_M),
+            Family::Simt32 => (SIMT32_TILE, SIMT32_TILE),
             Family::Mma => (TILE_M, TILE_M),
+        }
+    }
+
+    /// Threads per block.
+    pub fn threads(self) -> u32 {
+        match self {
+            Family::Simt32 => 64,
+            _ => 256,
         }
     }
 
@@ -210,8 +221,11 @@ impl Kernel {
         };
         let family = |family: Family| -> std::result::Result<Family, String> {
             match family {
-                Family::Simt64 if !matches!(precision, Precision::F32 | Precision::Tf32) => {
-                    Err("f32 data for simt64".into())
+                Family::Simt64 | Family::Simt32 if !matches!(precision, Precision::F32 | Precision::Tf32) => {
+                    Err(format!(
+                        "f32 data for {}",
+                        if family == Family::Simt64 { "simt64" } else { "simt32" }
+                    ))
                 }
                 Family::Mma if precision == Precision::F32 => {
                     Err("TF32, BF16 or FP16 for mma (it multiplies on the tensor cores)".into())
@@ -227,8 +241,12 @@ impl Kernel {
         let launch = match self {
             Kernel::Small => Launch::Tiled(Family::Small),
             Kernel::Simt => Launch::Tiled(Family::Simt),
-            Kernel::Simt64 | Kernel::Mma => {
-                let f = if self == Kernel::Simt64 { Family::Simt64 } else { Family::Mma };
+            Kernel::Simt64 | Kernel::Simt32 | Kernel::Mma => {
+                let f = match self {
+                    Kernel::Simt64 => Family::Simt64,
+                    Kernel::Simt32 => Family::Simt32,
+                    _ => Family::Mma,
+                };
                 match family(f) {
                     Ok(f) => Launch::Tiled(f),
                     Err(why) => return invalid(why),
@@ -413,7 +431,7 @@ impl fmt::Display for Feed {
     }
 }
 
-/// The kernel as the tuning table writes it: `small`, `simt`, `simt64`, `mma`,
+/// The kernel as the tuning table writes it: `small`, `simt`, `simt64`, `simt32`, `mma`,
 /// `splitk simt64|mma splits=S`, `skinny rows=R splits=S`, `sm90 bn=B a=FEED b=FEED`.
 impl fmt::Display for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -421,6 +439,7 @@ impl fmt::Display for Kernel {
             Kernel::Small => f.write_str("small"),
             Kernel::Simt => f.write_str("simt"),
             Kernel::Simt64 => f.write_str("simt64"),
+            Kernel::Simt32 => f.write_str("simt32"),
             Kernel::Mma => f.write_str("mma"),
             Kernel::SplitK { splits, mma } => {
                 write!(f, "splitk {} splits={splits}", if *mma { "mma" } else { "simt64" })
@@ -457,6 +476,7 @@ impl std::str::FromStr for Kernel {
             ["small"] => Kernel::Small,
             ["simt"] => Kernel::Simt,
             ["simt64"] => Kernel::Simt64,
+            ["simt32"] => Kernel::Simt32,
             ["mma"] => Kernel::Mma,
             ["splitk", family, splits] => {
                 let mma = match *family {
@@ -472,7 +492,7 @@ impl std::str::FromStr for Kernel {
             ["sm90", bn, a, b] => Kernel::Sm90 { bn: number(bn, "bn")?, a: feed(a, "a")?, b: feed(b, "b")? },
             _ => {
                 return Err(format!(
-                    "unknown kernel `{text}` (small, simt, simt64, mma, splitk mma|simt64 splits=S, \
+                    "unknown kernel `{text}` (small, simt, simt64, simt32, mma, splitk mma|simt64 splits=S, \
                      skinny rows=R splits=S, sm90 bn=B a=FEED b=FEED)"
                 ))
             }
