@@ -403,6 +403,16 @@ fn large_slow_or_unreadable_pitches_are_copied() {
 /// `tuning::gemm_with_kernel`, against the f64 reference; and a kernel that cannot compute it is
 /// an error, not a launch.
 fn every_candidate<T: Element>(rt: &ProductionGpuRuntime, spec: &Spec, rng: &mut SplitMix64) -> usize {
+    candidates_where::<T>(rt, spec, rng, |_| true)
+}
+
+/// [`every_candidate`] for the candidates `keep` selects.
+fn candidates_where<T: Element>(
+    rt: &ProductionGpuRuntime,
+    spec: &Spec,
+    rng: &mut SplitMix64,
+    keep: impl Fn(&prism_gpu::raw::kernels::gemm::tuning::Plan) -> bool,
+) -> usize {
     use prism_gpu::raw::kernels::gemm::{tuning, Workspace};
     let ops = rt.gpu().expect("a GPU runtime");
     let case = spec.build(rng);
@@ -417,6 +427,7 @@ fn every_candidate<T: Element>(rt: &ProductionGpuRuntime, spec: &Spec, rng: &mut
         tuning::candidates_of::<T, T>(kernels, stream, &case.g, &da.as_view(), &db.as_view(), 1 << 30)
             .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
     assert!(!plans.is_empty(), "{spec:?}: no candidates");
+    let plans: Vec<_> = plans.into_iter().filter(|p| keep(p)).collect();
     let workspace = Workspace::default();
     for plan in &plans {
         let mut dc = ops.upload(&before).unwrap();
@@ -459,15 +470,36 @@ fn small_every_candidate_kernel_matches_the_reference() {
     // Batched (split-K and skinny are not candidates there).
     let batched = Spec::new(136, 200, 264).batch(3, 8).scaled(0.75, -0.5).precision(Precision::Bf16);
     runs += every_candidate::<bf16>(&rt, &batched, &mut rng);
-    // Batches of small exact-f32 matrices (the 32 x 32 tiles' case): sides off the tile, k off the
-    // k-tile, gaps between the entries, a broadcast operand.
+    for spec in small_f32_batches() {
+        runs += every_candidate::<f32>(&rt, &spec, &mut rng);
+    }
+    println!("{runs} candidate runs checked");
+}
+
+/// Batches of small exact-f32 matrices (the 32 x 32 tiles' case), in every layout: sides off the
+/// tile, k off the k-tile, gaps between the entries, a broadcast operand.
+fn small_f32_batches() -> Vec<Spec> {
+    let mut specs = Vec::new();
     for (ta, tb) in TRANSPOSES {
         for (m, n, k, broadcast) in [(145, 143, 33, (false, false)), (37, 70, 13, (false, true))] {
             let spec = Spec::new(m, n, k).trans(ta, tb).batch(5, 8).broadcast(broadcast.0, broadcast.1);
-            runs += every_candidate::<f32>(&rt, &spec.scaled(0.75, -0.5).precision(Precision::F32), &mut rng);
+            specs.push(spec.scaled(0.75, -0.5).precision(Precision::F32));
         }
     }
-    println!("{runs} candidate runs checked");
+    specs
+}
+
+/// The 32 x 32 tiles alone on [`small_f32_batches`] (short enough for racecheck).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn batches_of_small_f32_matrices_on_the_32_tiles() {
+    use prism_gpu::raw::kernels::gemm::tuning::Kernel;
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    let runs: usize = small_f32_batches()
+        .iter()
+        .map(|spec| candidates_where::<f32>(&rt, spec, &mut rng, |p| p.kernel == Kernel::Simt32))
+        .sum();
+    assert_eq!(runs, small_f32_batches().len(), "simt32 is a candidate of every spec");
 }
 
 #[test]
