@@ -162,6 +162,66 @@ __device__ __forceinline__ void skinny_wk(float *xsm, int rows, int L, int k, in
         }
 }
 
+// One row (C's short side is 1) in one launch, W L-contiguous, f32 data: block owns CW columns over all of k,
+// its 256 threads are CW / 4 lanes of 16-byte loads along the columns times 256 / (CW / 4) row groups along k,
+// U rows in flight per thread; a shared-memory tree sums the row groups in a fixed order, and the block writes
+// C = epilogue(alpha * sum + beta * C) itself. No workspace and no second launch, which is what a small GEMV
+// costs (1 x 2048 x 2048: 11.4 us against 13.0 us for slices and their reduction, notes/gemv/). C's element l
+// is at C[l * cl]; its epilogue column is l when l runs along C's columns (l_cols), else 0.
+template <int CW, bool VEC>
+__device__ __forceinline__ void gemv_wl(int L, int k, const float *X, long long xk, const float *W, long long wld,
+                                        float alpha, float beta, float *C, long long cl, int l_cols,
+                                        const Epilogue<float> &epi) {
+    constexpr int LANES = CW / 4, GROUPS = SK_THREADS / LANES, U = 4;
+    const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;
+    const int l0 = blockIdx.x * CW + lane * 4;
+    const bool whole = VEC && l0 + 4 <= L;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int kb = group; kb < k; kb += GROUPS * U) {
+        float w[U][4], x[U];
+        // U rows' loads first, so U 16-byte reads per thread are in flight together.
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int kk = kb + u * GROUPS;
+            const float *row = W + (long long)kk * wld + l0;
+            x[u] = kk < k ? X[kk * xk] : 0.f;
+            if (kk < k && whole) {
+                const float4 v = __ldg(reinterpret_cast<const float4 *>(row));
+                w[u][0] = v.x, w[u][1] = v.y, w[u][2] = v.z, w[u][3] = v.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) w[u][e] = (kk < k && l0 + e < L) ? row[e] : 0.f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[e] = fmaf(x[u], w[u][e], acc[e]);
+    }
+    __shared__ float4 red[SK_THREADS];
+    red[threadIdx.x] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+    __syncthreads();
+#pragma unroll
+    for (int half = GROUPS / 2; half > 0; half /= 2) {
+        if (group < half) {
+            const float4 o = red[threadIdx.x + half * LANES];
+            float4 &r = red[threadIdx.x];
+            r.x += o.x, r.y += o.y, r.z += o.z, r.w += o.w;
+        }
+        __syncthreads();
+    }
+    if (group != 0) return;
+    const float4 r = red[lane];
+    float sum[4] = {r.x, r.y, r.z, r.w}, scale = alpha;
+    epi.template fuse<4>(scale, [&](int e) -> float & { return sum[e]; }, [&](int e) { return l_cols ? l0 + e : 0; });
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        if (l0 + e >= L) break;
+        float *c = C + (long long)(l0 + e) * cl;
+        const float v = scale * sum[e];
+        *c = beta != 0.f ? fmaf(beta, *c, v) : v;
+    }
+}
 
 // ---- Tensor-core skinny kernels (16-bit data, 8 to 64 rows) ----
 // The same slices and partial products as above, with the products on mma.sync m16n8k16 and the operands
@@ -383,6 +443,19 @@ __device__ __forceinline__ void skinny_tc_wl(int rows, int L, int k, int kc, con
     SKINNY_ENTRY(wl, S, S * skinny_kc(S) + S * 32 * Vec<float>::V)                                              \
     SKINNY_ENTRY(wk, S, S * skinny_kc(S))
 SKINNY_S(1) SKINNY_S(2) SKINNY_S(4) SKINNY_S(8) SKINNY_S(16)
+
+// gemm_gemv_wl_f32_c<CW>: C's short side 1, W L-contiguous, f32 data (gemv_wl above). Grid ceil(L / CW), block
+// 256. vec: W's base and pitch allow 16-byte loads (checked here).
+#define GEMV_ENTRY(CW)                                                                                          \
+    PRISM_KERNEL void __launch_bounds__(256)                                                                    \
+        gemm_gemv_wl_f32_c##CW(int L, int k, const float *X, long long xk, const float *W, long long wld,       \
+                               float alpha, float beta, float *C, long long cl, int l_cols, int n,             \
+                               const float *bias, int act) {                                                    \
+        const Epilogue<float> epi{bias, 0, act, n};                                                             \
+        if (rows_aligned<16>(W, wld)) gemv_wl<CW, true>(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, epi);  \
+        else gemv_wl<CW, false>(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, epi);                          \
+    }
+GEMV_ENTRY(8) GEMV_ENTRY(16) GEMV_ENTRY(32) GEMV_ENTRY(64)
 
 // gemm_skinny_tc_<wl|wk>_<bf16|f16>_s<S>: 16-bit data on the tensor cores, rows <= S (8 or 16: the host picks
 // the smaller that holds C's short side), slices of any depth (X is read from global memory). Configurations

@@ -456,7 +456,7 @@ fn candidates_where<T: Element>(
 fn small_every_candidate_kernel_matches_the_reference() {
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     let mut runs = 0;
-    for (m, n, k) in [(1, 1024, 1536), (5, 700, 2100), ALIGNED_ODD, (257, 257, 257)] {
+    for (m, n, k) in [(1, 1024, 1536), (701, 1, 1023), (5, 700, 2100), ALIGNED_ODD, (257, 257, 257)] {
         for (ta, tb) in TRANSPOSES {
             for (alpha, beta) in [(1.0, 0.0), (0.75, -0.5)] {
                 let spec = Spec::new(m, n, k).trans(ta, tb).scaled(alpha, beta);

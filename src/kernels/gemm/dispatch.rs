@@ -78,6 +78,13 @@ pub enum Kernel {
         /// Slices of k, each at most [`skinny_depth`]`(rows, precision)` deep.
         splits: u32,
     },
+    /// `gemm_gemv_wl_f32_c<cols>`: C's short side 1, f32 data, the long operand read along C's
+    /// long side: one launch, each block `cols` columns of C over all of k, alpha, beta and the
+    /// epilogue in its store (no workspace, no second launch).
+    Gemv {
+        /// Columns of C's long side per block: 8, 16, 32 or 64 ([`GEMV_COLS`]).
+        cols: u32,
+    },
     /// `gemm_sm90_*`: TMA + wgmma (sm_90a), tile width `bn`, each operand read as `a` / `b` say.
     Sm90 {
         /// Output tile width: 256, 128 or 64.
@@ -123,6 +130,16 @@ const UNREADABLE_COPY_MIN_OTHER_SIDE: usize = 96;
 const UNREADABLE_COPY_MIN_DEPTH: usize = 128;
 /// Leading dimensions whose byte pitch is a multiple of this are TMA's fast case.
 pub const TMA_FAST_PITCH: usize = 128;
+
+/// The column counts of the GEMV kernels' blocks.
+pub const GEMV_COLS: [u32; 4] = [8, 16, 32, 64];
+/// The GEMV kernel takes products of one row at most this deep; deeper ones run in slices of k
+/// (H200: 1 x 2048 x 2048 11.4 us in one launch against 13.0 us sliced, 1 x 4096 x 11008 60.6
+/// against 52.7, notes/gemv/).
+const GEMV_MAX_DEPTH: usize = 2048;
+/// ... in blocks of the fewest columns that keep the grid within this many blocks per
+/// multiprocessor (1 x 2048: 8 columns, 256 blocks; 1 x 50257 x 768: 64 columns, 786 blocks).
+const GEMV_BLOCKS_PER_SM: usize = 4;
 
 /// Problems at most this large (m·n·k) go to the small kernel.
 const SMALL_VOLUME: u128 = 1 << 18;
@@ -267,9 +284,13 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
     {
         return None;
     }
+    let sms = device.multiprocessors as usize;
+    if short == 1 && !tensor_cores && skinny_long_contiguous(g) && g.k <= GEMV_MAX_DEPTH {
+        let fits = |&&cols: &&u32| long.div_ceil(cols as usize) <= GEMV_BLOCKS_PER_SM * sms;
+        return Some(Kernel::Gemv { cols: *GEMV_COLS.iter().find(fits).unwrap_or(&64) });
+    }
     let rows = *skinny_rows(precision).iter().find(|&&r| r as usize >= short)?;
     let blocks = long.div_ceil(skinny_tile(g, precision));
-    let sms = device.multiprocessors as usize;
     let wanted = if tensor_cores {
         (SKINNY_TC_BLOCKS_PER_SM[usize::from(skinny_long_contiguous(g))] * sms / blocks).max(1)
     } else {
@@ -586,6 +607,23 @@ mod tests {
         let batched = Gemm::new(1024, 1024, 512).batched(4, 0, 0, 1 << 20);
         assert_eq!(heuristic(&batched, Precision::F32, &H100, ALIGNED), Kernel::Simt);
         // 128 (1) vs 512 (2)
+    }
+
+    #[test]
+    fn one_row_products_of_modest_depth_take_the_gemv_kernel() {
+        let on = |g: Gemm, p| heuristic(&g, p, &H100, ALIGNED);
+        let gemv = |cols| Kernel::Gemv { cols };
+        // The fewest columns per block that keep the grid within 4 blocks per SM (528).
+        assert_eq!(on(Gemm::new(1, 2048, 2048), Precision::F32), gemv(8)); // candle's matmul_gemv
+        assert_eq!(on(Gemm::new(1, 3072, 768), Precision::Tf32), gemv(8));
+        assert_eq!(on(Gemm::new(1, 50257, 768), Precision::F32), gemv(64));
+        // One column, A read along m (stored k x m).
+        assert_eq!(on(Gemm::new(4096, 1, 1024).transposed(true, false), Precision::F32), gemv(8));
+        // Deeper, W read along k, or 16-bit data: the skinny kernels.
+        assert!(matches!(on(Gemm::new(1, 2048, 4096), Precision::F32), Kernel::Skinny { .. }));
+        let wk = Gemm::new(1, 2048, 2048).transposed(false, true);
+        assert!(matches!(on(wk, Precision::F32), Kernel::Skinny { .. }));
+        assert!(matches!(on(Gemm::new(1, 2048, 2048), Precision::Bf16), Kernel::Skinny { .. }));
     }
 
     #[test]

@@ -323,6 +323,11 @@ unsafe fn execute<TIn: Element, TOut: Element>(
             unsafe { split::skinny::<TIn, TOut>(call, skinny) }?;
             Ok(true)
         }
+        Launch::Gemv(cols) => {
+            // SAFETY: the caller's obligations, with the plan resolved for this GEMM.
+            unsafe { split::gemv::<TIn, TOut>(call, *cols) }?;
+            Ok(true)
+        }
         Launch::Sm90(sm90) => {
             // SAFETY: the caller's obligations, with the plan resolved for this GEMM.
             unsafe { sm90::launch::<TIn, TOut>(call, device, sm90) }?;

@@ -9,8 +9,8 @@ use std::fmt;
 
 use super::dispatch::{
     skinny_depth, skinny_long_contiguous, skinny_on_tensor_cores, skinny_rows, skinny_slice_align,
-    skinny_tile, sm90_tile, Device, Feed, Kernel, TmaReady, SIMT32_TILE, SIMT64_TILE_M, SIMT_TILE_N, TILE_M,
-    TMA_FAST_PITCH, TRANSPOSE_TILE,
+    skinny_tile, sm90_tile, Device, Feed, Kernel, TmaReady, GEMV_COLS, SIMT32_TILE, SIMT64_TILE_M,
+    SIMT_TILE_N, TILE_M, TMA_FAST_PITCH, TRANSPOSE_TILE,
 };
 use super::spec::{Gemm, Precision};
 use super::tensor_map::Dtype;
@@ -111,6 +111,8 @@ pub enum Launch {
     SplitK(SplitK),
     /// Batch 1, C's short side at most 16: `gemm_skinny_*` slices, then the reduction.
     Skinny(Skinny),
+    /// Batch 1, C's short side 1: `gemm_gemv_wl_f32_c<cols>`, this many columns of C per block.
+    Gemv(u32),
     /// The sm_90a TMA + wgmma kernels.
     Sm90(Sm90),
 }
@@ -192,6 +194,7 @@ impl Plan {
             Launch::Tiled(_) => 0,
             Launch::SplitK(s) => s.workspace,
             Launch::Skinny(s) => s.workspace,
+            Launch::Gemv(_) => 0,
             Launch::Sm90(s) => s.workspace(),
         }
     }
@@ -301,6 +304,21 @@ impl Kernel {
                     block_cols,
                     workspace,
                 })
+            }
+            Kernel::Gemv { cols } => {
+                if !GEMV_COLS.contains(&cols) {
+                    return invalid(format!("columns per block of {GEMV_COLS:?} for gemv"));
+                }
+                if g.batch != 1 || g.m.min(g.n) != 1 {
+                    return invalid("one product (batch 1) of one row or column for gemv".into());
+                }
+                if !matches!(precision, Precision::F32 | Precision::Tf32) {
+                    return invalid("f32 data for gemv".into());
+                }
+                if !skinny_long_contiguous(g) {
+                    return invalid("the long operand contiguous along C's long side for gemv".into());
+                }
+                Launch::Gemv(cols)
             }
             Kernel::Sm90 { bn, a, b } => match sm90(g, precision, device, tma, bn, [a, b]) {
                 Ok(Ok(plan)) => Launch::Sm90(plan),
@@ -432,7 +450,7 @@ impl fmt::Display for Feed {
 }
 
 /// The kernel as the tuning table writes it: `small`, `simt`, `simt64`, `simt32`, `mma`,
-/// `splitk simt64|mma splits=S`, `skinny rows=R splits=S`, `sm90 bn=B a=FEED b=FEED`.
+/// `splitk simt64|mma splits=S`, `skinny rows=R splits=S`, `gemv cols=C`, `sm90 bn=B a=FEED b=FEED`.
 impl fmt::Display for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -445,6 +463,7 @@ impl fmt::Display for Kernel {
                 write!(f, "splitk {} splits={splits}", if *mma { "mma" } else { "simt64" })
             }
             Kernel::Skinny { rows, splits } => write!(f, "skinny rows={rows} splits={splits}"),
+            Kernel::Gemv { cols } => write!(f, "gemv cols={cols}"),
             Kernel::Sm90 { bn, a, b } => write!(f, "sm90 bn={bn} a={a} b={b}"),
         }
     }
@@ -489,11 +508,12 @@ impl std::str::FromStr for Kernel {
             ["skinny", rows, splits] => {
                 Kernel::Skinny { rows: number(rows, "rows")?, splits: number(splits, "splits")? }
             }
+            ["gemv", cols] => Kernel::Gemv { cols: number(cols, "cols")? },
             ["sm90", bn, a, b] => Kernel::Sm90 { bn: number(bn, "bn")?, a: feed(a, "a")?, b: feed(b, "b")? },
             _ => {
                 return Err(format!(
                     "unknown kernel `{text}` (small, simt, simt64, simt32, mma, splitk mma|simt64 splits=S, \
-                     skinny rows=R splits=S, sm90 bn=B a=FEED b=FEED)"
+                     skinny rows=R splits=S, gemv cols=C, sm90 bn=B a=FEED b=FEED)"
                 ))
             }
         };
@@ -515,6 +535,9 @@ impl Kernel {
             }
             Kernel::Skinny { splits, .. } if !(1..=GRID_YZ_MAX as u32).contains(&splits) => {
                 Err(format!("skinny takes 1 to {GRID_YZ_MAX} slices, not {splits}"))
+            }
+            Kernel::Gemv { cols } if !GEMV_COLS.contains(&cols) => {
+                Err(format!("gemv blocks take 8, 16, 32 or 64 columns, not {cols}"))
             }
             Kernel::Sm90 { bn, .. } if !SM90_WIDTHS.contains(&bn) => {
                 Err(format!("sm90 tiles are 256, 128 or 64 wide, not {bn}"))
@@ -674,6 +697,17 @@ mod tests {
         assert!(err(skinny(1, 4), decode, Precision::F32, &H100, ALIGNED).contains("short side (2)"));
         assert!(err(skinny(2, 1), decode, Precision::F32, &H100, ALIGNED).contains("at least 2 slices"));
         assert!(skinny(2, 2).resolve(&decode, Precision::F32, &H100, ALIGNED).is_ok());
+        // gemv: one row or column, f32 data, the long operand read along C's long side.
+        let gemv = Kernel::Gemv { cols: 8 };
+        let row = Gemm::new(1, 4096, 4096);
+        assert!(gemv.resolve(&row, Precision::F32, &H100, ALIGNED).is_ok());
+        assert!(err(gemv, decode, Precision::F32, &H100, ALIGNED).contains("one row or column"));
+        assert!(err(gemv, row, Precision::Bf16, &H100, ALIGNED).contains("f32 data"));
+        let wk = row.transposed(false, true);
+        assert!(err(gemv, wk, Precision::F32, &H100, ALIGNED).contains("contiguous along C's long side"));
+        assert!(
+            err(Kernel::Gemv { cols: 12 }, row, Precision::F32, &H100, ALIGNED).contains("[8, 16, 32, 64]")
+        );
         // Anything runs Small and Simt.
         for device in [H100, A100, VOLTA] {
             for p in [Precision::F32, Precision::Tf32, Precision::Bf16, Precision::F16] {
@@ -689,10 +723,12 @@ mod tests {
             Kernel::Small,
             Kernel::Simt,
             Kernel::Simt64,
+            Kernel::Simt32,
             Kernel::Mma,
             Kernel::SplitK { splits: 4, mma: true },
             Kernel::SplitK { splits: 64, mma: false },
             Kernel::Skinny { rows: 16, splits: 196 },
+            Kernel::Gemv { cols: 32 },
             Kernel::Sm90 { bn: 128, a: Feed::Transpose, b: Feed::Repitch },
         ];
         for kernel in kernels {
@@ -709,6 +745,7 @@ mod tests {
             ("splitk mma splits=1", "2 to 64"),
             ("skinny rows=3 splits=2", "1, 2, 4, 8 or 16"),
             ("skinny rows=4 splits=x", "not a number"),
+            ("gemv cols=12", "8, 16, 32 or 64"),
             ("cublas", "unknown kernel"),
         ] {
             let e = bad.parse::<Kernel>().unwrap_err();

@@ -1,7 +1,7 @@
 //! The launches that slice k: split-K (one GEMM whose tiles leave most multiprocessors idle, run as
 //! f32 partial products on a [`Family`]'s kernels) and the skinny kernels (C's short side at most
 //! 16: the long operand streamed once), both summed into C by `gemm_splitk_reduce_<out>` with the
-//! epilogue.
+//! epilogue; and the one-launch GEMV beside them (C's short side 1, k not sliced).
 
 use std::mem::size_of;
 
@@ -65,15 +65,8 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan:
 /// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g`.
 pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &Skinny) -> Result<()> {
     let Call { kernels, stream, workspace, g, operands: [pa, pb, _], .. } = *call;
-    // (X, its element strides along the short side and k), (W, its pitch), the partial's strides
-    // for (short, long), and the two sides' lengths.
-    let (x, x_strides, w, w_pitch, p_strides, short, long) = if g.m <= g.n {
-        let x_strides = if g.trans_a { (1, g.lda) } else { (g.lda, 1) };
-        (pa, x_strides, pb, g.ldb, (g.n, 1), g.m, g.n)
-    } else {
-        let x_strides = if g.trans_b { (g.ldb, 1) } else { (1, g.ldb) };
-        (pb, x_strides, pa, g.lda, (1, g.n), g.n, g.m)
-    };
+    let ShortLong { x, x_strides, w, w_pitch, out_strides: p_strides, short, long } =
+        ShortLong::of(g, [pa, pb], g.n);
     let layout = if plan.long_contiguous { "wl" } else { "wk" };
     let cores = if plan.tensor_cores { "tc_" } else { "" };
     let function = kernels.function(&format!("gemm_skinny_{cores}{layout}_{}_s{}", TIn::NAME, plan.rows))?;
@@ -107,6 +100,84 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: 
     // SAFETY: the slices above wrote all `parts` partial products; C and the bias are the
     // caller's (validated, checked).
     unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
+}
+
+/// Runs a batch-1 `g` whose short side is 1 on `gemm_gemv_wl_f32_c<cols>` (f32 data, W read along
+/// C's long side): one launch writes `C = epilogue(alpha * x·W + beta * C)`.
+///
+/// # Safety
+/// As [`tiled::launch`] for the call's operands; the plan that chose `cols` was resolved for its
+/// `g` and `precision`.
+pub(super) unsafe fn gemv<TIn: Element, TOut: Element>(call: &Call<'_>, cols: u32) -> Result<()> {
+    let Call { kernels, stream, g, operands: [pa, pb, pc], epilogue, .. } = *call;
+    if TIn::NAME != "f32" || TOut::NAME != "f32" {
+        return Err(crate::error::Error::Shape {
+            op: "gemm gemv",
+            expected: "f32 inputs and outputs".into(),
+            got: format!("{} inputs, {} outputs", TIn::NAME, TOut::NAME),
+        });
+    }
+    let ShortLong { x, x_strides, w, w_pitch, out_strides, long, .. } = ShortLong::of(g, [pa, pb], g.ldc);
+    let name = format!("gemm_gemv_wl_f32_c{cols}");
+    let cfg = LaunchConfig {
+        grid_dim: (long.div_ceil(cols as usize) as u32, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (long, k, n) = (long as i32, g.k as i32, g.n as i32);
+    let (xk, w_pitch, cl) = (x_strides.1 as i64, w_pitch as i64, out_strides.1 as i64);
+    // C's long side runs along its columns when m is the short side.
+    let l_cols = i32::from(g.m <= g.n);
+    let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
+    // SAFETY: `(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, n, bias, act)` as the entry takes
+    // them, all f32 (checked above). X and W are A and B (or B and A), which `validate` checked
+    // hold every element of op(A) and op(B) with these leading dimensions; the kernel reads X's k
+    // elements and W's k x L through exactly those strides, and writes C's L elements `cl` apart
+    // (its one row or column, validated with ldc), reading them only when beta != 0; the bias is
+    // the epilogue's n values (the caller's obligation).
+    unsafe {
+        launch!(
+            kernels,
+            stream,
+            &name,
+            cfg,
+            [&long, &k, &x, &xk, &w, &w_pitch, &g.alpha, &g.beta, &pc, &cl, &l_cols, &n, &bias, &act]
+        )
+    }
+}
+
+/// A batch-1 product whose short side is at most 16, seen as X (the short side's operand) times W
+/// (the long one): X = op(A), W = op(B) when m is the short side, else X = op(B)^T, W = op(A)^T.
+struct ShortLong {
+    /// X's device address.
+    x: u64,
+    /// X's element strides along the short side and along k.
+    x_strides: (usize, usize),
+    /// W's device address.
+    w: u64,
+    /// W's pitch (its leading dimension).
+    w_pitch: usize,
+    /// The output's element strides along (short, long), for rows `out_pitch` apart.
+    out_strides: (usize, usize),
+    /// C's short side.
+    short: usize,
+    /// C's long side.
+    long: usize,
+}
+
+impl ShortLong {
+    /// `g` with A and B at `[pa, pb]`, written to rows `out_pitch` elements apart.
+    fn of(g: &Gemm, [pa, pb]: [u64; 2], out_pitch: usize) -> ShortLong {
+        if g.m <= g.n {
+            let x_strides = if g.trans_a { (1, g.lda) } else { (g.lda, 1) };
+            let out_strides = (out_pitch, 1);
+            ShortLong { x: pa, x_strides, w: pb, w_pitch: g.ldb, out_strides, short: g.m, long: g.n }
+        } else {
+            let x_strides = if g.trans_b { (g.ldb, 1) } else { (1, g.ldb) };
+            let out_strides = (1, out_pitch);
+            ShortLong { x: pb, x_strides, w: pa, w_pitch: g.lda, out_strides, short: g.n, long: g.m }
+        }
+    }
 }
 
 /// `gemm_splitk_reduce_<out>`: `C = epilogue(alpha * sum + beta * C)` of the call's batch-1 `g`

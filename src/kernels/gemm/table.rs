@@ -188,7 +188,7 @@ impl std::str::FromStr for Entry {
 fn kernel_suits(kernel: Kernel, precision: Precision) -> bool {
     use super::dispatch::Feed;
     match kernel {
-        Kernel::Simt64 | Kernel::Simt32 | Kernel::SplitK { mma: false, .. } => {
+        Kernel::Simt64 | Kernel::Simt32 | Kernel::Gemv { .. } | Kernel::SplitK { mma: false, .. } => {
             matches!(precision, Precision::F32 | Precision::Tf32)
         }
         Kernel::Mma | Kernel::SplitK { mma: true, .. } => precision != Precision::F32,

@@ -81,6 +81,7 @@ pub fn candidates(
         kernels
             .extend(SPLITS.into_iter().filter(|&s| s > fewest).map(|splits| Kernel::Skinny { rows, splits }));
     }
+    kernels.extend(super::dispatch::GEMV_COLS.map(|cols| Kernel::Gemv { cols }));
     let feeds = [Feed::InPlace, Feed::Transpose, Feed::Repitch];
     for bn in SM90_WIDTHS {
         for a in feeds {
