@@ -223,6 +223,55 @@ __device__ __forceinline__ void gemv_wl(int L, int k, const float *X, long long 
     }
 }
 
+// The same with W k-contiguous: the block's CW columns each get 256 / CW lanes (a warp for CW = 8), which walk
+// the column's k in 16-byte loads, U of them in flight, and sum through a shuffle tree in a fixed order.
+template <int CW, bool VEC>
+__device__ __forceinline__ void gemv_wk(int L, int k, const float *X, long long xk, const float *W, long long wld,
+                                        float alpha, float beta, float *C, long long cl, int l_cols,
+                                        const Epilogue<float> &epi) {
+    constexpr int LANES = SK_THREADS / CW, U = 4;
+    static_assert(LANES <= 32, "a column's lanes are one warp's");
+    const int lane = threadIdx.x % LANES, l = blockIdx.x * CW + threadIdx.x / LANES;
+    const bool inside = l < L;
+    const float *w = W + (long long)(inside ? l : 0) * wld;
+    // X's 16-byte loads need it contiguous along k and aligned.
+    const bool x_vec = VEC && xk == 1 && ((unsigned long long)X & 15ull) == 0;
+    float acc = 0.f;
+    for (int k0 = lane * 4; k0 < k; k0 += LANES * 4 * U) {
+        float wv[U][4], xv[U][4];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int kk = k0 + u * LANES * 4;
+            if (VEC && inside && kk + 4 <= k) {
+                const float4 v = __ldg(reinterpret_cast<const float4 *>(w + kk));
+                wv[u][0] = v.x, wv[u][1] = v.y, wv[u][2] = v.z, wv[u][3] = v.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) wv[u][e] = (inside && kk + e < k) ? w[kk + e] : 0.f;
+            }
+            if (x_vec && kk + 4 <= k) {
+                const float4 v = __ldg(reinterpret_cast<const float4 *>(X + kk));
+                xv[u][0] = v.x, xv[u][1] = v.y, xv[u][2] = v.z, xv[u][3] = v.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) xv[u][e] = kk + e < k ? X[(long long)(kk + e) * xk] : 0.f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc = fmaf(xv[u][e], wv[u][e], acc);
+    }
+#pragma unroll
+    for (int d = LANES / 2; d > 0; d /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, d);
+    if (lane != 0 || !inside) return;
+    float scale = alpha;
+    epi.template fuse<1>(scale, [&](int) -> float & { return acc; }, [&](int) { return l_cols ? l : 0; });
+    float *c = C + (long long)l * cl;
+    const float v = scale * acc;
+    *c = beta != 0.f ? fmaf(beta, *c, v) : v;
+}
+
 // ---- Tensor-core skinny kernels (16-bit data, 8 to 64 rows) ----
 // The same slices and partial products as above, with the products on mma.sync m16n8k16 and the operands
 // swapped: W's columns of C's long side are the mma's 16 rows, X's rows its 8 columns (so a decode product of a
@@ -444,18 +493,19 @@ __device__ __forceinline__ void skinny_tc_wl(int rows, int L, int k, int kc, con
     SKINNY_ENTRY(wk, S, S * skinny_kc(S))
 SKINNY_S(1) SKINNY_S(2) SKINNY_S(4) SKINNY_S(8) SKINNY_S(16)
 
-// gemm_gemv_wl_f32_c<CW>: C's short side 1, W L-contiguous, f32 data (gemv_wl above). Grid ceil(L / CW), block
+// gemm_gemv_<wl|wk>_f32_c<CW>: C's short side 1, f32 data (gemv_wl, gemv_wk above). Grid ceil(L / CW), block
 // 256. vec: W's base and pitch allow 16-byte loads (checked here).
-#define GEMV_ENTRY(CW)                                                                                          \
+#define GEMV_ENTRY(LAYOUT, CW)                                                                                  \
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
-        gemm_gemv_wl_f32_c##CW(int L, int k, const float *X, long long xk, const float *W, long long wld,       \
-                               float alpha, float beta, float *C, long long cl, int l_cols, int n,             \
-                               const float *bias, int act) {                                                    \
+        gemm_gemv_##LAYOUT##_f32_c##CW(int L, int k, const float *X, long long xk, const float *W,             \
+                                       long long wld, float alpha, float beta, float *C, long long cl,          \
+                                       int l_cols, int n, const float *bias, int act) {                         \
         const Epilogue<float> epi{bias, 0, act, n};                                                             \
-        if (rows_aligned<16>(W, wld)) gemv_wl<CW, true>(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, epi);  \
-        else gemv_wl<CW, false>(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, epi);                          \
+        if (rows_aligned<16>(W, wld)) gemv_##LAYOUT<CW, true>(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, epi); \
+        else gemv_##LAYOUT<CW, false>(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, epi);                    \
     }
-GEMV_ENTRY(8) GEMV_ENTRY(16) GEMV_ENTRY(32) GEMV_ENTRY(64)
+#define GEMV_CW(CW) GEMV_ENTRY(wl, CW) GEMV_ENTRY(wk, CW)
+GEMV_CW(8) GEMV_CW(16) GEMV_CW(32) GEMV_CW(64)
 
 // gemm_skinny_tc_<wl|wk>_<bf16|f16>_s<S>: 16-bit data on the tensor cores, rows <= S (8 or 16: the host picks
 // the smaller that holds C's short side), slices of any depth (X is read from global memory). Configurations

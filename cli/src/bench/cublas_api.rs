@@ -95,7 +95,7 @@ impl Case {
 /// The shapes of a run: squares, transformer projections (8192 tokens, BERT-base widths) as
 /// `x·Wᵀ`, a batch over one shared weight, and in f32 the products of candle's matmul benches
 /// (`batch_1000` and `attn_4d_*`: 144 x 144 x 32 scores, the 144 x 32 x 144 values after them;
-/// `gemv`: 1 x 2048 x 2048).
+/// `gemv`: 1 x 2048 x 2048; `qmatmul_F32`: 1 x 1024 x 1024 as `x·Wᵀ`).
 pub fn cases(full: bool) -> Vec<Case> {
     let squares: &[usize] = if full { &[1024, 2048, 4096, 8192] } else { &[1024, 4096, 8192] };
     let mut cases = Vec::new();
@@ -110,6 +110,7 @@ pub fn cases(full: bool) -> Vec<Case> {
             cases.push(case(144, 144, 32, false, 2904, false));
             cases.push(case(144, 32, 144, false, 1000, false));
             cases.push(case(1, 2048, 2048, false, 1, false));
+            cases.push(case(1, 1024, 1024, true, 1, false));
         }
     }
     cases

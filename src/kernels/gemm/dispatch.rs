@@ -78,9 +78,9 @@ pub enum Kernel {
         /// Slices of k, each at most [`skinny_depth`]`(rows, precision)` deep.
         splits: u32,
     },
-    /// `gemm_gemv_wl_f32_c<cols>`: C's short side 1, f32 data, the long operand read along C's
-    /// long side: one launch, each block `cols` columns of C over all of k, alpha, beta and the
-    /// epilogue in its store (no workspace, no second launch).
+    /// `gemm_gemv_<wl|wk>_f32_c<cols>`: C's short side 1, f32 data: one launch, each block `cols`
+    /// columns of C over all of k, alpha, beta and the epilogue in its store (no workspace, no
+    /// second launch).
     Gemv {
         /// Columns of C's long side per block: 8, 16, 32 or 64 ([`GEMV_COLS`]).
         cols: u32,
@@ -133,7 +133,7 @@ pub const TMA_FAST_PITCH: usize = 128;
 
 /// The column counts of the GEMV kernels' blocks.
 pub const GEMV_COLS: [u32; 4] = [8, 16, 32, 64];
-/// The GEMV kernel takes products of one row at most this deep; deeper ones run in slices of k
+/// The GEMV kernels take products of one row at most this deep; deeper ones run in slices of k
 /// (H200: 1 x 2048 x 2048 11.4 us in one launch against 13.0 us sliced, 1 x 4096 x 11008 60.6
 /// against 52.7, notes/gemv/).
 const GEMV_MAX_DEPTH: usize = 2048;
@@ -285,7 +285,7 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
         return None;
     }
     let sms = device.multiprocessors as usize;
-    if short == 1 && !tensor_cores && skinny_long_contiguous(g) && g.k <= GEMV_MAX_DEPTH {
+    if short == 1 && !tensor_cores && g.k <= GEMV_MAX_DEPTH {
         let fits = |&&cols: &&u32| long.div_ceil(cols as usize) <= GEMV_BLOCKS_PER_SM * sms;
         return Some(Kernel::Gemv { cols: *GEMV_COLS.iter().find(fits).unwrap_or(&64) });
     }
@@ -619,10 +619,10 @@ mod tests {
         assert_eq!(on(Gemm::new(1, 50257, 768), Precision::F32), gemv(64));
         // One column, A read along m (stored k x m).
         assert_eq!(on(Gemm::new(4096, 1, 1024).transposed(true, false), Precision::F32), gemv(8));
-        // Deeper, W read along k, or 16-bit data: the skinny kernels.
+        // W read along k (x·Wᵀ: candle's qmatmul_F32).
+        assert_eq!(on(Gemm::new(1, 1024, 1024).transposed(false, true), Precision::F32), gemv(8));
+        // Deeper, or 16-bit data: the skinny kernels.
         assert!(matches!(on(Gemm::new(1, 2048, 4096), Precision::F32), Kernel::Skinny { .. }));
-        let wk = Gemm::new(1, 2048, 2048).transposed(false, true);
-        assert!(matches!(on(wk, Precision::F32), Kernel::Skinny { .. }));
         assert!(matches!(on(Gemm::new(1, 2048, 2048), Precision::Bf16), Kernel::Skinny { .. }));
     }
 

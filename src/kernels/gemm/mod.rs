@@ -323,9 +323,9 @@ unsafe fn execute<TIn: Element, TOut: Element>(
             unsafe { split::skinny::<TIn, TOut>(call, skinny) }?;
             Ok(true)
         }
-        Launch::Gemv(cols) => {
+        Launch::Gemv(gemv) => {
             // SAFETY: the caller's obligations, with the plan resolved for this GEMM.
-            unsafe { split::gemv::<TIn, TOut>(call, *cols) }?;
+            unsafe { split::gemv::<TIn, TOut>(call, gemv) }?;
             Ok(true)
         }
         Launch::Sm90(sm90) => {

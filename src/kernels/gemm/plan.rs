@@ -111,8 +111,8 @@ pub enum Launch {
     SplitK(SplitK),
     /// Batch 1, C's short side at most 16: `gemm_skinny_*` slices, then the reduction.
     Skinny(Skinny),
-    /// Batch 1, C's short side 1: `gemm_gemv_wl_f32_c<cols>`, this many columns of C per block.
-    Gemv(u32),
+    /// Batch 1, C's short side 1: `gemm_gemv_<wl|wk>_f32_c<cols>`.
+    Gemv(Gemv),
     /// The sm_90a TMA + wgmma kernels.
     Sm90(Sm90),
 }
@@ -149,6 +149,15 @@ pub struct Skinny {
     pub block_cols: usize,
     /// Workspace bytes (the partial products).
     pub workspace: usize,
+}
+
+/// A GEMV launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gemv {
+    /// Columns of C's long side per block.
+    pub cols: u32,
+    /// W read along C's long side (`wl`) rather than along k (`wk`).
+    pub long_contiguous: bool,
 }
 
 /// An sm_90a launch.
@@ -315,10 +324,7 @@ impl Kernel {
                 if !matches!(precision, Precision::F32 | Precision::Tf32) {
                     return invalid("f32 data for gemv".into());
                 }
-                if !skinny_long_contiguous(g) {
-                    return invalid("the long operand contiguous along C's long side for gemv".into());
-                }
-                Launch::Gemv(cols)
+                Launch::Gemv(Gemv { cols, long_contiguous: skinny_long_contiguous(g) })
             }
             Kernel::Sm90 { bn, a, b } => match sm90(g, precision, device, tma, bn, [a, b]) {
                 Ok(Ok(plan)) => Launch::Sm90(plan),
@@ -697,14 +703,13 @@ mod tests {
         assert!(err(skinny(1, 4), decode, Precision::F32, &H100, ALIGNED).contains("short side (2)"));
         assert!(err(skinny(2, 1), decode, Precision::F32, &H100, ALIGNED).contains("at least 2 slices"));
         assert!(skinny(2, 2).resolve(&decode, Precision::F32, &H100, ALIGNED).is_ok());
-        // gemv: one row or column, f32 data, the long operand read along C's long side.
+        // gemv: one row or column, f32 data.
         let gemv = Kernel::Gemv { cols: 8 };
         let row = Gemm::new(1, 4096, 4096);
         assert!(gemv.resolve(&row, Precision::F32, &H100, ALIGNED).is_ok());
         assert!(err(gemv, decode, Precision::F32, &H100, ALIGNED).contains("one row or column"));
         assert!(err(gemv, row, Precision::Bf16, &H100, ALIGNED).contains("f32 data"));
-        let wk = row.transposed(false, true);
-        assert!(err(gemv, wk, Precision::F32, &H100, ALIGNED).contains("contiguous along C's long side"));
+        assert!(gemv.resolve(&row.transposed(false, true), Precision::F32, &H100, ALIGNED).is_ok());
         assert!(
             err(Kernel::Gemv { cols: 12 }, row, Precision::F32, &H100, ALIGNED).contains("[8, 16, 32, 64]")
         );
