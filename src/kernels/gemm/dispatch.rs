@@ -134,12 +134,17 @@ pub const TMA_FAST_PITCH: usize = 128;
 /// The column counts of the GEMV kernels' blocks.
 pub const GEMV_COLS: [u32; 4] = [8, 16, 32, 64];
 /// The GEMV kernels take products of one row at most this deep; deeper ones run in slices of k
-/// (H200: 1 x 2048 x 2048 11.4 us in one launch against 13.0 us sliced, 1 x 4096 x 11008 60.6
-/// against 52.7, notes/gemv/).
-const GEMV_MAX_DEPTH: usize = 2048;
-/// ... in blocks of the fewest columns that keep the grid within this many blocks per
-/// multiprocessor (1 x 2048: 8 columns, 256 blocks; 1 x 50257 x 768: 64 columns, 786 blocks).
-const GEMV_BLOCKS_PER_SM: usize = 4;
+/// (H200, `tune`: 1 x 4096 x 4096 1.02x the slices; harness: 1 x 4096 x 11008 60.6 us against
+/// 52.7 sliced, notes/gemv/).
+const GEMV_MAX_DEPTH: usize = 4096;
+/// ... in blocks of the most columns that still give this many blocks per multiprocessor (x 5),
+/// else 8 columns: wider rows of W per load, enough blocks to keep every multiprocessor reading
+/// (H200, `tune`'s best: 1 x 2048 8 columns, 1 x 4096 16, 1 x 11008 32, 1 x 50257 64).
+const GEMV_BLOCKS_PER_SM_X5: usize = 7;
+/// W read along k: a warp per column (8 columns per block) walks 512 elements of k per step, so
+/// up to this depth each warp's loads take at most four steps (candle's qmatmul_F32, 1 x 1024 x
+/// 1024 x·Wᵀ, H200: 1.32x cuBLAS in one launch).
+const GEMV_WK_MAX_DEPTH: usize = 2048;
 
 /// Problems at most this large (m·n·k) go to the small kernel.
 const SMALL_VOLUME: u128 = 1 << 18;
@@ -285,9 +290,14 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
         return None;
     }
     let sms = device.multiprocessors as usize;
-    if short == 1 && !tensor_cores && g.k <= GEMV_MAX_DEPTH {
-        let fits = |&&cols: &&u32| long.div_ceil(cols as usize) <= GEMV_BLOCKS_PER_SM * sms;
-        return Some(Kernel::Gemv { cols: *GEMV_COLS.iter().find(fits).unwrap_or(&64) });
+    if short == 1 && !tensor_cores {
+        let fills = |&&cols: &&u32| 5 * long.div_ceil(cols as usize) >= GEMV_BLOCKS_PER_SM_X5 * sms;
+        if skinny_long_contiguous(g) && g.k <= GEMV_MAX_DEPTH {
+            return Some(Kernel::Gemv { cols: *GEMV_COLS.iter().rev().find(fills).unwrap_or(&8) });
+        }
+        if !skinny_long_contiguous(g) && g.k <= GEMV_WK_MAX_DEPTH {
+            return Some(Kernel::Gemv { cols: 8 });
+        }
     }
     let rows = *skinny_rows(precision).iter().find(|&&r| r as usize >= short)?;
     let blocks = long.div_ceil(skinny_tile(g, precision));
@@ -613,16 +623,21 @@ mod tests {
     fn one_row_products_of_modest_depth_take_the_gemv_kernel() {
         let on = |g: Gemm, p| heuristic(&g, p, &H100, ALIGNED);
         let gemv = |cols| Kernel::Gemv { cols };
-        // The fewest columns per block that keep the grid within 4 blocks per SM (528).
+        // The most columns per block that still give 1.4 blocks per SM (185 on 132 SMs).
         assert_eq!(on(Gemm::new(1, 2048, 2048), Precision::F32), gemv(8)); // candle's matmul_gemv
-        assert_eq!(on(Gemm::new(1, 3072, 768), Precision::Tf32), gemv(8));
+        assert_eq!(on(Gemm::new(1, 3072, 768), Precision::Tf32), gemv(16));
+        assert_eq!(on(Gemm::new(1, 4096, 4096), Precision::F32), gemv(16));
+        assert_eq!(on(Gemm::new(1, 11008, 2048), Precision::F32), gemv(32));
         assert_eq!(on(Gemm::new(1, 50257, 768), Precision::F32), gemv(64));
+        assert_eq!(on(Gemm::new(1, 768, 768), Precision::F32), gemv(8));
         // One column, A read along m (stored k x m).
-        assert_eq!(on(Gemm::new(4096, 1, 1024).transposed(true, false), Precision::F32), gemv(8));
+        assert_eq!(on(Gemm::new(4096, 1, 1024).transposed(true, false), Precision::F32), gemv(16));
         // W read along k (x·Wᵀ: candle's qmatmul_F32).
         assert_eq!(on(Gemm::new(1, 1024, 1024).transposed(false, true), Precision::F32), gemv(8));
         // Deeper, or 16-bit data: the skinny kernels.
-        assert!(matches!(on(Gemm::new(1, 2048, 4096), Precision::F32), Kernel::Skinny { .. }));
+        assert!(matches!(on(Gemm::new(1, 2048, 8192), Precision::F32), Kernel::Skinny { .. }));
+        let deep_wk = Gemm::new(1, 2048, 4096).transposed(false, true);
+        assert!(matches!(on(deep_wk, Precision::F32), Kernel::Skinny { .. }));
         assert!(matches!(on(Gemm::new(1, 2048, 2048), Precision::Bf16), Kernel::Skinny { .. }));
     }
 
