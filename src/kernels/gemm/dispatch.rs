@@ -137,10 +137,15 @@ pub const GEMV_COLS: [u32; 4] = [8, 16, 32, 64];
 /// (H200, `tune`: 1 x 4096 x 4096 1.02x the slices; harness: 1 x 4096 x 11008 60.6 us against
 /// 52.7 sliced, notes/gemv/).
 const GEMV_MAX_DEPTH: usize = 4096;
-/// ... in blocks of the most columns that still give this many blocks per multiprocessor (x 5),
-/// else 8 columns: wider rows of W per load, enough blocks to keep every multiprocessor reading
-/// (H200, `tune`'s best: 1 x 2048 8 columns, 1 x 4096 16, 1 x 11008 32, 1 x 50257 64).
+/// ... in blocks of the most columns that still give this many blocks per multiprocessor (x 5)
+/// and at most [`GEMV_MAX_STEPS`] steps, else 8 columns: wider rows of W per load, enough blocks
+/// to keep every multiprocessor reading (H200, `tune`'s best: 1 x 2048 8 columns, 1 x 4096 16,
+/// 1 x 11008 32, 1 x 50257 x 768 64).
 const GEMV_BLOCKS_PER_SM_X5: usize = 7;
+/// A block of `cols` columns walks k in steps of 4096 / `cols` rows (its 1024 / `cols` row groups,
+/// 4 rows each in flight); more steps than this leave it waiting on one load after another
+/// (1 x 12288 x 4096: 64 columns, 64 steps, 0.84x the 32-column blocks' 32 steps).
+const GEMV_MAX_STEPS: usize = 32;
 /// W read along k: a warp per column (8 columns per block) walks 512 elements of k per step, so
 /// up to this depth each warp's loads take at most four steps (candle's qmatmul_F32, 1 x 1024 x
 /// 1024 x·Wᵀ, H200: 1.32x cuBLAS in one launch).
@@ -291,7 +296,10 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
     }
     let sms = device.multiprocessors as usize;
     if short == 1 && !tensor_cores {
-        let fills = |&&cols: &&u32| 5 * long.div_ceil(cols as usize) >= GEMV_BLOCKS_PER_SM_X5 * sms;
+        let fills = |&&cols: &&u32| {
+            let steps = (g.k * cols as usize).div_ceil(4096);
+            5 * long.div_ceil(cols as usize) >= GEMV_BLOCKS_PER_SM_X5 * sms && steps <= GEMV_MAX_STEPS
+        };
         if skinny_long_contiguous(g) && g.k <= GEMV_MAX_DEPTH {
             return Some(Kernel::Gemv { cols: *GEMV_COLS.iter().rev().find(fills).unwrap_or(&8) });
         }
@@ -623,11 +631,13 @@ mod tests {
     fn one_row_products_of_modest_depth_take_the_gemv_kernel() {
         let on = |g: Gemm, p| heuristic(&g, p, &H100, ALIGNED);
         let gemv = |cols| Kernel::Gemv { cols };
-        // The most columns per block that still give 1.4 blocks per SM (185 on 132 SMs).
+        // The most columns per block that still give 1.4 blocks per SM (185 on 132 SMs) in at
+        // most 32 steps along k.
         assert_eq!(on(Gemm::new(1, 2048, 2048), Precision::F32), gemv(8)); // candle's matmul_gemv
         assert_eq!(on(Gemm::new(1, 3072, 768), Precision::Tf32), gemv(16));
         assert_eq!(on(Gemm::new(1, 4096, 4096), Precision::F32), gemv(16));
         assert_eq!(on(Gemm::new(1, 11008, 2048), Precision::F32), gemv(32));
+        assert_eq!(on(Gemm::new(1, 12288, 4096), Precision::F32), gemv(32)); // 64 columns: 64 steps
         assert_eq!(on(Gemm::new(1, 50257, 768), Precision::F32), gemv(64));
         assert_eq!(on(Gemm::new(1, 768, 768), Precision::F32), gemv(8));
         // One column, A read along m (stored k x m).
