@@ -1,8 +1,8 @@
 // Experiment (issue 30, candle's `matmul_gemv`, 1 x 2048 x 2048 f32): one row times a k x L row-major weight.
-// Today's path (gemm_skinny_wl_f32_s1 over slices of k, then gemm_splitk_reduce_f32: two launches) against a
-// single-launch kernel: each block owns CW columns over all of k, its threads split k in row groups and a
-// shared-memory tree sums them in a fixed order (deterministic, no workspace); against cuBLAS SGEMM as candle
-// calls it. Checked against an f64 reference (max relative error per element, scaled to sum |x w|); times are
+// The sliced path (gemm_skinny_wl_f32_s1 over slices of k, then gemm_splitk_reduce_f32: two launches) against
+// the one-launch gemm_gemv_wl_f32_c<CW> (each block owns CW columns over all of k, a shared-memory tree sums its
+// row groups in a fixed order, no workspace); against cuBLAS SGEMM as candle calls it. harness-h200.txt is the
+// first version's run, whose kernel took U (rows in flight) as a parameter too: u4 is what the library kept. Checked against an f64 reference (max relative error per element, scaled to sum |x w|); times are
 // the median of 20 runs after 5 warm-ups (CUDA events). Built and run by run.sh.
 #include "../../cuda/gemm_skinny.cu"
 #include "../median_ms.cuh"
@@ -16,47 +16,6 @@
 // gemm_simt.cu's split-K finish (linked from its own translation unit).
 PRISM_KERNEL void gemm_splitk_reduce_f32(int m, int n, int splits, const float *part, float alpha, float beta,
                                          float *C, int ldc, const float *bias, int act);
-
-template <int CW, int U>
-__global__ void __launch_bounds__(256) gemv_slab(int L, int k, const float *X, const float *W, long long wld,
-                                                 float *C) {
-    constexpr int LANES = CW / 4, GROUPS = 256 / LANES;
-    const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;
-    const int l0 = blockIdx.x * CW + lane * 4;
-    const bool whole = l0 + 4 <= L;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int kb = group; kb < k; kb += GROUPS * U) {
-        float4 w[U];
-        float x[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int kk = kb + u * GROUPS;
-            const bool in = kk < k && whole;
-            w[u] = in ? __ldg(reinterpret_cast<const float4 *>(W + (long long)kk * wld + l0)) : make_float4(0, 0, 0, 0);
-            x[u] = kk < k ? __ldg(X + kk) : 0.f;
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            acc.x = fmaf(x[u], w[u].x, acc.x);
-            acc.y = fmaf(x[u], w[u].y, acc.y);
-            acc.z = fmaf(x[u], w[u].z, acc.z);
-            acc.w = fmaf(x[u], w[u].w, acc.w);
-        }
-    }
-    __shared__ float4 red[256];
-    red[threadIdx.x] = acc;
-    __syncthreads();
-#pragma unroll
-    for (int half = GROUPS / 2; half > 0; half /= 2) {
-        if (group < half) {
-            const float4 o = red[threadIdx.x + half * LANES];
-            float4 &r = red[threadIdx.x];
-            r.x += o.x, r.y += o.y, r.z += o.z, r.w += o.w;
-        }
-        __syncthreads();
-    }
-    if (group == 0 && whole) *reinterpret_cast<float4 *>(C + l0) = red[lane];
-}
 
 int main(int argc, char **argv) {
     const unsigned seed = argc > 1 ? atoi(argv[1]) : 1234;
@@ -111,13 +70,15 @@ int main(int argc, char **argv) {
             snprintf(name, sizeof name, "skinny+reduce s%d", parts);
             check(name, t, t_cublas);
         }
-#define SLAB(CW, U)                                                                                     \
+#define GEMV(CW)                                                                                        \
     {                                                                                                   \
         cudaMemset(c, 0xff, L * 4);                                                                     \
-        const float t = median_ms([&] { gemv_slab<CW, U><<<(L + CW - 1) / CW, 256>>>(L, k, x, w, L, c); }); \
-        check("slab cw" #CW " u" #U, t, t_cublas);                                                      \
+        const float t = median_ms([&] {                                                                 \
+            gemm_gemv_wl_f32_c##CW<<<(L + CW - 1) / CW, 256>>>(L, k, x, 1, w, L, 1.f, 0.f, c, 1, 1, L, nullptr, 0); \
+        });                                                                                             \
+        check("gemv cols=" #CW, t, t_cublas);                                                           \
     }
-        SLAB(8, 4) SLAB(8, 8) SLAB(16, 4) SLAB(16, 8) SLAB(32, 4) SLAB(32, 8) SLAB(64, 8)
+        GEMV(8) GEMV(16) GEMV(32) GEMV(64)
         if (cudaGetLastError() != cudaSuccess) { printf("CUDA error\n"); return 1; }
         cudaFree(x), cudaFree(w), cudaFree(c), cudaFree(part);
     }
