@@ -438,8 +438,8 @@ fn copy_unreadable(g: &Gemm, other_side: usize) -> bool {
 /// Exact fp32: the CUDA-core tiles that finish first, counting whole waves of blocks. Per wave,
 /// each multiprocessor computes 32768 outputs of the 128 x 256 tiles (one block), 16384 of the
 /// 64 x 128 tiles (two) or of the 32 x 32 tiles (sixteen), at relative speeds 1.1, 1.0 and 0.7
-/// (full waves, H200: 144 x 144 x 32 batches run 16.2 TFLOP/s of padded work on 32 x 32 tiles
-/// against 26 on 64 x 128). 2048^2: 1 wave of large tiles against 2 of 64 x 128; 1024^2: 1 against
+/// (H200, 1000 x 144 x 144 x 32: 20 TFLOP/s of padded work on 32 x 32 tiles against 26 on
+/// 64 x 128). 2048^2: 1 wave of large tiles against 2 of 64 x 128; 1024^2: 1 against
 /// 1, 64 x 128; 1000 x 144 x 144 x 32: 12 waves of 32 x 32 against 23 of 64 x 128
 /// (notes/batched-sgemm/).
 fn exact_f32_tiles(g: &Gemm, multiprocessors: u32) -> Kernel {
