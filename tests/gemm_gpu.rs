@@ -473,6 +473,14 @@ fn small_every_candidate_kernel_matches_the_reference() {
     for spec in small_f32_batches() {
         runs += every_candidate::<f32>(&rt, &spec, &mut rng);
     }
+    // One row and one column with padded pitches: X strided along k, W's rows unaligned (the GEMV
+    // kernels' scalar paths).
+    for (ta, tb) in TRANSPOSES {
+        for (m, n, k) in [(1, 700, 517), (517, 1, 700)] {
+            let spec = Spec::new(m, n, k).trans(ta, tb).padded([3, 5, 2]).scaled(0.75, -0.5);
+            runs += every_candidate::<f32>(&rt, &spec.precision(Precision::F32), &mut rng);
+        }
+    }
     println!("{runs} candidate runs checked");
 }
 
