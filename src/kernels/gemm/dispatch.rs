@@ -300,11 +300,12 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
             let steps = (g.k * cols as usize).div_ceil(4096);
             5 * long.div_ceil(cols as usize) >= GEMV_BLOCKS_PER_SM_X5 * sms && steps <= GEMV_MAX_STEPS
         };
-        if skinny_long_contiguous(g) && g.k <= GEMV_MAX_DEPTH {
-            return Some(Kernel::Gemv { cols: *GEMV_COLS.iter().rev().find(fills).unwrap_or(&8) });
-        }
-        if !skinny_long_contiguous(g) && g.k <= GEMV_WK_MAX_DEPTH {
-            return Some(Kernel::Gemv { cols: 8 });
+        match skinny_long_contiguous(g) {
+            true if g.k <= GEMV_MAX_DEPTH => {
+                return Some(Kernel::Gemv { cols: *GEMV_COLS.iter().rev().find(fills).unwrap_or(&8) })
+            }
+            false if g.k <= GEMV_WK_MAX_DEPTH => return Some(Kernel::Gemv { cols: 8 }),
+            _ => {}
         }
     }
     let rows = *skinny_rows(precision).iter().find(|&&r| r as usize >= short)?;

@@ -1,7 +1,7 @@
 //! The kernels that share the common argument list (notes/gemm.md): `gemm_small_*` (one output per
-//! thread, 16 x 16 tiles), `gemm_simt_*` / `gemm_simt64_f32_f32` / `gemm_simt32_f32_f32` (CUDA cores) and `gemm_mma_*`
-//! (mma.sync tensor cores), launched over the whole problem in batches and row blocks within the
-//! grid's limits. Split-K runs them on slices of k ([`super::split`]).
+//! thread, 16 x 16 tiles), `gemm_simt_*` / `gemm_simt64_f32_f32` / `gemm_simt32_f32_f32` (CUDA
+//! cores) and `gemm_mma_*` (mma.sync tensor cores), launched over the whole problem in batches and
+//! row blocks within the grid's limits. Split-K runs them on slices of k ([`super::split`]).
 
 use std::mem::size_of;
 use std::sync::Arc;
