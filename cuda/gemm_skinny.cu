@@ -162,114 +162,122 @@ __device__ __forceinline__ void skinny_wk(float *xsm, int rows, int L, int k, in
         }
 }
 
-// One row (C's short side is 1) in one launch, W L-contiguous, f32 data: block owns CW columns over all of k,
-// its 256 threads are CW / 4 lanes of 16-byte loads along the columns times 256 / (CW / 4) row groups along k,
-// U rows in flight per thread; a shared-memory tree sums the row groups in a fixed order, and the block writes
-// C = epilogue(alpha * sum + beta * C) itself. No workspace and no second launch, which is what a small GEMV
-// costs (1 x 2048 x 2048: 11.4 us against 13.0 us for slices and their reduction, notes/gemv/). C's element l
-// is at C[l * cl]; its epilogue column is l when l runs along C's columns (l_cols), else 0.
-template <int CW, bool VEC>
-__device__ __forceinline__ void gemv_wl(int L, int k, const float *X, long long xk, const float *W, long long wld,
-                                        float alpha, float beta, float *C, long long cl, int l_cols,
-                                        const Epilogue<float> &epi) {
-    constexpr int LANES = CW / 4, GROUPS = SK_THREADS / LANES, U = 4;
+// V = 16 / sizeof(TI) consecutive elements of TI kept as loaded (one 16-byte load, or V scalar loads with zeros
+// past the end), widened to f32 where they are used: raw, U loads in flight take 4 registers each, not V.
+template <typename TI> struct Sixteen {
+    static constexpr int V = 16 / sizeof(TI);
+    uint4 raw;
+    __device__ __forceinline__ void load(const TI *p) { raw = __ldg(reinterpret_cast<const uint4 *>(p)); }
+    // Element e from p[e * stride] where e < valid, else zero.
+    __device__ __forceinline__ void gather(const TI *p, long long stride, int valid) {
+        TI *e = reinterpret_cast<TI *>(&raw);
+#pragma unroll
+        for (int i = 0; i < V; ++i) e[i] = i < valid ? p[i * stride] : from_f32<TI>(0.f);
+    }
+    __device__ __forceinline__ float operator[](int i) const { return to_f32<TI>(reinterpret_cast<const TI *>(&raw)[i]); }
+};
+
+// C = epilogue(scale * v + beta * C) for one element of C (C is read only when beta != 0).
+template <typename TO> __device__ __forceinline__ void gemv_store(TO *c, float scale, float v, float beta) {
+    const float r = scale * v;
+    *c = from_f32<TO>(beta != 0.f ? fmaf(beta, to_f32<TO>(*c), r) : r);
+}
+
+// One row (C's short side is 1) in one launch, W L-contiguous, TI data (f32, bf16 or f16, f32 sums) to TO: block
+// owns CW columns over all of k, its 256 threads are CW / V lanes of 16-byte loads (V elements) along the
+// columns times 256 / (CW / V) row groups along k, U rows in flight per thread; a shared-memory tree sums the row
+// groups in a fixed order, and the block writes C = epilogue(alpha * sum + beta * C) itself. No workspace and no
+// second launch, which is what a small GEMV costs (1 x 2048 x 2048 f32: 11.4 us against 13.0 us for slices and
+// their reduction, notes/gemv/). C's element l is at C[l * cl]; its epilogue column is l when l runs along C's
+// columns (l_cols), else 0.
+template <int CW, bool VEC, typename TI, typename TO>
+__device__ __forceinline__ void gemv_wl(int L, int k, const TI *X, long long xk, const TI *W, long long wld,
+                                        float alpha, float beta, TO *C, long long cl, int l_cols,
+                                        const Epilogue<TO> &epi) {
+    constexpr int V = Sixteen<TI>::V, LANES = CW / V, GROUPS = SK_THREADS / LANES, U = 4;
+    static_assert(LANES >= 1, "a block's columns are whole 16-byte loads");
     const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;
-    const int l0 = blockIdx.x * CW + lane * 4;
-    const bool whole = VEC && l0 + 4 <= L;
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    const int l0 = blockIdx.x * CW + lane * V;
+    const bool whole = VEC && l0 + V <= L;
+    float acc[V] = {};
     for (int kb = group; kb < k; kb += GROUPS * U) {
-        float w[U][4], x[U];
+        Sixteen<TI> w[U];
+        float x[U];
         // U rows' loads first, so U 16-byte reads per thread are in flight together.
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int kk = kb + u * GROUPS;
-            const float *row = W + (long long)kk * wld + l0;
-            x[u] = kk < k ? X[kk * xk] : 0.f;
-            if (kk < k && whole) {
-                const float4 v = __ldg(reinterpret_cast<const float4 *>(row));
-                w[u][0] = v.x, w[u][1] = v.y, w[u][2] = v.z, w[u][3] = v.w;
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) w[u][e] = (kk < k && l0 + e < L) ? row[e] : 0.f;
-            }
+            const TI *row = W + (long long)kk * wld + l0;
+            x[u] = kk < k ? to_f32<TI>(X[kk * xk]) : 0.f;
+            if (kk < k && whole) w[u].load(row);
+            else w[u].gather(row, 1, kk < k ? L - l0 : 0);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[e] = fmaf(x[u], w[u][e], acc[e]);
+            for (int e = 0; e < V; ++e) acc[e] = fmaf(x[u], w[u][e], acc[e]);
     }
-    __shared__ float4 red[SK_THREADS];
-    red[threadIdx.x] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+    __shared__ float4 red[SK_THREADS * V / 4];
+    float *mine = reinterpret_cast<float *>(red) + threadIdx.x * V;
+#pragma unroll
+    for (int e = 0; e < V; ++e) mine[e] = acc[e];
     __syncthreads();
 #pragma unroll
     for (int half = GROUPS / 2; half > 0; half /= 2) {
         if (group < half) {
-            const float4 o = red[threadIdx.x + half * LANES];
-            float4 &r = red[threadIdx.x];
-            r.x += o.x, r.y += o.y, r.z += o.z, r.w += o.w;
+            const float *o = mine + half * LANES * V;
+#pragma unroll
+            for (int e = 0; e < V; ++e) mine[e] += o[e];
         }
         __syncthreads();
     }
     if (group != 0) return;
-    const float4 r = red[lane];
-    float sum[4] = {r.x, r.y, r.z, r.w}, scale = alpha;
-    epi.template fuse<4>(scale, [&](int e) -> float & { return sum[e]; }, [&](int e) { return l_cols ? l0 + e : 0; });
+    float sum[V], scale = alpha;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
+    for (int e = 0; e < V; ++e) sum[e] = mine[e];
+    epi.template fuse<V>(scale, [&](int e) -> float & { return sum[e]; }, [&](int e) { return l_cols ? l0 + e : 0; });
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
         if (l0 + e >= L) break;
-        float *c = C + (long long)(l0 + e) * cl;
-        const float v = scale * sum[e];
-        *c = beta != 0.f ? fmaf(beta, *c, v) : v;
+        gemv_store(C + (long long)(l0 + e) * cl, scale, sum[e], beta);
     }
 }
 
 // The same with W k-contiguous: the block's CW columns each get 256 / CW lanes (a warp for CW = 8), which walk
 // the column's k in 16-byte loads, U of them in flight, and sum through a shuffle tree in a fixed order.
-template <int CW, bool VEC>
-__device__ __forceinline__ void gemv_wk(int L, int k, const float *X, long long xk, const float *W, long long wld,
-                                        float alpha, float beta, float *C, long long cl, int l_cols,
-                                        const Epilogue<float> &epi) {
-    constexpr int LANES = SK_THREADS / CW, U = 4;
+template <int CW, bool VEC, typename TI, typename TO>
+__device__ __forceinline__ void gemv_wk(int L, int k, const TI *X, long long xk, const TI *W, long long wld,
+                                        float alpha, float beta, TO *C, long long cl, int l_cols,
+                                        const Epilogue<TO> &epi) {
+    constexpr int V = Sixteen<TI>::V, LANES = SK_THREADS / CW, U = 4;
     static_assert(LANES <= 32, "a column's lanes are one warp's");
     const int lane = threadIdx.x % LANES, l = blockIdx.x * CW + threadIdx.x / LANES;
     const bool inside = l < L;
-    const float *w = W + (long long)(inside ? l : 0) * wld;
+    const TI *w = W + (long long)(inside ? l : 0) * wld;
     // X's 16-byte loads need it contiguous along k and aligned.
     const bool x_vec = VEC && xk == 1 && ((unsigned long long)X & 15ull) == 0;
     float acc = 0.f;
-    for (int k0 = lane * 4; k0 < k; k0 += LANES * 4 * U) {
-        float wv[U][4], xv[U][4];
+    for (int k0 = lane * V; k0 < k; k0 += LANES * V * U) {
+        Sixteen<TI> wv[U], xv[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            const int kk = k0 + u * LANES * 4;
-            if (VEC && inside && kk + 4 <= k) {
-                const float4 v = __ldg(reinterpret_cast<const float4 *>(w + kk));
-                wv[u][0] = v.x, wv[u][1] = v.y, wv[u][2] = v.z, wv[u][3] = v.w;
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) wv[u][e] = (inside && kk + e < k) ? w[kk + e] : 0.f;
-            }
-            if (x_vec && kk + 4 <= k) {
-                const float4 v = __ldg(reinterpret_cast<const float4 *>(X + kk));
-                xv[u][0] = v.x, xv[u][1] = v.y, xv[u][2] = v.z, xv[u][3] = v.w;
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) xv[u][e] = kk + e < k ? X[(long long)(kk + e) * xk] : 0.f;
-            }
+            const int kk = k0 + u * LANES * V;
+            if (VEC && inside && kk + V <= k) wv[u].load(w + kk);
+            else wv[u].gather(w + kk, 1, inside ? k - kk : 0);
+            if (x_vec && kk + V <= k) xv[u].load(X + kk);
+            else xv[u].gather(X + (long long)kk * xk, xk, k - kk);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) acc = fmaf(xv[u][e], wv[u][e], acc);
+            for (int e = 0; e < V; ++e) acc = fmaf(xv[u][e], wv[u][e], acc);
     }
 #pragma unroll
     for (int d = LANES / 2; d > 0; d /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, d);
     if (lane != 0 || !inside) return;
     float scale = alpha;
     epi.template fuse<1>(scale, [&](int) -> float & { return acc; }, [&](int) { return l_cols ? l : 0; });
-    float *c = C + (long long)l * cl;
-    const float v = scale * acc;
-    *c = beta != 0.f ? fmaf(beta, *c, v) : v;
+    gemv_store(C + (long long)l * cl, scale, acc, beta);
 }
 
 // ---- Tensor-core skinny kernels (16-bit data, 8 to 64 rows) ----
@@ -493,19 +501,24 @@ __device__ __forceinline__ void skinny_tc_wl(int rows, int L, int k, int kc, con
     SKINNY_ENTRY(wk, S, S * skinny_kc(S))
 SKINNY_S(1) SKINNY_S(2) SKINNY_S(4) SKINNY_S(8) SKINNY_S(16)
 
-// gemm_gemv_<wl|wk>_f32_c<CW>: C's short side 1, f32 data (gemv_wl, gemv_wk above). Grid ceil(L / CW), block
-// 256. vec: W's base and pitch allow 16-byte loads (checked here).
-#define GEMV_ENTRY(LAYOUT, CW)                                                                                  \
-    PRISM_KERNEL void __launch_bounds__(256)                                                                    \
-        gemm_gemv_##LAYOUT##_f32_c##CW(int L, int k, const float *X, long long xk, const float *W,             \
-                                       long long wld, float alpha, float beta, float *C, long long cl,          \
-                                       int l_cols, int n, const float *bias, int act) {                         \
-        const Epilogue<float> epi{bias, 0, act, n};                                                             \
+// gemm_gemv_<wl|wk>_<in>_<out>_c<CW>: C's short side 1 (gemv_wl, gemv_wk above): f32 -> f32, and bf16 or f16
+// -> the same or f32. Grid ceil(L / CW), block 256. vec: W's base and pitch allow 16-byte loads (checked here).
+#define GEMV_ENTRY(LAYOUT, IN, TI, OUT, TO, CW)                                                                \
+    PRISM_KERNEL void __launch_bounds__(256, 3)                                                                  \
+        gemm_gemv_##LAYOUT##_##IN##_##OUT##_c##CW(int L, int k, const TI *X, long long xk, const TI *W,         \
+                                                  long long wld, float alpha, float beta, TO *C, long long cl,  \
+                                                  int l_cols, int n, const TO *bias, int act) {                 \
+        const Epilogue<TO> epi{bias, 0, act, n};                                                                \
         if (rows_aligned<16>(W, wld)) gemv_##LAYOUT<CW, true>(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, epi); \
         else gemv_##LAYOUT<CW, false>(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, epi);                    \
     }
-#define GEMV_CW(CW) GEMV_ENTRY(wl, CW) GEMV_ENTRY(wk, CW)
-GEMV_CW(8) GEMV_CW(16) GEMV_CW(32) GEMV_CW(64)
+#define GEMV_IO(IN, TI, OUT, TO)                                                                                \
+    GEMV_ENTRY(wl, IN, TI, OUT, TO, 8) GEMV_ENTRY(wl, IN, TI, OUT, TO, 16) GEMV_ENTRY(wl, IN, TI, OUT, TO, 32)    \
+    GEMV_ENTRY(wl, IN, TI, OUT, TO, 64) GEMV_ENTRY(wk, IN, TI, OUT, TO, 8) GEMV_ENTRY(wk, IN, TI, OUT, TO, 16)    \
+    GEMV_ENTRY(wk, IN, TI, OUT, TO, 32) GEMV_ENTRY(wk, IN, TI, OUT, TO, 64)
+GEMV_IO(f32, float, f32, float)
+GEMV_IO(bf16, __nv_bfloat16, bf16, __nv_bfloat16) GEMV_IO(bf16, __nv_bfloat16, f32, float)
+GEMV_IO(f16, __half, f16, __half) GEMV_IO(f16, __half, f32, float)
 
 // gemm_skinny_tc_<wl|wk>_<bf16|f16>_s<S>: 16-bit data on the tensor cores, rows <= S (8 or 16: the host picks
 // the smaller that holds C's short side), slices of any depth (X is read from global memory). Configurations

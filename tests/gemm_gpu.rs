@@ -403,11 +403,11 @@ fn large_slow_or_unreadable_pitches_are_copied() {
 /// `tuning::gemm_with_kernel`, against the f64 reference; and a kernel that cannot compute it is
 /// an error, not a launch.
 fn every_candidate<T: Element>(rt: &ProductionGpuRuntime, spec: &Spec, rng: &mut SplitMix64) -> usize {
-    candidates_where::<T>(rt, spec, rng, |_| true)
+    candidates_where::<T, T>(rt, spec, rng, |_| true)
 }
 
-/// [`every_candidate`] for the candidates `keep` selects.
-fn candidates_where<T: Element>(
+/// [`every_candidate`] for `TIn` inputs and `TOut` outputs, and the candidates `keep` selects.
+fn candidates_where<TIn: Element, TOut: Element>(
     rt: &ProductionGpuRuntime,
     spec: &Spec,
     rng: &mut SplitMix64,
@@ -416,15 +416,15 @@ fn candidates_where<T: Element>(
     use prism_gpu::raw::kernels::gemm::{tuning, Workspace};
     let ops = rt.gpu().expect("a GPU runtime");
     let case = spec.build(rng);
-    let a: Vec<T> = case.a.iter().map(|&x| T::from_f32(x)).collect();
-    let b: Vec<T> = case.b.iter().map(|&x| T::from_f32(x)).collect();
-    let before: Vec<T> = case.c.iter().map(|&x| T::from_f32(x)).collect();
+    let a: Vec<TIn> = case.a.iter().map(|&x| TIn::from_f32(x)).collect();
+    let b: Vec<TIn> = case.b.iter().map(|&x| TIn::from_f32(x)).collect();
+    let before: Vec<TOut> = case.c.iter().map(|&x| TOut::from_f32(x)).collect();
     let before_f32: Vec<f32> = before.iter().map(|x| x.to_f32()).collect();
-    let want = reference(&case.g, &a, &b, |x: T| f64::from(x.to_f32()));
+    let want = reference(&case.g, &a, &b, |x: TIn| f64::from(x.to_f32()));
     let (da, db) = (ops.upload(&a).unwrap(), ops.upload(&b).unwrap());
     let (kernels, stream) = (ops.kernels(), ops.stream());
     let plans =
-        tuning::candidates_of::<T, T>(kernels, stream, &case.g, &da.as_view(), &db.as_view(), 1 << 30)
+        tuning::candidates_of::<TIn, TOut>(kernels, stream, &case.g, &da.as_view(), &db.as_view(), 1 << 30)
             .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
     assert!(!plans.is_empty(), "{spec:?}: no candidates");
     let plans: Vec<_> = plans.into_iter().filter(|p| keep(p)).collect();
@@ -454,6 +454,7 @@ fn candidates_where<T: Element>(
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn small_every_candidate_kernel_matches_the_reference() {
+    use prism_gpu::raw::kernels::gemm::tuning::Kernel;
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     let mut runs = 0;
     for (m, n, k) in [(1, 1024, 1536), (701, 1, 1023), (5, 700, 2100), ALIGNED_ODD, (257, 257, 257)] {
@@ -474,11 +475,17 @@ fn small_every_candidate_kernel_matches_the_reference() {
         runs += every_candidate::<f32>(&rt, &spec, &mut rng);
     }
     // One row and one column with padded pitches: X strided along k, W's rows unaligned (the GEMV
-    // kernels' scalar paths).
+    // kernels' scalar paths); 16-bit inputs to 16-bit and (the GEMV kernels alone) to f32 outputs.
+    let gemv = |p: &prism_gpu::raw::kernels::gemm::tuning::Plan| matches!(p.kernel, Kernel::Gemv { .. });
     for (ta, tb) in TRANSPOSES {
         for (m, n, k) in [(1, 700, 517), (517, 1, 700)] {
             let spec = Spec::new(m, n, k).trans(ta, tb).padded([3, 5, 2]).scaled(0.75, -0.5);
+            let (bf, hf) = (spec.precision(Precision::Bf16), spec.precision(Precision::F16));
             runs += every_candidate::<f32>(&rt, &spec.precision(Precision::F32), &mut rng);
+            runs += every_candidate::<bf16>(&rt, &bf, &mut rng);
+            runs += every_candidate::<f16>(&rt, &hf, &mut rng);
+            runs += candidates_where::<bf16, f32>(&rt, &bf, &mut rng, gemv);
+            runs += candidates_where::<f16, f32>(&rt, &hf, &mut rng, gemv);
         }
     }
     println!("{runs} candidate runs checked");
@@ -505,7 +512,7 @@ fn batches_of_small_f32_matrices_on_the_32_tiles() {
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     let runs: usize = small_f32_batches()
         .iter()
-        .map(|spec| candidates_where::<f32>(&rt, spec, &mut rng, |p| p.kernel == Kernel::Simt32))
+        .map(|spec| candidates_where::<f32, f32>(&rt, spec, &mut rng, |p| p.kernel == Kernel::Simt32))
         .sum();
     assert_eq!(runs, small_f32_batches().len(), "simt32 is a candidate of every spec");
 }

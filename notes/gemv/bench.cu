@@ -1,6 +1,6 @@
 // Experiment (issue 30, candle's `matmul_gemv`, 1 x 2048 x 2048 f32): one row times a k x L row-major weight.
 // The sliced path (gemm_skinny_wl_f32_s1 over slices of k, then gemm_splitk_reduce_f32: two launches) against
-// the one-launch gemm_gemv_wl_f32_c<CW> (each block owns CW columns over all of k, a shared-memory tree sums its
+// the one-launch gemm_gemv_wl_f32_f32_c<CW> (each block owns CW columns over all of k, a shared-memory tree sums its
 // row groups in a fixed order, no workspace); against cuBLAS SGEMM as candle calls it. harness-h200.txt is the
 // first version's run, whose kernel took U (rows in flight) as a parameter too: u4 is what the library kept. Checked against an f64 reference (max relative error per element, scaled to sum |x w|); times are
 // the median of 20 runs after 5 warm-ups (CUDA events). Built and run by run.sh.
@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
     {                                                                                                   \
         cudaMemset(c, 0xff, L * 4);                                                                     \
         const float t = median_ms([&] {                                                                 \
-            gemm_gemv_wl_f32_c##CW<<<(L + CW - 1) / CW, 256>>>(L, k, x, 1, w, L, 1.f, 0.f, c, 1, 1, L, nullptr, 0); \
+            gemm_gemv_wl_f32_f32_c##CW<<<(L + CW - 1) / CW, 256>>>(L, k, x, 1, w, L, 1.f, 0.f, c, 1, 1, L, nullptr, 0); \
         });                                                                                             \
         check("gemv cols=" #CW, t, t_cublas);                                                           \
     }

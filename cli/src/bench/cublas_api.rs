@@ -95,7 +95,8 @@ impl Case {
 /// The shapes of a run: squares, transformer projections (8192 tokens, BERT-base widths) as
 /// `x·Wᵀ`, a batch over one shared weight, and in f32 the products of candle's matmul benches
 /// (`batch_1000` and `attn_4d_*`: 144 x 144 x 32 scores, the 144 x 32 x 144 values after them;
-/// `gemv`: 1 x 2048 x 2048; `qmatmul_F32`: 1 x 1024 x 1024 as `x·Wᵀ`).
+/// `gemv`: 1 x 2048 x 2048; `qmatmul_F32`: 1 x 1024 x 1024 as `x·Wᵀ`), and in bf16 one decode
+/// token's products.
 pub fn cases(full: bool) -> Vec<Case> {
     let squares: &[usize] = if full { &[1024, 2048, 4096, 8192] } else { &[1024, 4096, 8192] };
     let mut cases = Vec::new();
@@ -111,6 +112,14 @@ pub fn cases(full: bool) -> Vec<Case> {
             cases.push(case(144, 32, 144, false, 1000, false));
             cases.push(case(1, 2048, 2048, false, 1, false));
             cases.push(case(1, 1024, 1024, true, 1, false));
+        }
+        if kind == Kind::Bf16 {
+            // One token through a 1B Llama decoder (candle-transformers, hidden 2048, MLP 8192,
+            // vocabulary 128256): x·Wᵀ, and the same weights read along n.
+            for (n, k) in [(2048, 2048), (8192, 2048), (2048, 8192), (128_256, 2048)] {
+                cases.push(case(1, n, k, true, 1, false));
+            }
+            cases.push(case(1, 4096, 4096, false, 1, false));
         }
     }
     cases

@@ -7,6 +7,7 @@
 use super::plan::Plan;
 use super::spec::{Gemm, Precision};
 use super::table::{self, Choice, Class, Table, Tuned};
+use super::BLOCK;
 use crate::error::Result;
 use crate::kernels::grid::GRID_YZ_MAX;
 
@@ -78,9 +79,9 @@ pub enum Kernel {
         /// Slices of k, each at most [`skinny_depth`]`(rows, precision)` deep.
         splits: u32,
     },
-    /// `gemm_gemv_<wl|wk>_f32_c<cols>`: C's short side 1, f32 data: one launch, each block `cols`
-    /// columns of C over all of k, alpha, beta and the epilogue in its store (no workspace, no
-    /// second launch).
+    /// `gemm_gemv_<wl|wk>_<in>_<out>_c<cols>`: C's short side 1 (f32, bf16 or f16 data, f32
+    /// sums): one launch, each block `cols` columns of C over all of k, alpha, beta and the
+    /// epilogue in its store (no workspace, no second launch).
     Gemv {
         /// Columns of C's long side per block: 8, 16, 32 or 64 ([`GEMV_COLS`]).
         cols: u32,
@@ -133,23 +134,25 @@ pub const TMA_FAST_PITCH: usize = 128;
 
 /// The column counts of the GEMV kernels' blocks.
 pub const GEMV_COLS: [u32; 4] = [8, 16, 32, 64];
-/// The GEMV kernels take products of one row at most this deep; deeper ones run in slices of k
-/// (H200, `tune`: 1 x 4096 x 4096 1.02x the slices; harness: 1 x 4096 x 11008 60.6 us against
-/// 52.7 sliced, notes/gemv/).
-const GEMV_MAX_DEPTH: usize = 4096;
+/// The GEMV kernels take products of one row at most this many bytes of W per column deep (4096
+/// f32, 8192 16-bit elements); deeper ones run in slices of k (H200, `tune`: 1 x 4096 x 4096 f32
+/// 1.02x the slices; harness: 1 x 4096 x 11008 60.6 us against 52.7 sliced, notes/gemv/).
+const GEMV_MAX_DEPTH_BYTES: usize = 16_384;
 /// ... in blocks of the most columns that still give this many blocks per multiprocessor (x 5)
 /// and at most [`GEMV_MAX_STEPS`] steps, else 8 columns: wider rows of W per load, enough blocks
-/// to keep every multiprocessor reading (H200, `tune`'s best: 1 x 2048 8 columns, 1 x 4096 16,
-/// 1 x 11008 32, 1 x 50257 x 768 64).
+/// to keep every multiprocessor reading (H200, `tune`'s best for f32: 1 x 2048 8 columns, 1 x
+/// 4096 16, 1 x 11008 32, 1 x 50257 x 768 64).
 const GEMV_BLOCKS_PER_SM_X5: usize = 7;
-/// A block of `cols` columns walks k in steps of 4096 / `cols` rows (its 1024 / `cols` row groups,
-/// 4 rows each in flight); more steps than this leave it waiting on one load after another
-/// (1 x 12288 x 4096: 64 columns, 64 steps, 0.84x the 32-column blocks' 32 steps).
+/// A block of `cols` columns walks its k x `cols` slab of W in steps of [`GEMV_STEP_BYTES`]; more
+/// steps than this leave it waiting on one load after another (1 x 12288 x 4096 f32: 64 columns,
+/// 64 steps, 0.84x the 32-column blocks' 32 steps).
 const GEMV_MAX_STEPS: usize = 32;
-/// W read along k: a warp per column (8 columns per block) walks 512 elements of k per step, so
-/// up to this depth each warp's loads take at most four steps (candle's qmatmul_F32, 1 x 1024 x
-/// 1024 x·Wᵀ, H200: 1.32x cuBLAS in one launch).
-const GEMV_WK_MAX_DEPTH: usize = 2048;
+/// Bytes of W a GEMV block reads per step: 256 threads, 4 loads of 16 bytes each in flight.
+const GEMV_STEP_BYTES: usize = 16 * 4 * BLOCK as usize;
+/// W read along k: a warp per column (8 columns per block) walks 2048 bytes of k per step, so up
+/// to this depth in bytes each warp's loads take at most four steps (candle's qmatmul_F32, 1 x
+/// 1024 x 1024 x·Wᵀ, H200: 1.32x cuBLAS in one launch).
+const GEMV_WK_MAX_DEPTH_BYTES: usize = 8192;
 
 /// Problems at most this large (m·n·k) go to the small kernel.
 const SMALL_VOLUME: u128 = 1 << 18;
@@ -295,16 +298,19 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
         return None;
     }
     let sms = device.multiprocessors as usize;
-    if short == 1 && !tensor_cores {
+    if short == 1 {
+        let depth_bytes = g.k * element_bytes;
         let fills = |&&cols: &&u32| {
-            let steps = (g.k * cols as usize).div_ceil(4096);
+            let steps = (depth_bytes * cols as usize).div_ceil(GEMV_STEP_BYTES);
             5 * long.div_ceil(cols as usize) >= GEMV_BLOCKS_PER_SM_X5 * sms && steps <= GEMV_MAX_STEPS
         };
+        // 16-bit W along C's long side stays on the tensor-core skinny kernels: the GEMV kernel ran
+        // bf16 1 x 4096 x 4096 at 0.63x cuBLAS on an H100 (0.85x H200), below their 0.75x.
         match skinny_long_contiguous(g) {
-            true if g.k <= GEMV_MAX_DEPTH => {
+            true if depth_bytes <= GEMV_MAX_DEPTH_BYTES && !tensor_cores => {
                 return Some(Kernel::Gemv { cols: *GEMV_COLS.iter().rev().find(fills).unwrap_or(&8) })
             }
-            false if g.k <= GEMV_WK_MAX_DEPTH => return Some(Kernel::Gemv { cols: 8 }),
+            false if depth_bytes <= GEMV_WK_MAX_DEPTH_BYTES => return Some(Kernel::Gemv { cols: 8 }),
             _ => {}
         }
     }
@@ -645,11 +651,17 @@ mod tests {
         assert_eq!(on(Gemm::new(4096, 1, 1024).transposed(true, false), Precision::F32), gemv(16));
         // W read along k (x·Wᵀ: candle's qmatmul_F32).
         assert_eq!(on(Gemm::new(1, 1024, 1024).transposed(false, true), Precision::F32), gemv(8));
-        // Deeper, or 16-bit data: the skinny kernels.
+        // 16-bit x·Wᵀ: the same bytes of W per column (one token through a 1B Llama: 1.02-2.24x
+        // cuBLAS); 16-bit x·W stays on the tensor cores.
+        assert_eq!(on(Gemm::new(1, 2048, 2048).transposed(false, true), Precision::Bf16), gemv(8));
+        assert!(matches!(on(Gemm::new(1, 4096, 4096), Precision::F16), Kernel::Skinny { .. }));
+        // Deeper: the skinny kernels.
         assert!(matches!(on(Gemm::new(1, 2048, 8192), Precision::F32), Kernel::Skinny { .. }));
         let deep_wk = Gemm::new(1, 2048, 4096).transposed(false, true);
         assert!(matches!(on(deep_wk, Precision::F32), Kernel::Skinny { .. }));
-        assert!(matches!(on(Gemm::new(1, 2048, 2048), Precision::Bf16), Kernel::Skinny { .. }));
+        assert!(matches!(on(deep_wk.transposed(false, true), Precision::Bf16), Kernel::Gemv { .. }));
+        let deeper_wk = Gemm::new(1, 2048, 8192).transposed(false, true);
+        assert!(matches!(on(deeper_wk, Precision::Bf16), Kernel::Skinny { .. }));
     }
 
     #[test]

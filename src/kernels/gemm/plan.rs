@@ -111,7 +111,7 @@ pub enum Launch {
     SplitK(SplitK),
     /// Batch 1, C's short side at most 16: `gemm_skinny_*` slices, then the reduction.
     Skinny(Skinny),
-    /// Batch 1, C's short side 1: `gemm_gemv_<wl|wk>_f32_c<cols>`.
+    /// Batch 1, C's short side 1: `gemm_gemv_<wl|wk>_<in>_<out>_c<cols>`.
     Gemv(Gemv),
     /// The sm_90a TMA + wgmma kernels.
     Sm90(Sm90),
@@ -320,9 +320,6 @@ impl Kernel {
                 }
                 if g.batch != 1 || g.m.min(g.n) != 1 {
                     return invalid("one product (batch 1) of one row or column for gemv".into());
-                }
-                if !matches!(precision, Precision::F32 | Precision::Tf32) {
-                    return invalid("f32 data for gemv".into());
                 }
                 Launch::Gemv(Gemv { cols, long_contiguous: skinny_long_contiguous(g) })
             }
@@ -582,7 +579,8 @@ mod tests {
         assert_eq!(launch(Gemm::new(32, 4096, 16384), Bf16, &H100), split(Family::Mma, 2048, 8, 32, 4096));
         // 41x185x2913 TF32: 11 slices of 288 (the last 33).
         assert_eq!(launch(Gemm::new(41, 185, 2913), Tf32, &H100), split(Family::Mma, 288, 11, 41, 185));
-        // Skinny: decode bf16 x W on the tensor cores (4 slices of 1024, 8 rows), W read along n;
+        // Skinny: decode bf16 x W for two tokens on the tensor cores (4 slices of 1024, 8 rows), W
+        // read along n;
         // x W^T in f32 on the CUDA cores and in f16 on the tensor cores.
         // (rows, depth, parts, long_contiguous, tensor_cores, block_cols, workspace bytes)
         let skinny = |g: Gemm, p| match launch(g, p, &H100) {
@@ -591,7 +589,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         };
-        assert_eq!(skinny(Gemm::new(1, 4096, 4096), Bf16), (8, 1024, 4, true, true, 64, 4 * 4096 * 4));
+        assert_eq!(skinny(Gemm::new(2, 4096, 4096), Bf16), (8, 1024, 4, true, true, 64, 4 * 2 * 4096 * 4));
         let xwt = Gemm::new(3, 4096, 4096).transposed(false, true);
         assert_eq!(skinny(xwt, F32), (4, 832, 5, false, false, 32, 5 * 3 * 4096 * 4));
         assert_eq!(skinny(xwt, F16), (8, 1536, 3, false, true, 32, 3 * 3 * 4096 * 4));
@@ -703,12 +701,12 @@ mod tests {
         assert!(err(skinny(1, 4), decode, Precision::F32, &H100, ALIGNED).contains("short side (2)"));
         assert!(err(skinny(2, 1), decode, Precision::F32, &H100, ALIGNED).contains("at least 2 slices"));
         assert!(skinny(2, 2).resolve(&decode, Precision::F32, &H100, ALIGNED).is_ok());
-        // gemv: one row or column, f32 data.
+        // gemv: one row or column, any data.
         let gemv = Kernel::Gemv { cols: 8 };
         let row = Gemm::new(1, 4096, 4096);
         assert!(gemv.resolve(&row, Precision::F32, &H100, ALIGNED).is_ok());
+        assert!(gemv.resolve(&row, Precision::Bf16, &H100, ALIGNED).is_ok());
         assert!(err(gemv, decode, Precision::F32, &H100, ALIGNED).contains("one row or column"));
-        assert!(err(gemv, row, Precision::Bf16, &H100, ALIGNED).contains("f32 data"));
         assert!(gemv.resolve(&row.transposed(false, true), Precision::F32, &H100, ALIGNED).is_ok());
         assert!(
             err(Kernel::Gemv { cols: 12 }, row, Precision::F32, &H100, ALIGNED).contains("[8, 16, 32, 64]")

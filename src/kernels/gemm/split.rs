@@ -102,23 +102,16 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: 
     unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
 }
 
-/// Runs a batch-1 `g` whose short side is 1 on `gemm_gemv_<wl|wk>_f32_c<cols>` (f32 data): one
-/// launch writes `C = epilogue(alpha * x·W + beta * C)`.
+/// Runs a batch-1 `g` whose short side is 1 on `gemm_gemv_<wl|wk>_<in>_<out>_c<cols>` (f32 sums):
+/// one launch writes `C = epilogue(alpha * x·W + beta * C)`.
 ///
 /// # Safety
 /// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g` and `precision`.
 pub(super) unsafe fn gemv<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &Gemv) -> Result<()> {
     let Call { kernels, stream, g, operands: [pa, pb, pc], epilogue, .. } = *call;
-    if TIn::NAME != "f32" || TOut::NAME != "f32" {
-        return Err(crate::error::Error::Shape {
-            op: "gemm gemv",
-            expected: "f32 inputs and outputs".into(),
-            got: format!("{} inputs, {} outputs", TIn::NAME, TOut::NAME),
-        });
-    }
     let ShortLong { x, x_strides, w, w_pitch, out_strides, long, .. } = ShortLong::of(g, [pa, pb], g.ldc);
     let layout = if plan.long_contiguous { "wl" } else { "wk" };
-    let name = format!("gemm_gemv_{layout}_f32_c{}", plan.cols);
+    let name = format!("gemm_gemv_{layout}_{}_{}_c{}", TIn::NAME, TOut::NAME, plan.cols);
     let cfg = LaunchConfig {
         grid_dim: (long.div_ceil(plan.cols as usize) as u32, 1, 1),
         block_dim: (BLOCK, 1, 1),
@@ -130,7 +123,7 @@ pub(super) unsafe fn gemv<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &G
     let l_cols = i32::from(g.m <= g.n);
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
     // SAFETY: `(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, n, bias, act)` as the entry takes
-    // them, all f32 (checked above). X and W are A and B (or B and A), which `validate` checked
+    // them: X and W of TIn, C and the bias of TOut (the entry named for both). X and W are A and B (or B and A), which `validate` checked
     // hold every element of op(A) and op(B) with these leading dimensions; the kernel reads X's k
     // elements and W's k x L (or L x k) through exactly those strides, and writes C's L elements `cl` apart
     // (its one row or column, validated with ldc), reading them only when beta != 0; the bias is
