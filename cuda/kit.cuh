@@ -137,7 +137,7 @@ __device__ __forceinline__ void load_param(const float *p, int c0, float *out) {
 //   store<F>(out, f)    : f.template apply<M>(float *v, int col0) transforms a chunk; result is written.
 //                         F::kLoads says apply() reads memory (gamma/beta): then a group of chunks is
 //                         transformed before any is stored, so those loads are not serialised behind stores;
-//                         F::prefetch<M>(col0) then asks for a later chunk's parameters in L1.
+//                         F::prefetch(col0) then asks for a later chunk's parameters in L1.
 
 // Row kept in registers (RC chunks of 16 bytes per thread) plus `ks` chunks per thread in dynamic shared
 // memory. Requires cols % N == 0 and 16-byte aligned row pointers.
@@ -195,7 +195,7 @@ struct VecRow {
         const int t = threadIdx.x, bs = blockDim.x;
         if constexpr (F::kLoads) {
             for (int k = 0; k < kParamsAhead && k < ks; ++k)
-                if (t + (RC + k) * bs < nchunks) f.template prefetch<N>((t + (RC + k) * bs) * N);
+                if (t + (RC + k) * bs < nchunks) f.prefetch((t + (RC + k) * bs) * N);
 #pragma unroll
             for (int k = 0; k < RC; ++k)
                 if (t + k * bs < nchunks) f.template apply<N>(r + k * N, (t + k * bs) * N);
@@ -213,7 +213,7 @@ struct VecRow {
 #pragma unroll
                 for (int u = kParamsAhead; u < kParamsAhead + 2; ++u) {
                     const int c = t + (RC + k + u) * bs;
-                    if (k + u < ks && c < nchunks) f.template prefetch<N>(c * N);
+                    if (k + u < ks && c < nchunks) f.prefetch(c * N);
                 }
             }
             float v[2][N];

@@ -61,7 +61,7 @@ struct LayerNormOp {
         static constexpr bool kLoads = true;
         float mean, rstd;
         const float *g, *b;
-        template <int M> __device__ __forceinline__ void prefetch(int c0) const {
+        __device__ __forceinline__ void prefetch(int c0) const {
             prefetch_l1(g, c0);
             prefetch_l1(b, c0);
         }
@@ -116,7 +116,7 @@ struct RmsNormOp {
         static constexpr bool kLoads = true;
         float r;
         const float *g;
-        template <int M> __device__ __forceinline__ void prefetch(int c0) const { prefetch_l1(g, c0); }
+        __device__ __forceinline__ void prefetch(int c0) const { prefetch_l1(g, c0); }
         template <int M> __device__ __forceinline__ void apply(float *v, int c0) const {
             float gg[M];
             if (g) load_param<M>(g, c0, gg);

@@ -659,7 +659,7 @@ mod tests {
         assert!(matches!(on(Gemm::new(1, 2048, 8192), Precision::F32), Kernel::Skinny { .. }));
         let deep_wk = Gemm::new(1, 2048, 4096).transposed(false, true);
         assert!(matches!(on(deep_wk, Precision::F32), Kernel::Skinny { .. }));
-        assert!(matches!(on(deep_wk.transposed(false, true), Precision::Bf16), Kernel::Gemv { .. }));
+        assert!(matches!(on(deep_wk, Precision::Bf16), Kernel::Gemv { .. })); // 8 KiB per column
         let deeper_wk = Gemm::new(1, 2048, 8192).transposed(false, true);
         assert!(matches!(on(deeper_wk, Precision::Bf16), Kernel::Skinny { .. }));
     }
@@ -674,11 +674,13 @@ mod tests {
         assert_eq!(f32(1000, 144, 144, 32), Kernel::Simt32); // 12 waves vs 23
         assert_eq!(f32(2904, 144, 144, 32), Kernel::Simt32); // 35 vs 66
         assert_eq!(f32(1000, 144, 32, 144), Kernel::Simt32); // 3 vs 12
-                                                             // Where the larger tiles cover the matrices well enough: ViT's 197 x 197, 128^2 and up.
+
+        // Where the larger tiles cover the matrices well enough: ViT's 197 x 197, 128^2 and up.
         assert_eq!(f32(96, 197, 197, 64), Kernel::Simt64); // 3 vs 3
         assert_eq!(f32(256, 128, 128, 64), Kernel::Simt64); // 2 vs 2
         assert_eq!(f32(16, 512, 512, 64), Kernel::Simt); // 1 wave of 128 x 256 tiles, 2 of 64 x 128
-                                                         // One small product: a single wave of either, the larger tiles.
+
+        // One small product: a single wave of either, the larger tiles.
         assert_eq!(f32(1, 144, 144, 32), Kernel::Simt64);
     }
 

@@ -123,11 +123,12 @@ pub(super) unsafe fn gemv<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &G
     let l_cols = i32::from(g.m <= g.n);
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
     // SAFETY: `(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, n, bias, act)` as the entry takes
-    // them: X and W of TIn, C and the bias of TOut (the entry named for both). X and W are A and B (or B and A), which `validate` checked
-    // hold every element of op(A) and op(B) with these leading dimensions; the kernel reads X's k
-    // elements and W's k x L (or L x k) through exactly those strides, and writes C's L elements `cl` apart
-    // (its one row or column, validated with ldc), reading them only when beta != 0; the bias is
-    // the epilogue's n values (the caller's obligation).
+    // them: X and W of TIn, C and the bias of TOut (the entry is named for both). X and W are A
+    // and B (or B and A), which `validate` checked hold every element of op(A) and op(B) with
+    // these leading dimensions; the kernel reads X's k elements and W's k x L (or L x k) through
+    // exactly those strides, and writes C's L elements `cl` apart (its one row or column,
+    // validated with ldc), reading them only when beta != 0; the bias is the epilogue's n values
+    // (the caller's obligation).
     unsafe {
         launch!(
             kernels,
