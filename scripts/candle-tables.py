@@ -1,6 +1,7 @@
 """The tables of scripts/device-candle-run, from the logs it writes (ours: candle on prism-gpu; real:
-candle on the real cudarc with cuBLAS). Usage: candle-tables.py tests|bench|llama DIR"""
+candle on the real cudarc with cuBLAS). Usage: candle-tables.py tests|bench|llama|profile DIR"""
 import collections
+import csv
 import glob
 import math
 import re
@@ -90,9 +91,50 @@ def llama(out):
     return "candle-llama.md", lines
 
 
+def is_product(kernel):
+    """Whether a kernel is a matrix product: ours (gemm_*) or cuBLAS / cuBLASLt's (nvjet_*, *gemm*,
+    *gemv*, xmma, cutlass, the split-K reduction; kernel, Kernel and Kernel2 are cuBLAS's unnamed ones)."""
+    words = ("gemm", "gemv", "xmma", "cutlass", "nvjet", "splitkreduce")
+    return kernel.startswith("gemm_") or kernel in ("kernel", "Kernel", "Kernel2") or any(w in kernel.lower() for w in words)
+
+
+def profile(out):
+    # ncu's CSV (one row per kernel launch, gpu__time_duration in ns) for each phase and side, from
+    # candle-profile-<phase>-<side>.log; each phase's wall time per step from the program's own line.
+    lines = []
+    for phase in sorted({re.match(r".*candle-profile-(\w+)-(ours|real)\.log", p).group(1)
+                         for p in glob.glob(f"{out}/candle-profile-*-*.log")}):
+        kernels, wall = {}, {}
+        for side in ("ours", "real"):
+            path = f"{out}/candle-profile-{phase}-{side}.log"
+            rows = [line for line in open(path, errors="replace") if line.startswith('"')]
+            walls = [line.strip() for line in open(path, errors="replace") if line.startswith("profiled ")]
+            wall[side] = walls[0] if walls else "(no wall time)"
+            table = collections.defaultdict(lambda: [0, 0.0])
+            for row in csv.DictReader(rows):
+                if row.get("Metric Name") == "gpu__time_duration.sum":
+                    entry = table[row["Kernel Name"]]
+                    entry[0] += 1
+                    entry[1] += float(row["Metric Value"].replace(",", "")) / 1e3
+            kernels[side] = table
+        lines += [f"## {phase}", "", f"- ours: {wall['ours']}", f"- real: {wall['real']}", ""]
+        lines += ["| | ours launches | ours GPU us | real launches | real GPU us |", "|---|---|---|---|---|"]
+        for label, keep in (("products", is_product), ("everything else", lambda k: not is_product(k))):
+            sums = {side: [sum(v[i] for k, v in kernels[side].items() if keep(k)) for i in (0, 1)]
+                    for side in kernels}
+            lines.append(f"| {label} | {sums['ours'][0]} | {sums['ours'][1]:.0f} | {sums['real'][0]} | "
+                         f"{sums['real'][1]:.0f} |")
+        lines += ["", "| kernel | side | launches | GPU us | us each |", "|---|---|---|---|---|"]
+        ranked = sorted(((v[1], side, k, v[0]) for side in kernels for k, v in kernels[side].items()), reverse=True)
+        for us, side, k, n in ranked[:40]:
+            lines.append(f"| {k[:90]} | {side} | {n} | {us:.0f} | {us / n:.1f} |")
+        lines.append("")
+    return "candle-profile.md", lines
+
+
 if __name__ == "__main__":
     kind, out = sys.argv[1], sys.argv[2]
-    name, lines = {"tests": tests, "bench": bench, "llama": llama}[kind](out)
+    name, lines = {"tests": tests, "bench": bench, "llama": llama, "profile": profile}[kind](out)
     text = "\n".join(lines)
     print(text)
     with open(f"{out}/{name}", "w") as f:
