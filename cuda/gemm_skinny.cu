@@ -502,13 +502,16 @@ __device__ __forceinline__ void skinny_tc_wl(int rows, int L, int k, int kc, con
 SKINNY_S(1) SKINNY_S(2) SKINNY_S(4) SKINNY_S(8) SKINNY_S(16)
 
 // gemm_gemv_<wl|wk>_<in>_<out>_c<CW>: C's short side 1 (gemv_wl, gemv_wk above): f32 -> f32, and bf16 or f16
-// -> the same or f32. Grid ceil(L / CW), block 256. vec: W's base and pitch allow 16-byte loads (checked here).
+// -> the same or f32. Grid (ceil(L / CW), 1, batch entries), block 256; entry z's X, W, C and bias start xb, wb,
+// cb and bias_stride elements after entry z - 1's. vec: W's base and pitch allow 16-byte loads (checked here).
 #define GEMV_ENTRY(LAYOUT, IN, TI, OUT, TO, CW)                                                                \
-    PRISM_KERNEL void __launch_bounds__(256, 3)                                                                  \
-        gemm_gemv_##LAYOUT##_##IN##_##OUT##_c##CW(int L, int k, const TI *X, long long xk, const TI *W,         \
-                                                  long long wld, float alpha, float beta, TO *C, long long cl,  \
-                                                  int l_cols, int n, const TO *bias, int act) {                 \
-        const Epilogue<TO> epi{bias, 0, act, n};                                                                \
+    PRISM_KERNEL void __launch_bounds__(256, 3) gemm_gemv_##LAYOUT##_##IN##_##OUT##_c##CW(                       \
+        int L, int k, const TI *X, long long xk, long long xb, const TI *W, long long wld, long long wb,        \
+        float alpha, float beta, TO *C, long long cl, long long cb, int l_cols, int n, const TO *bias,           \
+        long long bias_stride, int act) {                                                                        \
+        const long long z = blockIdx.z;                                                                          \
+        X += z * xb, W += z * wb, C += z * cb;                                                                   \
+        const Epilogue<TO> epi{bias, bias_stride, act, n};                                                      \
         if (rows_aligned<16>(W, wld)) gemv_##LAYOUT<CW, true>(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, epi); \
         else gemv_##LAYOUT<CW, false>(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, epi);                    \
     }

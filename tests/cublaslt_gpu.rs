@@ -206,9 +206,18 @@ fn check<T: Element + prism_gpu::driver::ValidAsZeroBits>(
 }
 
 /// Shapes for each GEMM path: tiny (small kernel), unaligned (mma.sync), skinny and deep
-/// (split-K), multiples of 8 (sm_90a through TMA), one beyond a tile in every direction.
-const SHAPES: [(usize, usize, usize); 6] =
-    [(1, 1, 1), (7, 5, 3), (131, 67, 205), (48, 40, 4104), (136, 200, 264), (264, 520, 72)];
+/// (split-K), multiples of 8 (sm_90a through TMA), one beyond a tile in every direction, one
+/// column and one row (the GEMV, batched or not).
+const SHAPES: [(usize, usize, usize); 8] = [
+    (1, 1, 1),
+    (7, 5, 3),
+    (131, 67, 205),
+    (48, 40, 4104),
+    (136, 200, 264),
+    (264, 520, 72),
+    (300, 1, 700),
+    (1, 300, 700),
+];
 
 fn run_all<T: Element + prism_gpu::driver::ValidAsZeroBits>(tol: f64)
 where

@@ -488,7 +488,43 @@ fn small_every_candidate_kernel_matches_the_reference() {
             runs += candidates_where::<f16, f32>(&rt, &hf, &mut rng, gemv);
         }
     }
+    for spec in one_row_batches() {
+        let bf = spec.precision(Precision::Bf16);
+        runs += every_candidate::<f32>(&rt, &spec, &mut rng);
+        runs += every_candidate::<bf16>(&rt, &bf, &mut rng);
+        runs += candidates_where::<bf16, f32>(&rt, &bf, &mut rng, gemv);
+    }
     println!("{runs} candidate runs checked");
+}
+
+/// Batches of one row and one column (the GEMV's grid.z: a decode step's attention scores and
+/// weighted values) in every layout, f32: gaps between the entries, a broadcast operand.
+fn one_row_batches() -> Vec<Spec> {
+    let mut specs = Vec::new();
+    for (ta, tb) in TRANSPOSES {
+        for (m, n, k, broadcast) in
+            [(1, 130, 64, (false, false)), (67, 1, 130, (false, true)), (1, 300, 33, (true, false))]
+        {
+            let spec = Spec::new(m, n, k).trans(ta, tb).batch(5, 8).broadcast(broadcast.0, broadcast.1);
+            specs.push(spec.scaled(0.75, -0.5).precision(Precision::F32));
+        }
+    }
+    specs
+}
+
+/// The GEMV kernels alone on [`one_row_batches`], f32 and bf16 (short enough for racecheck).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn batches_of_one_row_products_on_the_gemv_kernels() {
+    use prism_gpu::raw::kernels::gemm::tuning::Kernel;
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    let gemv = |p: &prism_gpu::raw::kernels::gemm::tuning::Plan| matches!(p.kernel, Kernel::Gemv { .. });
+    let mut runs = 0;
+    for spec in one_row_batches() {
+        runs += candidates_where::<f32, f32>(&rt, &spec, &mut rng, gemv);
+        runs += candidates_where::<bf16, bf16>(&rt, &spec.precision(Precision::Bf16), &mut rng, gemv);
+    }
+    assert_eq!(runs, 2 * one_row_batches().len() * 4, "every GEMV width is a candidate of every spec");
 }
 
 /// Batches of small exact-f32 matrices (the 32 x 32 tiles' case), in every layout: sides off the

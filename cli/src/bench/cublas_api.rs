@@ -95,8 +95,9 @@ impl Case {
 /// The shapes of a run: squares, transformer projections (8192 tokens, BERT-base widths) as
 /// `x·Wᵀ`, a batch over one shared weight, and in f32 the products of candle's matmul benches
 /// (`batch_1000` and `attn_4d_*`: 144 x 144 x 32 scores, the 144 x 32 x 144 values after them;
-/// `gemv`: 1 x 2048 x 2048; `qmatmul_F32`: 1 x 1024 x 1024 as `x·Wᵀ`), and in bf16 one decode
-/// token's products.
+/// `gemv`: 1 x 2048 x 2048; `qmatmul_F32`: 1 x 1024 x 1024 as `x·Wᵀ`), and in bf16 the
+/// products of a 1B Llama decoder (one and eight decode tokens, a 512-token prefill) with, in f32,
+/// its prefill's attention (candle computes it in f32).
 pub fn cases(full: bool) -> Vec<Case> {
     let squares: &[usize] = if full { &[1024, 2048, 4096, 8192] } else { &[1024, 4096, 8192] };
     let mut cases = Vec::new();
@@ -112,12 +113,20 @@ pub fn cases(full: bool) -> Vec<Case> {
             cases.push(case(144, 32, 144, false, 1000, false));
             cases.push(case(1, 2048, 2048, false, 1, false));
             cases.push(case(1, 1024, 1024, true, 1, false));
+            // 32 heads of 512 x 512 scores (q·kᵀ, head dimension 64), then scores times values.
+            cases.push(case(512, 512, 64, true, 32, false));
+            cases.push(case(512, 64, 512, false, 32, false));
         }
         if kind == Kind::Bf16 {
-            // One token through a 1B Llama decoder (candle-transformers, hidden 2048, MLP 8192,
-            // vocabulary 128256): x·Wᵀ, and the same weights read along n.
-            for (n, k) in [(2048, 2048), (8192, 2048), (2048, 8192), (128_256, 2048)] {
-                cases.push(case(1, n, k, true, 1, false));
+            // A 1B Llama decoder (candle-transformers: hidden 2048, key / value 512, MLP 8192,
+            // vocabulary 128256) as x·Wᵀ: one and eight decode tokens, a 512-token prefill (whose
+            // vocabulary projection takes its last token only), and one token's weights read along n.
+            for m in [1, 8, 512] {
+                for (n, k) in [(2048, 2048), (512, 2048), (8192, 2048), (2048, 8192), (128_256, 2048)] {
+                    if m < 512 || n != 128_256 {
+                        cases.push(case(m, n, k, true, 1, false));
+                    }
+                }
             }
             cases.push(case(1, 4096, 4096, false, 1, false));
         }

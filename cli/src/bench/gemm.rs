@@ -247,11 +247,12 @@ impl Timed<'_> {
 fn time_ours<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<(f64, Option<Vec<f32>>, String)> {
     let (da, db) = (ops.upload(&narrow::<T>(timed.a))?, ops.upload(&narrow::<T>(timed.b))?);
     let plan = tuning::plan_of::<T, T>(ops.kernels(), ops.stream(), g, &da.as_view(), &db.as_view())?;
-    // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
-    let mut dc: CudaSlice<T> = unsafe { ops.stream().alloc(g.m * g.n) }?;
+    // SAFETY: with beta == 0 every GEMM writes all batch x m x n elements before anything reads
+    // them.
+    let mut dc: CudaSlice<T> = unsafe { ops.stream().alloc(g.batch * g.m * g.n) }?;
     let measured =
         timed.time(ops.stream(), || ops.gemm(g, &da.as_view(), &db.as_view(), &mut dc.as_view_mut()))?;
-    let c = if g.m * g.n <= CHECK_MAX_OUTPUTS {
+    let c = if g.batch * g.m * g.n <= CHECK_MAX_OUTPUTS {
         Some(ops.download(&dc)?.iter().map(|x| x.to_f32()).collect())
     } else {
         None
@@ -446,36 +447,49 @@ pub(crate) mod cublas {
         let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
         let da = stream.clone_htod(&narrow::<T>(a)).map_err(|e| err(&e))?;
         let db = stream.clone_htod(&narrow::<T>(b)).map_err(|e| err(&e))?;
-        // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
-        let mut dc: CudaSlice<T> = unsafe { stream.alloc(g.m * g.n) }.map_err(|e| err(&e))?;
-        let (m, n, k) = (g.m as i32, g.n as i32, g.k as i32);
+        // SAFETY: with beta == 0 every GEMM writes all batch x m x n elements before anything
+        // reads them.
+        let mut dc: CudaSlice<T> = unsafe { stream.alloc(g.batch * g.m * g.n) }.map_err(|e| err(&e))?;
+        let dim = |d: usize| i32::try_from(d).map_err(|_| format!("{d} does not fit cuBLAS's int"));
+        let stride = |d: usize| i64::try_from(d).map_err(|_| format!("{d} does not fit cuBLAS's int64"));
+        let (m, n, k, lda, ldb, ldc) =
+            (dim(g.m)?, dim(g.n)?, dim(g.k)?, dim(g.lda)?, dim(g.ldb)?, dim(g.ldc)?);
+        let (stride_a, stride_b, stride_c) = (stride(g.stride_a)?, stride(g.stride_b)?, stride(g.stride_c)?);
+        let batch = dim(g.batch)?;
+        let op = |t: bool| if t { cublasOperation_t::CUBLAS_OP_T } else { cublasOperation_t::CUBLAS_OP_N };
         let (alpha, beta) = (1.0f32, 0.0f32);
         let once = || -> std::result::Result<(), String> {
             let (pa, _ra) = da.device_ptr(stream);
             let (pb, _rb) = db.device_ptr(stream);
             let (pc, _wc) = dc.device_ptr_mut(stream);
-            // Row-major C (m x n) = A B is column-major C^T (n x m) = B^T A^T: B first, ld n.
-            // SAFETY: the buffers hold k x n (B), m x k (A) and m x n (C) elements of type T,
-            // with the leading dimensions given; alpha and beta are host f32 (host pointer mode).
+            // Row-major C (m x n) = op(A) op(B) is column-major C^T (n x m) = op(B)^T op(A)^T: B
+            // first, each operand transposed as stored.
+            // SAFETY: the buffers hold `g`'s batch entries of A, B and C (packed, as the caller
+            // built them) of type T with these leading dimensions and strides; alpha and beta are
+            // host f32 (host pointer mode).
             unsafe {
-                blas::gemm_ex(
+                blas::gemm_strided_batched_ex(
                     *blas.handle(),
-                    cublasOperation_t::CUBLAS_OP_N,
-                    cublasOperation_t::CUBLAS_OP_N,
+                    op(g.trans_b),
+                    op(g.trans_a),
                     n,
                     m,
                     k,
                     (&alpha as *const f32).cast::<c_void>(),
                     pb as *const c_void,
                     T::CUDA,
-                    n,
+                    ldb,
+                    stride_b,
                     pa as *const c_void,
                     T::CUDA,
-                    k,
+                    lda,
+                    stride_a,
                     (&beta as *const f32).cast::<c_void>(),
                     pc as *mut c_void,
                     T::CUDA,
-                    n,
+                    ldc,
+                    stride_c,
+                    batch,
                     compute,
                     cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                 )
@@ -483,7 +497,7 @@ pub(crate) mod cublas {
             .map_err(|e| err(&e))
         };
         let median = median_ms(stream, settings, inner, once)?;
-        let c = if want_result && g.m * g.n <= CHECK_MAX_OUTPUTS {
+        let c = if want_result && g.batch * g.m * g.n <= CHECK_MAX_OUTPUTS {
             Some(stream.clone_dtoh(&dc).map_err(|e| err(&e))?.iter().map(|x| x.to_f32()).collect())
         } else {
             None

@@ -31,27 +31,72 @@ pub const MARGIN: f64 = 0.03;
 /// Candidates needing more workspace than this are skipped.
 const MAX_WORKSPACE: usize = 2 << 30;
 
-/// The default shapes (m, n, k): the families issue 32 measured losing (decode against wide
-/// weights, the vocabulary projection, small cubes, a convolution-like product, tall-skinny n = 64)
-/// and the squares 1024-8192.
-pub fn default_shapes() -> Vec<(usize, usize, usize)> {
+/// The default shapes (packed row-major, batch 1 unless a batch is given): the families issue 32
+/// measured losing (decode against wide weights, the vocabulary projection, small cubes, a
+/// convolution-like product, tall-skinny n = 64), the squares 1024-8192, and a 1B Llama's products
+/// as candle issues them (x·Wᵀ at 8 and 512 tokens; the prefill's attention, f32 in candle, as 32
+/// heads of scores q·Kᵀ and of weighted values).
+pub fn default_shapes() -> Vec<Gemm> {
     let mut shapes = Vec::new();
     for m in [1, 8, 16, 32, 64] {
         for (n, k) in [(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096), (4096, 14336)] {
-            shapes.push((m, n, k));
+            shapes.push(Gemm::new(m, n, k));
         }
     }
-    shapes.extend([(128, 50257, 768), (192, 192, 192), (257, 257, 257), (320, 320, 320), (1568, 512, 4608)]);
-    shapes.extend([(8192, 64, 4096), (32768, 64, 1024)]);
-    shapes.extend([1024, 2048, 4096, 8192].map(|s| (s, s, s)));
+    shapes.extend(
+        [(128, 50257, 768), (192, 192, 192), (257, 257, 257), (320, 320, 320), (1568, 512, 4608)].map(nn),
+    );
+    shapes.extend([(8192, 64, 4096), (32768, 64, 1024)].map(nn));
+    shapes.extend([1024, 2048, 4096, 8192].map(|s| Gemm::new(s, s, s)));
+    for m in [8, 512] {
+        for (n, k) in [(2048, 2048), (512, 2048), (8192, 2048), (2048, 8192)] {
+            shapes.push(Gemm::new(m, n, k).transposed(false, true));
+        }
+    }
+    shapes.push(packed_batch(Gemm::new(512, 512, 64).transposed(false, true), 32));
+    shapes.push(packed_batch(Gemm::new(512, 64, 512), 32));
     shapes
+}
+
+fn nn((m, n, k): (usize, usize, usize)) -> Gemm {
+    Gemm::new(m, n, k)
+}
+
+/// `g` over `batch` packed entries.
+fn packed_batch(g: Gemm, batch: usize) -> Gemm {
+    g.batched(batch, g.m * g.k, g.k * g.n, g.m * g.n)
+}
+
+/// Parses `MxNxK[:LAYOUT][*BATCH]` shapes, comma-separated: LAYOUT is nn (the default), nt, tn or
+/// tt (t: that operand, A then B, stored transposed), BATCH a count of packed entries.
+pub fn parse_shapes(list: &str) -> std::result::Result<Vec<Gemm>, String> {
+    list.split(',')
+        .map(|item| {
+            let bad = || format!("`{item}` is not a shape MxNxK[:nn|nt|tn|tt][*BATCH]");
+            let (rest, batch) = match item.split_once('*') {
+                Some((rest, b)) => (rest, b.parse::<usize>().ok().filter(|&b| b > 0).ok_or_else(bad)?),
+                None => (item, 1),
+            };
+            let (dims, layout) = rest.split_once(':').unwrap_or((rest, "nn"));
+            let (trans_a, trans_b) = match layout {
+                "nn" => (false, false),
+                "nt" => (false, true),
+                "tn" => (true, false),
+                "tt" => (true, true),
+                _ => return Err(bad()),
+            };
+            let (m, n, k) =
+                super::suite::parse_shapes(dims).map_err(|_| bad())?.first().copied().ok_or_else(bad)?;
+            Ok(packed_batch(Gemm::new(m, n, k).transposed(trans_a, trans_b), batch))
+        })
+        .collect()
 }
 
 /// What to tune.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
-    /// Shapes (m, n, k), packed row-major NN, batch 1.
-    pub shapes: Vec<(usize, usize, usize)>,
+    /// Shapes, layouts and batches (packed; f32 until each precision is set).
+    pub shapes: Vec<Gemm>,
     /// Precisions.
     pub precisions: Vec<Tuned>,
     /// Where to write the table (none: only the summary).
@@ -60,7 +105,7 @@ pub struct Options {
     pub settings: Settings,
 }
 
-/// Parses `prism-gpu tune`'s options: `--shapes MxNxK,...`, `--precisions f32,tf32,bf16,f16,f64`,
+/// Parses `prism-gpu tune`'s options: `--shapes MxNxK[:LAYOUT][*BATCH],...` ([`parse_shapes`]), `--precisions f32,tf32,bf16,f16,f64`,
 /// `--out PATH`, `--repeats N`.
 pub fn parse_args(args: &[&str]) -> std::result::Result<Options, String> {
     let mut options = Options {
@@ -73,7 +118,7 @@ pub fn parse_args(args: &[&str]) -> std::result::Result<Options, String> {
     while let Some(&arg) = args.next() {
         let value = args.next().copied().ok_or_else(|| format!("{arg} needs a value"))?;
         match arg {
-            "--shapes" => options.shapes = super::suite::parse_shapes(value)?,
+            "--shapes" => options.shapes = parse_shapes(value)?,
             "--precisions" => {
                 options.precisions = value
                     .split(',')
@@ -102,6 +147,8 @@ pub fn parse_args(args: &[&str]) -> std::result::Result<Options, String> {
 pub struct Outcome {
     /// What was tuned.
     pub class: Class,
+    /// Its batch entries.
+    pub batch: usize,
     /// The default plan and its median milliseconds.
     pub default: (String, f64),
     /// The fastest correct candidate and its median milliseconds.
@@ -128,11 +175,11 @@ pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, 
     let mut anchor = Anchor::new();
     let mut rng = SplitMix64::from_time();
     let mut outcomes = Vec::new();
-    for &(m, n, k) in &options.shapes {
-        let a = rng.vec(m * k, -1.0, 1.0);
-        let b = rng.vec(k * n, -1.0, 1.0);
+    for &g in &options.shapes {
+        let (m, n, k) = (g.m, g.n, g.k);
+        let a = rng.vec(g.batch * m * k, -1.0, 1.0);
+        let b = rng.vec(g.batch * k * n, -1.0, 1.0);
         for &precision in &options.precisions {
-            let g = Gemm::new(m, n, k);
             let inner = ((1e9 / g.flops()) as usize).clamp(1, 50);
             let settings = options.settings;
             let timed = Timed { a: &a, b: &b, settings, inner };
@@ -146,6 +193,9 @@ pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, 
             };
             let cublas = match precision {
                 Tuned::Gemm(p) => anchor.time(p, &g.with_precision(p), timed, false).map(|t| t.0),
+                Tuned::F64 if g.trans_a || g.trans_b || g.batch > 1 => {
+                    Err("cuBLAS's DGEMM is timed on packed NN products only".to_string())
+                }
                 Tuned::F64 => {
                     let wide = |x: &[f32]| x.iter().map(|&v| f64::from(v)).collect::<Vec<_>>();
                     anchor.time_dgemm((m, n, k), &wide(&a), &wide(&b), settings, inner, false).map(|t| t.0)
@@ -168,8 +218,9 @@ pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, 
 fn tune<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     let (kernels, stream) = (ops.kernels(), ops.stream());
     let (da, db) = (ops.upload(&narrow::<T>(timed.a))?, ops.upload(&narrow::<T>(timed.b))?);
-    // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
-    let mut dc: CudaSlice<T> = unsafe { stream.alloc(g.m * g.n) }?;
+    // SAFETY: with beta == 0 every GEMM writes all batch x m x n elements before anything reads
+    // them.
+    let mut dc: CudaSlice<T> = unsafe { stream.alloc(g.batch * g.m * g.n) }?;
     let workspace = Workspace::default();
     let default = tuning::plan_of::<T, T>(kernels, stream, g, &da.as_view(), &db.as_view())?;
     let candidates =
@@ -193,8 +244,12 @@ fn tune<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
             .map(|t| t.median_ms / timed.inner as f64)
     };
     let answer = |dc: &CudaSlice<T>| Ok(ops.download(dc)?.iter().map(|x| f64::from(x.to_f32())).collect());
-    let trial =
-        Trial { class: Class::of(g, Tuned::Gemm(g.precision)), settings: timed.settings, screen: true };
+    let trial = Trial {
+        class: Class::of(g, Tuned::Gemm(g.precision)),
+        batch: g.batch,
+        settings: timed.settings,
+        screen: true,
+    };
     let candidates = candidates.iter().map(|p| Choice::Kernel(p.kernel));
     trial.judge(
         Choice::Kernel(default.kernel),
@@ -211,8 +266,9 @@ fn tune_f64(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     let (kernels, stream) = (ops.kernels(), ops.stream());
     let wide = |x: &[f32]| x.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>();
     let (da, db) = (ops.upload(&wide(timed.a))?, ops.upload(&wide(timed.b))?);
-    // SAFETY: with beta == 0 every GEMM writes all m x n elements before anything reads them.
-    let mut dc: CudaSlice<f64> = unsafe { stream.alloc(g.m * g.n) }?;
+    // SAFETY: with beta == 0 every GEMM writes all batch x m x n elements before anything reads
+    // them.
+    let mut dc: CudaSlice<f64> = unsafe { stream.alloc(g.batch * g.m * g.n) }?;
     let g64 = g.with_f64_scales(1.0, 0.0);
     let default = tuning::plan_f64(kernels, g)?;
     let candidates = tuning::candidates_f64(kernels, g)?;
@@ -236,7 +292,8 @@ fn tune_f64(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
             .map(|t| t.median_ms / timed.inner as f64)
     };
     let answer = |dc: &CudaSlice<f64>| ops.download(dc);
-    let trial = Trial { class: Class::of(g, Tuned::F64), settings: timed.settings, screen: true };
+    let trial =
+        Trial { class: Class::of(g, Tuned::F64), batch: g.batch, settings: timed.settings, screen: true };
     trial.judge(Choice::F64(default), candidates.into_iter().map(Choice::F64), 1e-12, &mut dc, time, answer)
 }
 
@@ -244,6 +301,8 @@ fn tune_f64(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
 struct Trial {
     /// What is tuned.
     class: Class,
+    /// Its batch entries.
+    batch: usize,
     /// Warm-up and repeats of a timing.
     settings: Settings,
     /// Whether a candidate is first run once and left out when slower than [`SLOW`] times the
@@ -270,6 +329,7 @@ impl Trial {
         let reference = answer(c)?;
         let mut outcome = Outcome {
             class: self.class,
+            batch: self.batch,
             default: (default.to_string(), default_ms),
             best: (default, default_ms),
             cublas: None,
@@ -326,10 +386,14 @@ fn relative_difference(got: &[f64], want: &[f64]) -> f64 {
 /// One outcome as a summary line.
 pub fn line(o: &Outcome) -> String {
     let (m, n, k) = o.class.shape;
-    let tflops = |ms: f64| 2.0 * m as f64 * n as f64 * k as f64 / (ms * 1e-3) / 1e12;
+    let tflops = |ms: f64| 2.0 * m as f64 * n as f64 * k as f64 * o.batch as f64 / (ms * 1e-3) / 1e12;
+    let layout = |t: bool| if t { 't' } else { 'n' };
+    let batch = if o.batch > 1 { format!("*{}", o.batch) } else { String::new() };
     let mut out = format!(
-        "{:<4} {m}x{n}x{k}: default {} {:.1} TFLOP/s; best {} {:.1} TFLOP/s ({:.2}x)",
+        "{:<4} {m}x{n}x{k}:{}{}{batch}: default {} {:.1} TFLOP/s; best {} {:.1} TFLOP/s ({:.2}x)",
         o.class.precision.name(),
+        layout(o.class.trans_a),
+        layout(o.class.trans_b),
         o.default.0,
         tflops(o.default.1),
         o.best.0,
@@ -418,35 +482,43 @@ mod tests {
     #[test]
     fn the_default_shapes_cover_the_losing_families() {
         let shapes = default_shapes();
+        let nn = |(m, n, k)| shapes.contains(&Gemm::new(m, n, k));
         for m in [1, 8, 16, 32, 64] {
-            assert!(
-                shapes.contains(&(m, 14336, 4096)) && shapes.contains(&(m, 4096, 11008)),
-                "decode m = {m}"
-            );
+            assert!(nn((m, 14336, 4096)) && nn((m, 4096, 11008)), "decode m = {m}");
         }
         for s in [(128, 50257, 768), (257, 257, 257), (1568, 512, 4608), (8192, 64, 4096), (8192, 8192, 8192)]
         {
-            assert!(shapes.contains(&s), "{s:?}");
+            assert!(nn(s), "{s:?}");
         }
+        // candle's x·Wᵀ and its batched attention.
+        assert!(shapes.contains(&Gemm::new(512, 8192, 2048).transposed(false, true)));
+        assert!(shapes.iter().any(|g| g.batch == 32 && g.trans_b && (g.m, g.n, g.k) == (512, 512, 64)));
     }
 
     #[test]
     fn options_parse() {
         let o = parse_args(&[
             "--shapes",
-            "1x4096x4096,257x257x257",
+            "1x4096x4096,257x257x257:tn,512x64x512*32",
             "--precisions",
             "bf16,f64",
             "--out",
             "t.txt",
         ])
         .unwrap();
-        assert_eq!(o.shapes, vec![(1, 4096, 4096), (257, 257, 257)]);
+        let batch = Gemm::new(512, 64, 512).batched(32, 512 * 512, 512 * 64, 512 * 64);
+        assert_eq!(
+            o.shapes,
+            vec![Gemm::new(1, 4096, 4096), Gemm::new(257, 257, 257).transposed(true, false), batch]
+        );
         assert_eq!(o.precisions, vec![Tuned::Gemm(Precision::Bf16), Tuned::F64]);
         assert_eq!(o.out.as_deref(), Some(std::path::Path::new("t.txt")));
         assert!(parse_args(&["--precisions", "f8"]).unwrap_err().contains("unknown precision `f8`"));
         assert!(parse_args(&["--shapes"]).unwrap_err().contains("needs a value"));
         assert!(parse_args(&["--fast", "1"]).unwrap_err().contains("unknown option"));
+        for bad in ["1x2", "1x2x3:nx", "1x2x3*0", "1x2x3*", "0x2x3:nt"] {
+            assert!(parse_args(&["--shapes", bad]).unwrap_err().contains("is not a shape"), "{bad}");
+        }
     }
 
     #[test]

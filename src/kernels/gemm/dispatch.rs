@@ -154,6 +154,9 @@ const GEMV_STEP_BYTES: usize = 16 * 4 * BLOCK as usize;
 /// 1024 x 1024 x·Wᵀ, H200: 1.32x cuBLAS in one launch).
 const GEMV_WK_MAX_DEPTH_BYTES: usize = 8192;
 
+/// Bytes of k each lane of a `wk` GEMV column loads per step: four 16-byte loads in flight.
+const GEMV_WK_STEP_LANE_BYTES: usize = 4 * 16;
+
 /// Problems at most this large (m·n·k) go to the small kernel.
 const SMALL_VOLUME: u128 = 1 << 18;
 /// ... and so do those with at most this many outputs (m·n).
@@ -277,10 +280,43 @@ pub fn skinny_tile(g: &Gemm, precision: Precision) -> usize {
     }
 }
 
-/// The skinny plan for a batch-1 `g` whose short side suits the skinny kernels: enough slices of k
-/// for `SKINNY_BLOCKS_PER_SM` (`SKINNY_TC_BLOCKS_PER_SM`) blocks per multiprocessor, as long as the partial products (8 bytes
-/// per output and slice, written and read back) stay within a quarter of the long operand's bytes,
-/// and never fewer than the staged depth needs.
+/// The GEMV plan for `g` (batched or not) when C's short side is 1 and W is shallow enough for
+/// one launch ([`GEMV_MAX_DEPTH_BYTES`], [`GEMV_WK_MAX_DEPTH_BYTES`]) and large enough to be worth
+/// it ([`SKINNY_MIN_WEIGHTS`] over the batch). 16-bit W along C's long side of one product stays
+/// on the tensor-core skinny kernels: the GEMV ran bf16 1 x 4096 x 4096 at 0.63x cuBLAS on an H100
+/// (0.85x H200), below their 0.75x; those kernels take no batch.
+fn gemv(g: &Gemm, element_bytes: usize, tensor_cores: bool, sms: usize) -> Option<Kernel> {
+    let long = g.m.max(g.n);
+    if g.m.min(g.n) != 1 || (g.batch as u128 * long as u128 * g.k as u128) < SKINNY_MIN_WEIGHTS {
+        return None;
+    }
+    let depth_bytes = g.k * element_bytes;
+    let cols = match skinny_long_contiguous(g) {
+        true if depth_bytes <= GEMV_MAX_DEPTH_BYTES && (!tensor_cores || g.batch > 1) => {
+            let fills = |&&cols: &&u32| {
+                let steps = (depth_bytes * cols as usize).div_ceil(GEMV_STEP_BYTES);
+                5 * g.batch * long.div_ceil(cols as usize) >= GEMV_BLOCKS_PER_SM_X5 * sms
+                    && steps <= GEMV_MAX_STEPS
+            };
+            GEMV_COLS.iter().rev().find(fills)
+        }
+        // A column's BLOCK / cols lanes walk k with four 16-byte loads each in flight: the most
+        // columns whose lanes cover all of k in one such step, else a warp per column (H100,
+        // `tune`: 256 entries of 1 x 130 x 64 f32 scores 2.1x faster in 64-column blocks than in
+        // 16, whose lanes load once each).
+        false if depth_bytes <= GEMV_WK_MAX_DEPTH_BYTES => {
+            GEMV_COLS.iter().rev().find(|&&cols| (BLOCK / cols) as usize * GEMV_WK_STEP_LANE_BYTES >= depth_bytes)
+        }
+        _ => return None,
+    };
+    Some(Kernel::Gemv { cols: *cols.unwrap_or(&8) })
+}
+
+/// The skinny plan for `g` whose short side suits the skinny kernels: the GEMV for one row, else
+/// (one product) enough slices of k for `SKINNY_BLOCKS_PER_SM` (`SKINNY_TC_BLOCKS_PER_SM`) blocks
+/// per multiprocessor, as long as the partial products (8 bytes per output and slice, written and
+/// read back) stay within a quarter of the long operand's bytes, and never fewer than the staged
+/// depth needs.
 fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
     let (short, long) = (g.m.min(g.n), g.m.max(g.n));
     let (max, element_bytes) = match precision {
@@ -290,29 +326,16 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
     };
     let few_outputs = (g.m * g.n) as u128 <= SMALL_OUTPUTS && short <= SKINNY_MAX_ROWS;
     let tensor_cores = skinny_on_tensor_cores(precision);
+    let sms = device.multiprocessors as usize;
+    if let Some(plan) = gemv(g, element_bytes, tensor_cores, sms) {
+        return Some(plan);
+    }
     if g.batch != 1
         || (short > max && !few_outputs)
         || (long as u128 * g.k as u128) < SKINNY_MIN_WEIGHTS
         || (tensor_cores && !device.tensor_cores())
     {
         return None;
-    }
-    let sms = device.multiprocessors as usize;
-    if short == 1 {
-        let depth_bytes = g.k * element_bytes;
-        let fills = |&&cols: &&u32| {
-            let steps = (depth_bytes * cols as usize).div_ceil(GEMV_STEP_BYTES);
-            5 * long.div_ceil(cols as usize) >= GEMV_BLOCKS_PER_SM_X5 * sms && steps <= GEMV_MAX_STEPS
-        };
-        // 16-bit W along C's long side stays on the tensor-core skinny kernels: the GEMV kernel ran
-        // bf16 1 x 4096 x 4096 at 0.63x cuBLAS on an H100 (0.85x H200), below their 0.75x.
-        match skinny_long_contiguous(g) {
-            true if depth_bytes <= GEMV_MAX_DEPTH_BYTES && !tensor_cores => {
-                return Some(Kernel::Gemv { cols: *GEMV_COLS.iter().rev().find(fills).unwrap_or(&8) })
-            }
-            false if depth_bytes <= GEMV_WK_MAX_DEPTH_BYTES => return Some(Kernel::Gemv { cols: 8 }),
-            _ => {}
-        }
     }
     let rows = *skinny_rows(precision).iter().find(|&&r| r as usize >= short)?;
     let blocks = long.div_ceil(skinny_tile(g, precision));
@@ -662,6 +685,33 @@ mod tests {
         assert!(matches!(on(deep_wk, Precision::Bf16), Kernel::Gemv { .. })); // 8 KiB per column
         let deeper_wk = Gemm::new(1, 2048, 8192).transposed(false, true);
         assert!(matches!(on(deeper_wk, Precision::Bf16), Kernel::Skinny { .. }));
+    }
+
+    #[test]
+    fn batches_of_one_row_products_take_the_gemv_kernel() {
+        let on = |g: Gemm, p| heuristic(&g, p, &H100, ALIGNED);
+        let gemv = |cols| Kernel::Gemv { cols };
+        // One decode step's attention in a Llama (8 sequences x 32 heads, 130 cached tokens, head
+        // dimension 64, f32): the scores q·Kᵀ (K read along k, 64 columns of 64-deep k per block)
+        // and the weighted values (V read along n: a 64-column block per entry, 256 blocks).
+        let scores = Gemm::new(1, 130, 64).transposed(false, true).batched(256, 64, 130 * 64, 130);
+        assert_eq!(on(scores, Precision::F32), gemv(64));
+        // Deeper rows take narrower blocks: 130 f32 (520 bytes) in 16 columns of 16 lanes.
+        let deeper = Gemm::new(1, 64, 130).transposed(false, true).batched(256, 130, 130 * 64, 64);
+        assert_eq!(on(deeper, Precision::F32), gemv(16));
+        let values = Gemm::new(1, 64, 130).batched(256, 130, 130 * 64, 64);
+        assert_eq!(on(values, Precision::F32), gemv(64));
+        // 16-bit batches too (the tensor-core skinny kernels take one product only), and one column.
+        assert_eq!(on(values, Precision::Bf16), gemv(64));
+        let column = Gemm::new(130, 1, 64).batched(256, 130 * 64, 64, 130);
+        assert!(matches!(on(column, Precision::F32), Kernel::Gemv { .. }));
+        // Too few weights over the whole batch, or too deep: not the GEMV.
+        assert!(!matches!(
+            on(Gemm::new(1, 64, 64).batched(4, 64, 4096, 64), Precision::F32),
+            Kernel::Gemv { .. }
+        ));
+        let deep = Gemm::new(1, 512, 8192).transposed(false, true).batched(8, 8192, 512 * 8192, 512);
+        assert!(!matches!(on(deep, Precision::F32), Kernel::Gemv { .. }));
     }
 
     #[test]

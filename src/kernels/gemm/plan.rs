@@ -318,8 +318,8 @@ impl Kernel {
                 if !GEMV_COLS.contains(&cols) {
                     return invalid(format!("columns per block of {GEMV_COLS:?} for gemv"));
                 }
-                if g.batch != 1 || g.m.min(g.n) != 1 {
-                    return invalid("one product (batch 1) of one row or column for gemv".into());
+                if g.m.min(g.n) != 1 {
+                    return invalid("one row or column of C for gemv".into());
                 }
                 Launch::Gemv(Gemv { cols, long_contiguous: skinny_long_contiguous(g) })
             }
@@ -701,10 +701,11 @@ mod tests {
         assert!(err(skinny(1, 4), decode, Precision::F32, &H100, ALIGNED).contains("short side (2)"));
         assert!(err(skinny(2, 1), decode, Precision::F32, &H100, ALIGNED).contains("at least 2 slices"));
         assert!(skinny(2, 2).resolve(&decode, Precision::F32, &H100, ALIGNED).is_ok());
-        // gemv: one row or column, any data.
+        // gemv: one row or column, any data, batched or not.
         let gemv = Kernel::Gemv { cols: 8 };
         let row = Gemm::new(1, 4096, 4096);
         assert!(gemv.resolve(&row, Precision::F32, &H100, ALIGNED).is_ok());
+        assert!(gemv.resolve(&row.batched(3, 4096, 0, 4096), Precision::F32, &H100, ALIGNED).is_ok());
         assert!(gemv.resolve(&row, Precision::Bf16, &H100, ALIGNED).is_ok());
         assert!(err(gemv, decode, Precision::F32, &H100, ALIGNED).contains("one row or column"));
         assert!(gemv.resolve(&row.transposed(false, true), Precision::F32, &H100, ALIGNED).is_ok());

@@ -65,7 +65,7 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan:
 /// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g`.
 pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &Skinny) -> Result<()> {
     let Call { kernels, stream, workspace, g, operands: [pa, pb, _], .. } = *call;
-    let ShortLong { x, x_strides, w, w_pitch, out_strides: p_strides, short, long } =
+    let ShortLong { x, x_strides, w, w_pitch, out_strides: p_strides, short, long, .. } =
         ShortLong::of(g, [pa, pb], g.n);
     let layout = if plan.long_contiguous { "wl" } else { "wk" };
     let cores = if plan.tensor_cores { "tc_" } else { "" };
@@ -102,46 +102,65 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: 
     unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
 }
 
-/// Runs a batch-1 `g` whose short side is 1 on `gemm_gemv_<wl|wk>_<in>_<out>_c<cols>` (f32 sums):
-/// one launch writes `C = epilogue(alpha * x·W + beta * C)`.
+/// Runs `g`, whose short side is 1, on `gemm_gemv_<wl|wk>_<in>_<out>_c<cols>` (f32 sums): one
+/// launch per 65 535 batch entries (grid.z) writes `C = epilogue(alpha * x·W + beta * C)`.
 ///
 /// # Safety
 /// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g` and `precision`.
 pub(super) unsafe fn gemv<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &Gemv) -> Result<()> {
     let Call { kernels, stream, g, operands: [pa, pb, pc], epilogue, .. } = *call;
-    let ShortLong { x, x_strides, w, w_pitch, out_strides, long, .. } = ShortLong::of(g, [pa, pb], g.ldc);
+    let ShortLong { x, x_strides, w, w_pitch, out_strides, long, batch_strides: [xb, wb], .. } =
+        ShortLong::of(g, [pa, pb], g.ldc);
     let layout = if plan.long_contiguous { "wl" } else { "wk" };
     let name = format!("gemm_gemv_{layout}_{}_{}_c{}", TIn::NAME, TOut::NAME, plan.cols);
-    let cfg = LaunchConfig {
-        grid_dim: (long.div_ceil(plan.cols as usize) as u32, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let (long, k, n) = (long as i32, g.k as i32, g.n as i32);
+    let (es_in, es_out) = (size_of::<TIn>(), size_of::<TOut>());
+    let (k, n) = (g.k as i32, g.n as i32);
     let (xk, w_pitch, cl) = (x_strides.1 as i64, w_pitch as i64, out_strides.1 as i64);
+    let (xb_arg, wb_arg, cb_arg) = (xb as i64, wb as i64, g.stride_c as i64);
     // C's long side runs along its columns when m is the short side.
     let l_cols = i32::from(g.m <= g.n);
-    let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
-    // SAFETY: `(L, k, X, xk, W, wld, alpha, beta, C, cl, l_cols, n, bias, act)` as the entry takes
-    // them: X and W of TIn, C and the bias of TOut (the entry is named for both). X and W are A
-    // and B (or B and A), which `validate` checked hold every element of op(A) and op(B) with
-    // these leading dimensions; the kernel reads X's k elements and W's k x L (or L x k) through
-    // exactly those strides, and writes C's L elements `cl` apart (its one row or column,
-    // validated with ldc), reading them only when beta != 0; the bias is the epilogue's n values
-    // (the caller's obligation).
-    unsafe {
-        launch!(
-            kernels,
-            stream,
-            &name,
-            cfg,
-            [&long, &k, &x, &xk, &w, &w_pitch, &g.alpha, &g.beta, &pc, &cl, &l_cols, &n, &bias, &act]
-        )
+    for z0 in (0..g.batch).step_by(grid::GRID_YZ_MAX) {
+        let cfg = LaunchConfig {
+            grid_dim: (
+                long.div_ceil(plan.cols as usize) as u32,
+                1,
+                (g.batch - z0).min(grid::GRID_YZ_MAX) as u32,
+            ),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (x, w, c) = (
+            x + (z0 * xb * es_in) as u64,
+            w + (z0 * wb * es_in) as u64,
+            pc + (z0 * g.stride_c * es_out) as u64,
+        );
+        let (bias, bias_stride, act) = epilogue.args_from(z0, es_out);
+        let l = long as i32;
+        // SAFETY: `(L, k, X, xk, xb, W, wld, wb, alpha, beta, C, cl, cb, l_cols, n, bias,
+        // bias_stride, act)` as the entry takes them: X and W of TIn, C and the bias of TOut (the
+        // entry is named for both). X and W are A and B (or B and A), which `validate` checked
+        // hold every element of op(A) and op(B) of every batch entry with these leading
+        // dimensions and batch strides; advanced to entry z0, block z of this launch reads entry
+        // z0 + z's k elements of X and k x L (or L x k) of W through exactly those strides and
+        // writes its C's L elements `cl` apart (one row or column, validated with ldc and
+        // strideC), reading them only when beta != 0; the bias is the epilogue's n values of
+        // each entry (the caller's obligation).
+        unsafe {
+            launch!(
+                kernels,
+                stream,
+                &name,
+                cfg,
+                [&l, &k, &x, &xk, &xb_arg, &w, &w_pitch, &wb_arg, &g.alpha, &g.beta],
+                [&c, &cl, &cb_arg, &l_cols, &n, &bias, &bias_stride, &act]
+            )
+        }?;
     }
+    Ok(())
 }
 
-/// A batch-1 product whose short side is at most 16, seen as X (the short side's operand) times W
-/// (the long one): X = op(A), W = op(B) when m is the short side, else X = op(B)^T, W = op(A)^T.
+/// A product whose short side is at most 16, seen as X (the short side's operand) times W (the
+/// long one): X = op(A), W = op(B) when m is the short side, else X = op(B)^T, W = op(A)^T.
 struct ShortLong {
     /// X's device address.
     x: u64,
@@ -157,6 +176,8 @@ struct ShortLong {
     short: usize,
     /// C's long side.
     long: usize,
+    /// Elements between consecutive batch entries of X and of W.
+    batch_strides: [usize; 2],
 }
 
 impl ShortLong {
@@ -165,11 +186,31 @@ impl ShortLong {
         if g.m <= g.n {
             let x_strides = if g.trans_a { (1, g.lda) } else { (g.lda, 1) };
             let out_strides = (out_pitch, 1);
-            ShortLong { x: pa, x_strides, w: pb, w_pitch: g.ldb, out_strides, short: g.m, long: g.n }
+            let batch_strides = [g.stride_a, g.stride_b];
+            ShortLong {
+                x: pa,
+                x_strides,
+                w: pb,
+                w_pitch: g.ldb,
+                out_strides,
+                short: g.m,
+                long: g.n,
+                batch_strides,
+            }
         } else {
             let x_strides = if g.trans_b { (g.ldb, 1) } else { (1, g.ldb) };
             let out_strides = (1, out_pitch);
-            ShortLong { x: pb, x_strides, w: pa, w_pitch: g.lda, out_strides, short: g.n, long: g.m }
+            let batch_strides = [g.stride_b, g.stride_a];
+            ShortLong {
+                x: pb,
+                x_strides,
+                w: pa,
+                w_pitch: g.lda,
+                out_strides,
+                short: g.n,
+                long: g.m,
+                batch_strides,
+            }
         }
     }
 }
