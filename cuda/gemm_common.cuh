@@ -115,6 +115,16 @@ template <typename TO> struct Epilogue {
     }
 };
 
+// Split-K's last step for one output: *c = epilogue(alpha * sum + beta * *c) rounded once to C's type (*c read
+// only when beta != 0); `col` is the output's column in C (the bias's index).
+template <typename TO>
+__device__ __forceinline__ void splitk_store(TO *c, float sum, float alpha, float beta, int col, const Epilogue<TO> &epi) {
+    float scale = alpha;
+    epi.template fuse<1>(scale, [&](int) -> float & { return sum; }, [&](int) { return col; });
+    const float v = scale * sum;
+    *c = from_f32<TO>(beta != 0.f ? fmaf(beta, to_f32<TO>(*c), v) : v);
+}
+
 // The plain store's stand-in for Epilogue: a kernel instantiated with it compiles no epilogue code at all.
 struct NoEpilogue {
     template <int COUNT, bool APPROX = false, class Acc, class Col>

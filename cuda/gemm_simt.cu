@@ -366,11 +366,7 @@ __device__ __forceinline__ void splitk_reduce(int m, int n, int splits, const fl
     for (long long at = blockIdx.x * 256ll + threadIdx.x; at < outputs; at += (long long)gridDim.x * 256) {
         float sum = 0.f;
         for (int s = 0; s < splits; ++s) sum += part[s * outputs + at];
-        TO *c = C + (at / n) * ldc + at % n;
-        float scale = alpha;
-        epi.template fuse<1>(scale, [&](int) -> float & { return sum; }, [&](int) { return (int)(at % n); });
-        const float v = scale * sum;
-        *c = from_f32<TO>(beta != 0.f ? fmaf(beta, to_f32<TO>(*c), v) : v);
+        splitk_store(C + (at / n) * ldc + at % n, sum, alpha, beta, (int)(at % n), epi);
     }
 }
 #define SPLITK_REDUCE(SFX, TO)                                                                                  \

@@ -8,9 +8,11 @@
 // The host maps C = op(A) op(B) onto X and W: m <= 16 gives X = op(A), W = op(B); n <= 16 gives X = op(B)^T,
 // W = op(A)^T. `xs`, `xk` are X's element strides along S and k; W is L-contiguous (`wl` kernels: W(kk, l) at
 // W[kk * wld + l]) or k-contiguous (`wk`: W[l * wld + kk]). Block z of gridDim.y takes k from z * kc and writes
-// its m x n f32 partial product to part + z * m * n, element (s, l) at s * ps + l * pl; gemm_splitk_reduce_<out>
-// then sums the slices in order and applies alpha, beta and the epilogue. Grid (ceil(L / tile), splits), block
-// 256, no dynamic shared memory. Deterministic: every sum is taken in a fixed order.
+// its m x n f32 partial product to part + z * m * n, element (s, l) at s * ps + l * pl; the last block of each
+// column tile then sums the tile's slices in order and applies alpha, beta and the epilogue (SkinnyFinish below),
+// or, where the host has no tile counters for it, gemm_splitk_reduce_<out> does in a second launch. Grid
+// (ceil(L / tile), splits), block 256, no dynamic shared memory. Deterministic: every sum is taken in a fixed
+// order.
 // f32: kc a multiple of 64, at most skinny_kc(S). 16-bit: kc a multiple of 256.
 #include "gemm_common.cuh"
 
@@ -481,6 +483,54 @@ __device__ __forceinline__ void skinny_tc_wl(int rows, int L, int k, int kc, con
 }
 
 
+// The product's finish in the slices' own launch (serial split-K), in place of gemm_splitk_reduce_<out>: once a
+// block has stored its slice of a column tile, it counts itself in the tile's counter, and the tile's last block
+// sums the tile's slices in slice order (the reduction kernel's order: the same bits), writes C = epilogue(alpha
+// * sum + beta * C) and sets the counter back to zero for the next product on this workspace. Passed by value;
+// the layout matches `SkinnyFinish` in src/kernels/gemm/split.rs.
+struct SkinnyFinish {
+    unsigned *counters;  // one per block of grid.x, zero between products; null: gemm_splitk_reduce_<out> finishes
+    void *C;             // C's m x n block, rows ldc elements apart, of type `out`: 0 f32, 1 bf16, 2 f16
+    const void *bias;    // the epilogue's n values of C's type, or null
+    long long ldc;
+    float alpha, beta;
+    int splits, tile, m, n, out, act;  // tile: C's long-side columns per block
+};
+
+// Sums and stores this block's tile: its `tile` long-side columns (fewer at the end) of every row, from the
+// `splits` packed m x n partial products at part (element (s, l) of each at s * ps + l * pl).
+template <typename TO>
+__device__ void finish_tile(const SkinnyFinish &f, const float *part, int rows, int L, long long ps, long long pl) {
+    const Epilogue<TO> epi{static_cast<const TO *>(f.bias), 0, f.act, f.n};
+    const long long slice = (long long)f.m * f.n;
+    const int l0 = blockIdx.x * f.tile, cols = min(f.tile, L - l0);
+    for (int i = threadIdx.x; i < rows * cols; i += SK_THREADS) {
+        const long long at = (i / cols) * ps + (long long)(l0 + i % cols) * pl;
+        float sum = 0.f;
+        // L2 reads: the other blocks' partial sums are not in this SM's L1.
+        for (int z = 0; z < f.splits; ++z) sum += __ldcg(part + z * slice + at);
+        const int col = (int)(at % f.n);
+        splitk_store(static_cast<TO *>(f.C) + at / f.n * f.ldc + col, sum, f.alpha, f.beta, col, epi);
+    }
+}
+
+// Called by every thread of the block after its stores to part (see SkinnyFinish).
+__device__ __forceinline__ void skinny_finish(const SkinnyFinish &f, const float *part, int rows, int L, long long ps,
+                                              long long pl) {
+    if (f.counters == nullptr) return;
+    __shared__ bool last;
+    __threadfence();  // this thread's partial sums, visible to whichever block finishes the tile
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(f.counters + blockIdx.x, 1u) == (unsigned)f.splits - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if (f.out == 1) finish_tile<__nv_bfloat16>(f, part, rows, L, ps, pl);
+    else if (f.out == 2) finish_tile<__half>(f, part, rows, L, ps, pl);
+    else finish_tile<float>(f, part, rows, L, ps, pl);
+    if (threadIdx.x == 0) f.counters[blockIdx.x] = 0;
+}
+
 }  // namespace
 
 // gemm_skinny_<wl|wk>_f32_s<S>: rows <= S (the host picks the smallest S of 1, 2, 4, 8, 16), k slices of at
@@ -489,11 +539,12 @@ __device__ __forceinline__ void skinny_tc_wl(int rows, int L, int k, int kc, con
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         gemm_skinny_##LAYOUT##_f32_s##S(int rows, int L, int k, int kc, const float *X, long long xs,          \
                                         long long xk, const float *W, long long wld, float *part, long long ps, \
-                                        long long pl) {                                                         \
+                                        long long pl, SkinnyFinish fin) {                                       \
         __shared__ __align__(16) float smem[SMEM_FLOATS];                                                       \
         const bool vec = rows_aligned<16>(W, wld);                                                              \
         if (vec) skinny_##LAYOUT<S, float, true>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);        \
         else skinny_##LAYOUT<S, float, false>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);           \
+        skinny_finish(fin, part, rows, L, ps, pl);                                                              \
     }
 // wl also keeps the warps' sums (S x 32 V floats) after X.
 #define SKINNY_S(S)                                                                                             \
@@ -531,13 +582,17 @@ GEMV_IO(f16, __half, f16, __half) GEMV_IO(f16, __half, f32, float)
 #define SKINNY_TC_ENTRY(SFX, TI, S)                                                                            \
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         gemm_skinny_tc_wk_##SFX##_s##S(int rows, int L, int k, int kc, const TI *X, long long xs, long long xk, \
-                                       const TI *W, long long wld, float *part, long long ps, long long pl) {   \
-        skinny_tc_wk<S, 1, 2, 4, 2, TI>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                  \
+                                       const TI *W, long long wld, float *part, long long ps, long long pl,     \
+                                       SkinnyFinish fin) {                                                      \
+        skinny_tc_wk<S, 1, 2, 4, 2, TI>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                       \
+        skinny_finish(fin, part, rows, L, ps, pl);                                                              \
     }                                                                                                           \
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         gemm_skinny_tc_wl_##SFX##_s##S(int rows, int L, int k, int kc, const TI *X, long long xs, long long xk, \
-                                       const TI *W, long long wld, float *part, long long ps, long long pl) {   \
-        skinny_tc_wl<S, 1, 8, 2, TI>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                     \
+                                       const TI *W, long long wld, float *part, long long ps, long long pl,     \
+                                       SkinnyFinish fin) {                                                      \
+        skinny_tc_wl<S, 1, 8, 2, TI>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                          \
+        skinny_finish(fin, part, rows, L, ps, pl);                                                              \
     }
 SKINNY_TC_ENTRY(bf16, __nv_bfloat16, 8)
 SKINNY_TC_ENTRY(bf16, __nv_bfloat16, 16)

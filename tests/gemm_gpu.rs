@@ -374,6 +374,14 @@ fn large_skinny_and_batched() {
         run_f32(&rt, &Spec::new(4096, 65, 1000).trans(true, false).precision(precision), &mut rng);
         run_f32(&rt, &Spec::new(300, 500, 200).batch(16, 8).precision(precision).scaled(1.0, -1.0), &mut rng);
     }
+    // The skinny kernels finish each column tile in their own launch while the workspace has a
+    // counter per tile (8192); C's long side in more tiles than that (x·Wᵀ: 32-column tiles)
+    // takes the reduction kernel instead. Both, one after the other on one workspace.
+    for long in [270_000, 4000] {
+        let spec = Spec::new(3, long, 96).trans(false, true).scaled(0.75, -0.5);
+        run_f32(&rt, &spec.precision(Precision::F32), &mut rng);
+        run_sixteen_bit(&rt, &spec, &mut rng);
+    }
 }
 
 #[test]

@@ -304,9 +304,10 @@ fn gemv(g: &Gemm, element_bytes: usize, tensor_cores: bool, sms: usize) -> Optio
         // columns whose lanes cover all of k in one such step, else a warp per column (H100,
         // `tune`: 256 entries of 1 x 130 x 64 f32 scores 2.1x faster in 64-column blocks than in
         // 16, whose lanes load once each).
-        false if depth_bytes <= GEMV_WK_MAX_DEPTH_BYTES => {
-            GEMV_COLS.iter().rev().find(|&&cols| (BLOCK / cols) as usize * GEMV_WK_STEP_LANE_BYTES >= depth_bytes)
-        }
+        false if depth_bytes <= GEMV_WK_MAX_DEPTH_BYTES => GEMV_COLS
+            .iter()
+            .rev()
+            .find(|&&cols| (BLOCK / cols) as usize * GEMV_WK_STEP_LANE_BYTES >= depth_bytes),
         _ => return None,
     };
     Some(Kernel::Gemv { cols: *cols.unwrap_or(&8) })

@@ -415,11 +415,11 @@ pub(super) unsafe fn run(
         // vouches for.
         return unsafe { launch_common(stream, &kernel, l, (g.alpha, g.beta), [pa, pb, pc], sizes, None) };
     }
-    let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+    let mut scratch = workspace.lock();
     // SAFETY: the slice launches write every element of the `parts` m x n partial products before
     // the reduction reads them.
-    unsafe { grow(&mut scratch, stream, slices.workspace) }?;
-    let (partials, _write_partials) = scratch.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+    unsafe { grow(&mut scratch.bytes, stream, slices.workspace) }?;
+    let (partials, _write_partials) = scratch.bytes.as_mut().expect("grown above").checked_ptr_mut(stream)?;
     let cut = KSlices::of(l, slices.depth);
     if let Some(full) = &cut.full {
         // SAFETY: as above, on the full slices: batch entries `depth` deep inside the validated

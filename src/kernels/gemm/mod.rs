@@ -41,13 +41,31 @@ use tensor_map::Operand;
 const BLOCK: u32 = 256;
 
 /// Device scratch that GEMMs reuse (operands transposed or copied to a new pitch for the sm_90
-/// kernels, split-K partial products): it grows to the largest request and is kept, so a GEMM
-/// does not allocate. A fresh allocation per call is costly because the stream-ordered pool hands
-/// freed memory back to the device at every synchronisation (64 MB per 4096^3 TF32 `tn` call). Thread-safe: a GEMM holds the
-/// lock while it enqueues its work, and the buffer's own read/write tracking orders its uses
-/// across streams.
+/// kernels, split-K partial products, the skinny kernels' tile counters): it grows to the largest
+/// request and is kept, so a GEMM does not allocate. A fresh allocation per call is costly because
+/// the stream-ordered pool hands freed memory back to the device at every synchronisation (64 MB
+/// per 4096^3 TF32 `tn` call). Thread-safe: a GEMM holds the lock while it enqueues its work, and
+/// the buffers' own read/write tracking orders their uses across streams.
 #[derive(Default)]
-pub struct Workspace(Mutex<Option<CudaSlice<u8>>>);
+pub struct Workspace(Mutex<Scratch>);
+
+/// What a [`Workspace`] holds.
+#[derive(Default)]
+struct Scratch {
+    /// Bytes for operand copies and partial products, grown by [`grow`].
+    bytes: Option<CudaSlice<u8>>,
+    /// One arrival counter per column tile of a skinny product that finishes in its own launch
+    /// ([`split::skinny`]): zeroed when allocated, and each product's last block of a tile sets
+    /// its counter back to zero.
+    tile_counters: Option<CudaSlice<u32>>,
+}
+
+impl Workspace {
+    /// The scratch, locked while a GEMM enqueues its work.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Scratch> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 /// `C = alpha * op(A) * op(B) + beta * C` on device buffers, ordered on `stream`, for every batch
 /// entry of `g` (see [`Gemm`] for the layout). Checks the shape first ([`Error::Shape`]); m, n or

@@ -54,13 +54,13 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
     let (m, n, k, ldc, stride_c) = (g.m as i32, g.n as i32, g.k as i32, g.ldc as i32, g.stride_c as i64);
     let staged_ld = plan.staged_ld;
     let need = plan.workspace();
-    let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+    let mut scratch = workspace.lock();
     // SAFETY: each launch's transposes and copies write every element that its GEMM reads (rows x
     // k of each entry, or the stored matrix) before the GEMM runs; the pitch padding is never read
     // (TMA stops at the matrix edge).
-    unsafe { grow(&mut scratch, stream, need) }?;
+    unsafe { grow(&mut scratch.bytes, stream, need) }?;
     // The guard orders the workspace writes after the buffer's earlier uses and records them.
-    let (scratch_base, _write_scratch) = match scratch.as_mut() {
+    let (scratch_base, _write_scratch) = match scratch.bytes.as_mut() {
         Some(ws) if need > 0 => {
             let (base, guard) = ws.checked_ptr_mut(stream)?;
             (base, Some(guard))

@@ -7,7 +7,7 @@ use std::mem::size_of;
 
 use super::plan::{Gemv, Skinny, SplitK};
 use super::{grow, tiled, Call, Element, Gemm, RawEpilogue, BLOCK};
-use crate::driver::LaunchConfig;
+use crate::driver::{DeviceRepr, LaunchConfig};
 use crate::error::Result;
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::grid;
@@ -23,11 +23,11 @@ use crate::kernels::launch;
 pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &SplitK) -> Result<()> {
     let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, _], .. } = *call;
     let depth = plan.depth;
-    let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+    let mut scratch = workspace.lock();
     // SAFETY: the partial launches write every element of the `parts` m x n matrices before
     // the reduction reads them.
-    unsafe { grow(&mut scratch, stream, plan.workspace) }?;
-    let (partials, _write_partials) = scratch.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+    unsafe { grow(&mut scratch.bytes, stream, plan.workspace) }?;
+    let (partials, _write_partials) = scratch.bytes.as_mut().expect("grown above").checked_ptr_mut(stream)?;
 
     let none = RawEpilogue::default();
     let slices = KSlices::of(g, depth);
@@ -59,48 +59,118 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan:
 /// Runs a batch-1 `g` on `gemm_skinny_<wl|wk>_<in>_s<rows>`: C = op(A) op(B) as X (the short
 /// side's operand, staged) times W (the long one, streamed): X = op(A), W = op(B) when m is the
 /// short side, else X = op(B)^T, W = op(A)^T. Each of the `plan.parts` slices of k writes an m x n
-/// f32 partial product to the workspace; [`reduce_partials`] sums them into C with the epilogue.
+/// f32 partial product to the workspace, and the last block of each column tile sums its slices
+/// into C with the epilogue ([`SkinnyFinish`]); with more tiles than the workspace has counters,
+/// [`reduce_partials`] does in a second launch.
 ///
 /// # Safety
 /// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g`.
 pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &Skinny) -> Result<()> {
-    let Call { kernels, stream, workspace, g, operands: [pa, pb, _], .. } = *call;
+    let Call { kernels, stream, workspace, g, operands: [pa, pb, pc], epilogue, .. } = *call;
     let ShortLong { x, x_strides, w, w_pitch, out_strides: p_strides, short, long, .. } =
         ShortLong::of(g, [pa, pb], g.n);
     let layout = if plan.long_contiguous { "wl" } else { "wk" };
     let cores = if plan.tensor_cores { "tc_" } else { "" };
     let function = kernels.function(&format!("gemm_skinny_{cores}{layout}_{}_s{}", TIn::NAME, plan.rows))?;
-    let mut scratch = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = workspace.lock();
+    let scratch = &mut *guard;
     // SAFETY: the slice launch writes every element of the `parts` m x n partial products
-    // before the reduction reads them.
-    unsafe { grow(&mut scratch, stream, plan.workspace) }?;
-    let (partials, _write_partials) = scratch.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+    // before anything reads them (its own finishing blocks, or the reduction).
+    unsafe { grow(&mut scratch.bytes, stream, plan.workspace) }?;
+    let (partials, _write_partials) = scratch.bytes.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+    let tiles = long.div_ceil(plan.block_cols);
+    let counters = match &mut scratch.tile_counters {
+        _ if tiles > TILE_COUNTERS => None,
+        Some(counters) => Some(counters),
+        slot @ None => Some(slot.insert(stream.alloc_zeros::<u32>(TILE_COUNTERS)?)),
+    };
+    let (counters, _write_counters) = match counters {
+        Some(counters) => {
+            let (at, guard) = counters.checked_ptr_mut(stream)?;
+            (at, Some(guard))
+        }
+        None => (0, None),
+    };
+    let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
+    let out = match TOut::NAME {
+        "bf16" => 1,
+        "f16" => 2,
+        _ => 0,
+    };
+    let finish = SkinnyFinish {
+        counters,
+        c: pc,
+        bias,
+        ldc: g.ldc as i64,
+        alpha: g.alpha,
+        beta: g.beta,
+        splits: plan.parts as i32,
+        tile: plan.block_cols as i32,
+        m: g.m as i32,
+        n: g.n as i32,
+        out,
+        act,
+    };
     let cfg = LaunchConfig {
-        grid_dim: (long.div_ceil(plan.block_cols) as u32, plan.parts as u32, 1),
+        grid_dim: (tiles as u32, plan.parts as u32, 1),
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
     let (short, long, k, depth) = (short as i32, long as i32, g.k as i32, plan.depth as i32);
     let (xs, xk, w_pitch) = (x_strides.0 as i64, x_strides.1 as i64, w_pitch as i64);
     let (ps, pl) = (p_strides.0 as i64, p_strides.1 as i64);
-    // SAFETY: `(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl)` as the skinny entries take them;
-    // the plan holds the short side within the kernel's rows and each slice within its staged
-    // depth (the tensor-core kernels stage nothing). X and W are A and B (or B and A), which `validate` checked hold every element of
-    // op(A) and op(B) with these leading dimensions; the kernel reads X's `short` x k and W's
-    // k x `long` elements through exactly those strides, and writes `parts` packed m x n f32
-    // blocks into the workspace grown to hold them above.
+    // SAFETY: `(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl, fin)` as the skinny entries take
+    // them; the plan holds the short side within the kernel's rows and each slice within its
+    // staged depth (the tensor-core kernels stage nothing). X and W are A and B (or B and A), which
+    // `validate` checked hold every element of op(A) and op(B) with these leading dimensions; the
+    // kernel reads X's `short` x k and W's k x `long` elements through exactly those strides, and
+    // writes `parts` packed m x n f32 blocks into the workspace grown to hold them above. With
+    // counters (`tiles` of them, zero: allocated zeroed, and each product's finishing blocks
+    // zero theirs again), block x's finish writes C's elements of its tile's columns (C validated
+    // with ldc, of TOut as `out` says) and reads the epilogue's bias (the caller's obligation).
     unsafe {
         launch!(
             stream,
             &function,
             cfg,
-            [&short, &long, &k, &depth, &x, &xs, &xk, &w, &w_pitch, &partials, &ps, &pl]
+            [&short, &long, &k, &depth, &x, &xs, &xk, &w, &w_pitch, &partials, &ps, &pl, &finish]
         )
     }?;
+    if counters != 0 {
+        return Ok(());
+    }
     // SAFETY: the slices above wrote all `parts` partial products; C and the bias are the
     // caller's (validated, checked).
     unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
 }
+
+/// Arrival counters a workspace keeps for the skinny kernels' finish: one per column tile, so
+/// products of up to 8192 tiles (262 144 columns of `wk`'s 32) finish in one launch.
+const TILE_COUNTERS: usize = 8192;
+
+/// The skinny entries' last argument (`SkinnyFinish` in cuda/gemm_skinny.cu, the same layout): how
+/// each column tile's last block finishes the product, or `counters` 0 when
+/// `gemm_splitk_reduce_<out>` does.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct SkinnyFinish {
+    counters: u64,
+    c: u64,
+    bias: u64,
+    ldc: i64,
+    alpha: f32,
+    beta: f32,
+    splits: i32,
+    tile: i32,
+    m: i32,
+    n: i32,
+    out: i32,
+    act: i32,
+}
+
+// SAFETY: numbers in the CUDA struct's layout (four 8-byte fields, then eight 4-byte ones: no
+// padding on either side); every bit pattern is a valid value.
+unsafe impl DeviceRepr for SkinnyFinish {}
 
 /// Runs `g`, whose short side is 1, on `gemm_gemv_<wl|wk>_<in>_<out>_c<cols>` (f32 sums): one
 /// launch per 65 535 batch entries (grid.z) writes `C = epilogue(alpha * x·W + beta * C)`.
