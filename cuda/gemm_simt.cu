@@ -18,8 +18,9 @@ namespace {
 // spread the copy instructions among the FMAs. With a branch around them they ran as one serial block per tile
 // and SGEMM stayed at 0.90x cuBLAS; without it, 1.0x (notes/gemm.md).
 // Instantiations: 128 x 256 x 8 (1 block per SM, the shape of cuBLAS's own H100 SGEMM) for grids of at least
-// ~a wave; 64 x 128 x 16 (2 blocks per SM) for smaller ones; 32 x 32 x 8 on 2 warps for batches of small
-// matrices, which the larger tiles mostly cover with padding (144 x 144: 42% of a 64 x 128 grid is inside).
+// ~a wave; 64 x 128 x 16 (2 blocks per SM) for smaller ones; 64 x 64 x 16 on 4 warps for batches of matrices
+// 64 wide; 32 x 32 x 8 on 2 warps for batches of small matrices, which the larger tiles mostly cover with padding
+// (144 x 144: 42% of a 64 x 128 grid is inside).
 constexpr int TILE_PAD = 4;
 
 template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int LANES_M_> struct SimtTile {
@@ -327,6 +328,14 @@ SIMT_ENTRIES(f16_f32, __half, float)
 // Exact fp32 with 64 x 128 tiles: grid (ceil(n/128), ceil(m/64), batch), block 256, no dynamic smem.
 PRISM_KERNEL void __launch_bounds__(256, 2) gemm_simt64_f32_f32(GEMM_ARGS(float, float)) {
     tiled_entry<SimtTile<64, 128, 16, 2, 4, 4>, float, float>(m, n, k, alpha, GEMM_PASS);
+}
+
+// Exact fp32 with 64 x 64 tiles on 4 warps (8 x 4 outputs per thread): batches whose matrices are 64 wide, which
+// 64 x 128 tiles cover half with padding (candle's Llama prefill attention, 32 heads of 512 x 64 x 512: 36.7 us
+// against 57.8 on 64 x 128 and cuBLAS's 42.5, H100, notes/simt-tiles/). grid (ceil(n/64), ceil(m/64), batch),
+// block 128, no dynamic smem.
+PRISM_KERNEL void __launch_bounds__(128, 4) gemm_simt64x64_f32_f32(GEMM_ARGS(float, float)) {
+    tiled_entry<SimtTile<64, 64, 16, 2, 2, 4>, float, float>(m, n, k, alpha, GEMM_PASS);
 }
 
 // Exact fp32 with 32 x 32 tiles on 2 warps (4 x 4 outputs per thread), 16 blocks per SM: batches of small

@@ -505,19 +505,31 @@ fn small_every_candidate_kernel_matches_the_reference() {
     println!("{runs} candidate runs checked");
 }
 
-/// Batches of one row and one column (the GEMV's grid.z: a decode step's attention scores and
-/// weighted values) in every layout, f32: gaps between the entries, a broadcast operand.
-fn one_row_batches() -> Vec<Spec> {
-    let mut specs = Vec::new();
-    for (ta, tb) in TRANSPOSES {
-        for (m, n, k, broadcast) in
-            [(1, 130, 64, (false, false)), (67, 1, 130, (false, true)), (1, 300, 33, (true, false))]
-        {
-            let spec = Spec::new(m, n, k).trans(ta, tb).batch(5, 8).broadcast(broadcast.0, broadcast.1);
-            specs.push(spec.scaled(0.75, -0.5).precision(Precision::F32));
-        }
+/// Batches of f32 matrices at most 64 wide (the 64 x 64 tiles' case): sides off the tile, k off
+/// the k-tile, a broadcast operand.
+fn narrow_f32_batches() -> Vec<Spec> {
+    f32_batches(6, &[(201, 61, 301, (false, false)), (130, 64, 17, (true, false))])
+}
+
+/// The rules' choice (the 64 x 64 tiles) and the 64 x 64 tiles alone on [`narrow_f32_batches`]
+/// (short enough for racecheck).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn batches_of_narrow_f32_matrices_on_the_64_tiles() {
+    use prism_gpu::raw::kernels::gemm::tuning::Kernel;
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    let mut runs = 0;
+    for spec in narrow_f32_batches() {
+        run_f32(&rt, &spec, &mut rng);
+        runs += candidates_where::<f32, f32>(&rt, &spec, &mut rng, |p| p.kernel == Kernel::Simt64x64);
     }
-    specs
+    assert_eq!(runs, narrow_f32_batches().len(), "simt64x64 is a candidate of every spec");
+}
+
+/// Batches of one row and one column (the GEMV's grid.z: a decode step's attention scores and
+/// weighted values), a broadcast operand.
+fn one_row_batches() -> Vec<Spec> {
+    f32_batches(5, &[(1, 130, 64, (false, false)), (67, 1, 130, (false, true)), (1, 300, 33, (true, false))])
 }
 
 /// The GEMV kernels alone on [`one_row_batches`], f32 and bf16 (short enough for racecheck).
@@ -535,17 +547,23 @@ fn batches_of_one_row_products_on_the_gemv_kernels() {
     assert_eq!(runs, 2 * one_row_batches().len() * 4, "every GEMV width is a candidate of every spec");
 }
 
-/// Batches of small exact-f32 matrices (the 32 x 32 tiles' case), in every layout: sides off the
-/// tile, k off the k-tile, gaps between the entries, a broadcast operand.
-fn small_f32_batches() -> Vec<Spec> {
+/// `batch` entries of each f32 shape `(m, n, k, (broadcast A, broadcast B))` in every layout, with
+/// gaps between the entries, scaled with beta.
+fn f32_batches(batch: usize, shapes: &[(usize, usize, usize, (bool, bool))]) -> Vec<Spec> {
     let mut specs = Vec::new();
     for (ta, tb) in TRANSPOSES {
-        for (m, n, k, broadcast) in [(145, 143, 33, (false, false)), (37, 70, 13, (false, true))] {
-            let spec = Spec::new(m, n, k).trans(ta, tb).batch(5, 8).broadcast(broadcast.0, broadcast.1);
+        for &(m, n, k, (broadcast_a, broadcast_b)) in shapes {
+            let spec = Spec::new(m, n, k).trans(ta, tb).batch(batch, 8).broadcast(broadcast_a, broadcast_b);
             specs.push(spec.scaled(0.75, -0.5).precision(Precision::F32));
         }
     }
     specs
+}
+
+/// Batches of small exact-f32 matrices (the 32 x 32 tiles' case): sides off the tile, k off the
+/// k-tile, a broadcast operand.
+fn small_f32_batches() -> Vec<Spec> {
+    f32_batches(5, &[(145, 143, 33, (false, false)), (37, 70, 13, (false, true))])
 }
 
 /// The 32 x 32 tiles alone on [`small_f32_batches`] (short enough for racecheck).

@@ -55,6 +55,9 @@ pub enum Kernel {
     /// `gemm_simt64_f32_f32`: exact fp32 on 64 x 128 tiles, for grids that 128 x 256 tiles leave
     /// under about a wave.
     Simt64,
+    /// `gemm_simt64x64_f32_f32`: exact fp32 on 64 x 64 tiles, for batches of matrices 64 wide
+    /// (attention's values), which 64 x 128 tiles cover half with padding.
+    Simt64x64,
     /// `gemm_simt32_f32_f32`: exact fp32 on 32 x 32 tiles (16 blocks per multiprocessor), for
     /// batches of small matrices that the larger tiles cover mostly with padding.
     Simt32,
@@ -167,6 +170,8 @@ pub const TILE_M: usize = 128;
 pub const SIMT_TILE_N: usize = 256;
 /// Rows of the `gemm_simt64_f32_f32` tiles (128 columns wide).
 pub const SIMT64_TILE_M: usize = 64;
+/// Rows and columns of the `gemm_simt64x64_f32_f32` tiles.
+pub const SIMT64X64_TILE: usize = 64;
 /// Rows and columns of the `gemm_simt32_f32_f32` tiles.
 pub const SIMT32_TILE: usize = 32;
 /// Split-K: blocks of the split kernels resident per multiprocessor (both run two).
@@ -486,7 +491,12 @@ fn exact_f32_tiles(g: &Gemm, multiprocessors: u32) -> Kernel {
         tiles.div_ceil(blocks * sms) * blocks * (rows * cols) as u128 * time
     };
     // The first of equal costs: larger tiles on a tie.
-    options.iter().min_by_key(|o| cost(o)).map_or(Kernel::Simt64, |o| o.0)
+    match options.iter().min_by_key(|o| cost(o)).map_or(Kernel::Simt64, |o| o.0) {
+        // Batches of matrices at most 64 wide, which 64 x 128 tiles cover half with padding: 64 x 64
+        // tiles (H100, 32 x 512 x 64 x 512: 36.7 us against 57.8, notes/simt-tiles/).
+        Kernel::Simt64 if g.batch > 1 && g.n <= SIMT64X64_TILE => Kernel::Simt64x64,
+        chosen => chosen,
+    }
 }
 
 /// Split-K for one GEMM (exact fp32 on the CUDA cores, or TF32 / BF16 / FP16 on mma.sync) whose
@@ -725,6 +735,9 @@ mod tests {
         assert_eq!(f32(1000, 144, 144, 32), Kernel::Simt32); // 12 waves vs 23
         assert_eq!(f32(2904, 144, 144, 32), Kernel::Simt32); // 35 vs 66
         assert_eq!(f32(1000, 144, 32, 144), Kernel::Simt32); // 3 vs 12
+                                                             // Matrices 64 wide (a Llama prefill's attention values, 32 heads): 64 x 64 tiles, one wave,
+                                                             // where 64 x 128 tiles compute half padding (notes/simt-tiles/).
+        assert_eq!(f32(32, 512, 64, 512), Kernel::Simt64x64);
 
         // Where the larger tiles cover the matrices well enough: ViT's 197 x 197, 128^2 and up.
         assert_eq!(f32(96, 197, 197, 64), Kernel::Simt64); // 3 vs 3

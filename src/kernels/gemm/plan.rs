@@ -9,8 +9,8 @@ use std::fmt;
 
 use super::dispatch::{
     skinny_depth, skinny_long_contiguous, skinny_on_tensor_cores, skinny_rows, skinny_slice_align,
-    skinny_tile, sm90_tile, Device, Feed, Kernel, TmaReady, GEMV_COLS, SIMT32_TILE, SIMT64_TILE_M,
-    SIMT_TILE_N, TILE_M, TMA_FAST_PITCH, TRANSPOSE_TILE,
+    skinny_tile, sm90_tile, Device, Feed, Kernel, TmaReady, GEMV_COLS, SIMT32_TILE, SIMT64X64_TILE,
+    SIMT64_TILE_M, SIMT_TILE_N, TILE_M, TMA_FAST_PITCH, TRANSPOSE_TILE,
 };
 use super::spec::{Gemm, Precision};
 use super::tensor_map::Dtype;
@@ -42,6 +42,8 @@ pub enum Family {
     Simt,
     /// `gemm_simt64_f32_f32` (f32 data only).
     Simt64,
+    /// `gemm_simt64x64_f32_f32` (f32 data only).
+    Simt64x64,
     /// `gemm_simt32_f32_f32` (f32 data only).
     Simt32,
     /// `gemm_mma_*` (tensor cores, sm_80+).
@@ -62,6 +64,7 @@ impl Family {
             Family::Small => (SMALL_TILE, SMALL_TILE),
             Family::Simt => (TILE_M, SIMT_TILE_N),
             Family::Simt64 => (SIMT64_TILE_M, TILE_M),
+            Family::Simt64x64 => (SIMT64X64_TILE, SIMT64X64_TILE),
             Family::Simt32 => (SIMT32_TILE, SIMT32_TILE),
             Family::Mma => (TILE_M, TILE_M),
         }
@@ -70,6 +73,7 @@ impl Family {
     /// Threads per block.
     pub fn threads(self) -> u32 {
         match self {
+            Family::Simt64x64 => 128,
             Family::Simt32 => 64,
             _ => 256,
         }
@@ -233,11 +237,15 @@ impl Kernel {
         };
         let family = |family: Family| -> std::result::Result<Family, String> {
             match family {
-                Family::Simt64 | Family::Simt32 if !matches!(precision, Precision::F32 | Precision::Tf32) => {
-                    Err(format!(
-                        "f32 data for {}",
-                        if family == Family::Simt64 { "simt64" } else { "simt32" }
-                    ))
+                Family::Simt64 | Family::Simt64x64 | Family::Simt32
+                    if !matches!(precision, Precision::F32 | Precision::Tf32) =>
+                {
+                    let name = match family {
+                        Family::Simt64 => "simt64",
+                        Family::Simt64x64 => "simt64x64",
+                        _ => "simt32",
+                    };
+                    Err(format!("f32 data for {name}"))
                 }
                 Family::Mma if precision == Precision::F32 => {
                     Err("TF32, BF16 or FP16 for mma (it multiplies on the tensor cores)".into())
@@ -253,9 +261,10 @@ impl Kernel {
         let launch = match self {
             Kernel::Small => Launch::Tiled(Family::Small),
             Kernel::Simt => Launch::Tiled(Family::Simt),
-            Kernel::Simt64 | Kernel::Simt32 | Kernel::Mma => {
+            Kernel::Simt64 | Kernel::Simt64x64 | Kernel::Simt32 | Kernel::Mma => {
                 let f = match self {
                     Kernel::Simt64 => Family::Simt64,
+                    Kernel::Simt64x64 => Family::Simt64x64,
                     Kernel::Simt32 => Family::Simt32,
                     _ => Family::Mma,
                 };
@@ -460,6 +469,7 @@ impl fmt::Display for Kernel {
             Kernel::Small => f.write_str("small"),
             Kernel::Simt => f.write_str("simt"),
             Kernel::Simt64 => f.write_str("simt64"),
+            Kernel::Simt64x64 => f.write_str("simt64x64"),
             Kernel::Simt32 => f.write_str("simt32"),
             Kernel::Mma => f.write_str("mma"),
             Kernel::SplitK { splits, mma } => {
@@ -498,6 +508,7 @@ impl std::str::FromStr for Kernel {
             ["small"] => Kernel::Small,
             ["simt"] => Kernel::Simt,
             ["simt64"] => Kernel::Simt64,
+            ["simt64x64"] => Kernel::Simt64x64,
             ["simt32"] => Kernel::Simt32,
             ["mma"] => Kernel::Mma,
             ["splitk", family, splits] => {
@@ -727,6 +738,7 @@ mod tests {
             Kernel::Small,
             Kernel::Simt,
             Kernel::Simt64,
+            Kernel::Simt64x64,
             Kernel::Simt32,
             Kernel::Mma,
             Kernel::SplitK { splits: 4, mma: true },

@@ -188,9 +188,10 @@ impl std::str::FromStr for Entry {
 fn kernel_suits(kernel: Kernel, precision: Precision) -> bool {
     use super::dispatch::Feed;
     match kernel {
-        Kernel::Simt64 | Kernel::Simt32 | Kernel::Gemv { .. } | Kernel::SplitK { mma: false, .. } => {
+        Kernel::Simt64 | Kernel::Simt64x64 | Kernel::Simt32 | Kernel::SplitK { mma: false, .. } => {
             matches!(precision, Precision::F32 | Precision::Tf32)
         }
+        Kernel::Gemv { .. } => true,
         Kernel::Mma | Kernel::SplitK { mma: true, .. } => precision != Precision::F32,
         Kernel::Sm90 { a, b, .. } => {
             precision != Precision::F32

@@ -1,7 +1,8 @@
 //! The kernels that share the common argument list (notes/gemm.md): `gemm_small_*` (one output per
-//! thread, 16 x 16 tiles), `gemm_simt_*` / `gemm_simt64_f32_f32` / `gemm_simt32_f32_f32` (CUDA
-//! cores) and `gemm_mma_*` (mma.sync tensor cores), launched over the whole problem in batches and
-//! row blocks within the grid's limits. Split-K runs them on slices of k ([`super::split`]).
+//! thread, 16 x 16 tiles), `gemm_simt_*` / `gemm_simt64_f32_f32` / `gemm_simt64x64_f32_f32` /
+//! `gemm_simt32_f32_f32` (CUDA cores) and `gemm_mma_*` (mma.sync tensor cores), launched over the
+//! whole problem in batches and row blocks within the grid's limits. Split-K runs them on slices
+//! of k ([`super::split`]).
 
 use std::mem::size_of;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ pub(super) fn entry<TIn: Element, TOut: Element>(family: Family, precision: Prec
         Family::Small => format!("gemm_small_{}_{}", TIn::NAME, TOut::NAME),
         Family::Simt => format!("gemm_simt_{}_{}", TIn::NAME, TOut::NAME),
         Family::Simt64 => format!("gemm_simt64_{}_{}", TIn::NAME, TOut::NAME),
+        Family::Simt64x64 => format!("gemm_simt64x64_{}_{}", TIn::NAME, TOut::NAME),
         Family::Simt32 => format!("gemm_simt32_{}_{}", TIn::NAME, TOut::NAME),
         Family::Mma => format!("gemm_mma_{}_{}", input_name::<TIn>(precision), TOut::NAME),
     }
