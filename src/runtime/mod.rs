@@ -55,9 +55,10 @@ pub use matmul::sgemm;
 pub use nn::RowLosses;
 pub use norms::RunningStats;
 
-/// Where a runtime's operations run.
+/// Where a runtime's operations run. The GPU side is boxed: its stream, kernels and workspace are
+/// large beside the CPU side's reason.
 enum Backend {
-    Gpu(GpuOps),
+    Gpu(Box<GpuOps>),
     Cpu { reason: String },
 }
 
@@ -100,7 +101,7 @@ impl ProductionGpuRuntime {
     /// Device `ordinal`; an error when it is not usable.
     pub fn with_device(ordinal: usize) -> Result<Self> {
         let ctx = CudaContext::new(ordinal)?;
-        Ok(Self { backend: Backend::Gpu(GpuOps::new(ctx)?) })
+        Ok(Self { backend: Backend::Gpu(Box::new(GpuOps::new(ctx)?)) })
     }
 
     /// Device `ordinal` with the operations on a new stream of their own rather than the default
@@ -108,7 +109,7 @@ impl ProductionGpuRuntime {
     pub fn with_device_stream(ordinal: usize) -> Result<Self> {
         let ctx = CudaContext::new(ordinal)?;
         let stream = ctx.new_stream()?;
-        Ok(Self { backend: Backend::Gpu(GpuOps::with_stream(stream)?) })
+        Ok(Self { backend: Backend::Gpu(Box::new(GpuOps::with_stream(stream)?)) })
     }
 
     /// The CPU fallback, by choice.
