@@ -340,11 +340,23 @@ fn batch_norm_and_transpose_poisoned() {
     let g = rt.gpu().unwrap();
     let (k, s) = (g.kernels(), g.stream());
     let mut rng = checks::fresh_rng("batch norm, transpose");
+    // One workspace for every shape: the partial sums grow, and each call's last blocks leave the
+    // counters zero for the next.
+    let workspace = prism_gpu::raw::kernels::workspace::Workspace::default();
     let cpu_rt = ProductionGpuRuntime::cpu();
-    // (1, 3, 9001): three units of a row per channel, the last one short, scalar loads.
-    for (n, c, hw) in
-        [(1, 1, 1), (3, 5, 49), (2, 3, 1024), (4, 64, 3136), (1, 3, 9001), (2, 300, 52), (2, 3, 12_544)]
-    {
+    // (1, 3, 9001): three units of a row per channel, the last one short, scalar loads; (2, 9000,
+    // 3): more channels than the workspace's first counters (8192), which grow.
+    for (n, c, hw) in [
+        (1, 1, 1),
+        (3, 5, 49),
+        (2, 3, 1024),
+        (4, 64, 3136),
+        (1, 3, 9001),
+        (2, 300, 52),
+        (2, 3, 12_544),
+        (2, 9000, 3),
+        (3, 5, 49),
+    ] {
         let x = rng.vec(n * c * hw, -2.0, 3.0);
         let (gamma, beta) = (rng.vec(c, 0.5, 1.5), rng.vec(c, -1.0, 1.0));
         let xd = up(g, &x);
@@ -352,6 +364,7 @@ fn batch_norm_and_transpose_poisoned() {
         norms::batch_norm_stats(
             k,
             s,
+            &workspace,
             &xd.as_view(),
             &mut m.as_view_mut(),
             &mut v.as_view_mut(),

@@ -19,6 +19,7 @@ pub mod reductions;
 pub mod rows;
 pub mod softmax;
 pub mod transpose;
+pub mod workspace;
 
 use crate::spec::shape;
 pub use catalogue::{family_of, Family, FAMILIES};

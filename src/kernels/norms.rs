@@ -10,6 +10,7 @@ use crate::driver::{CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig}
 use crate::error::Result;
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::rows::{self, RowContract};
+use crate::kernels::workspace::{grow, zeroed_counters, Workspace};
 use crate::kernels::{args, grid, launch, shape, Kernels};
 
 use crate::spec::norms::Nchw;
@@ -226,10 +227,13 @@ pub struct Running<'a, 'b> {
 }
 
 /// Training statistics of NCHW `x`: per-channel `mean` and biased `var` over `(n, hw)`, and the
-/// running statistics updated when given. Needs at least one value per channel (`n * hw >= 1`).
+/// running statistics updated when given, in one launch (partial sums and arrival counters in
+/// `workspace`). Needs at least one value per channel (`n * hw >= 1`).
+#[allow(clippy::too_many_arguments)] // the operation's buffers plus its scratch
 pub fn batch_norm_stats(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
+    workspace: &Workspace,
     x: &CudaView<f32>,
     mean: &mut CudaViewMut<f32>,
     var: &mut CudaViewMut<f32>,
@@ -261,11 +265,15 @@ pub fn batch_norm_stats(
     let sweeps = n.saturating_mul(hw).div_ceil(BLOCK as usize * BN_VALUES).max(1);
     let slices = (3 * kernels.multiprocessors() as usize).div_ceil(c).clamp(1, sweeps.min(grid::GRID_YZ_MAX));
     let si = slices as i32;
-    // SAFETY: the partials kernel writes all c * slices (count, mean, M2) triples before the finish
-    // kernel, ordered after it on the stream, reads them.
-    let mut part = unsafe { stream.alloc::<f64>(3 * c * slices) }?;
+    let part_bytes = shape::elements(OP, "partial sums", &[3, c, slices, size_of::<f64>()])?;
+    let mut guard = workspace.lock();
+    let scratch = &mut *guard;
+    // SAFETY: block (ch, s) writes its (count, mean, M2) triple before it counts itself in; the
+    // channel's last block reads the triples after all of them are counted.
+    unsafe { grow(&mut scratch.bytes, stream, part_bytes) }?;
+    let (pp, _p) = scratch.bytes.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+    let (cp, _c) = zeroed_counters(&mut scratch.counters, stream, c)?.checked_ptr_mut(stream)?;
     let (xp, _x) = x.checked_ptr(stream)?;
-    let (pp, _p) = part.checked_ptr_mut(stream)?;
     let (mp, _m) = mean.checked_ptr_mut(stream)?;
     let (vp, _v) = var.checked_ptr_mut(stream)?;
     let (rmp, _rm) = args::output(rm, stream)?;
@@ -276,24 +284,17 @@ pub fn batch_norm_stats(
         shared_mem_bytes: 0,
     };
     // SAFETY: x holds n * c * hw elements (checked above); block (ch, s) writes part's triple
-    // ch * slices + s, inside its 3 * c * slices values.
-    unsafe {
-        launch!(kernels, stream, "prism_batch_norm_partials_f32", cfg, [&xp, &pp, &ni, &ci, &hwi, &si])
-    }?;
-    let cfg = LaunchConfig {
-        grid_dim: (c.div_ceil(BLOCK as usize) as u32, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: reads the c * slices triples written above; writes mean/var and the running
-    // statistics, c each (checked above) or null; one thread per channel.
+    // ch * slices + s, inside the 3 * c * slices f64 values the workspace was grown to; counters
+    // 0..c are zero (zeroed_counters) and each channel's last block sets its own back; that block
+    // writes mean[ch], var[ch] and the running statistics' element ch (c each, checked above, or
+    // null).
     unsafe {
         launch!(
             kernels,
             stream,
-            "prism_batch_norm_finish_f32",
+            "prism_batch_norm_partials_f32",
             cfg,
-            [&pp, &si, &ci, &mp, &vp, &rmp, &rvp, &momentum]
+            [&xp, &pp, &cp, &ni, &ci, &hwi, &si, &mp, &vp, &rmp, &rvp, &momentum]
         )
     }
 }

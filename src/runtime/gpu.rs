@@ -7,9 +7,9 @@ use half::{bf16, f16};
 
 use crate::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError};
 use crate::error::{Error, Result};
-use crate::kernels::gemm::Workspace;
 use crate::kernels::neuromorphic::{self, DeviceCsr, DeviceReservoir};
 use crate::kernels::norms::{self as launch, Channels, NormElement, Running};
+use crate::kernels::workspace::Workspace;
 use crate::kernels::Kernels;
 use crate::ops::activations::{Activation, Backward};
 use crate::ops::convert;
@@ -31,7 +31,7 @@ use crate::sys::driver::CUresult;
 pub struct GpuOps {
     stream: Arc<CudaStream>,
     kernels: Kernels,
-    gemm_workspace: Workspace,
+    workspace: Workspace,
     /// The first sticky fault seen on this context (a `CUresult` code; 0: none).
     fault: AtomicU32,
 }
@@ -63,7 +63,7 @@ impl GpuOps {
     /// default stream cannot).
     pub fn with_stream(stream: Arc<CudaStream>) -> Result<Self> {
         let kernels = Kernels::new(stream.context().clone())?;
-        Ok(Self { stream, kernels, gemm_workspace: Workspace::default(), fault: AtomicU32::new(0) })
+        Ok(Self { stream, kernels, workspace: Workspace::default(), fault: AtomicU32::new(0) })
     }
 
     /// The stream every operation is ordered on.
@@ -76,9 +76,9 @@ impl GpuOps {
         &self.kernels
     }
 
-    /// The scratch that this runtime's GEMMs reuse (kept between calls).
-    pub(crate) fn gemm_workspace(&self) -> &Workspace {
-        &self.gemm_workspace
+    /// The scratch that this runtime's GEMMs and batch norms reuse (kept between calls).
+    pub(crate) fn workspace(&self) -> &Workspace {
+        &self.workspace
     }
 
     /// Runs a host-slice operation's GPU part; its downloads synchronise the stream.
@@ -462,6 +462,7 @@ impl GpuOps {
             launch::batch_norm_stats(
                 &self.kernels,
                 &self.stream,
+                &self.workspace,
                 &x.as_view(),
                 &mut mean.as_view_mut(),
                 &mut var.as_view_mut(),

@@ -166,7 +166,7 @@ impl GpuOps {
         b: &CudaView<TIn>,
         c: &mut CudaViewMut<TOut>,
     ) -> Result<()> {
-        gemm::gemm(self.kernels(), self.stream(), self.gemm_workspace(), g, a, b, c)
+        gemm::gemm(self.kernels(), self.stream(), self.workspace(), g, a, b, c)
     }
 
     /// `a * b` for packed row-major `a` (m x k) and `b` (k x n) into a new m x n buffer, at
@@ -227,7 +227,7 @@ impl GpuOps {
         gemm::gemm_bias_act(
             self.kernels(),
             self.stream(),
-            self.gemm_workspace(),
+            self.workspace(),
             &g,
             &a.as_view(),
             &b.as_view(),

@@ -25,6 +25,7 @@ use prism_gpu::raw::kernels::norms;
 use prism_gpu::raw::kernels::random;
 use prism_gpu::raw::kernels::reductions;
 use prism_gpu::raw::kernels::softmax;
+use prism_gpu::raw::kernels::workspace::Workspace;
 use prism_gpu::raw::kernels::{convert, transpose, Kernels};
 use prism_gpu::Result;
 
@@ -346,11 +347,14 @@ fn transpose_and_batch_norm(b: &mut Bench, side: usize, (bn, bc, bhw): (usize, u
     let (mut mean, mut var) = (b.random(bc)?, b.random(bc)?);
     let (gamma, beta) = (b.random(bc)?, b.random(bc)?);
     let label = |op: &str| format!("batch_norm {op} {bn}x{bc}x{bhw} f32");
+    // The runtime's way: partial sums and counters in a workspace kept between calls.
+    let workspace = Workspace::default();
     b.bandwidth(label("stats"), 4 * n, |i| {
         let j = i % sets;
         norms::batch_norm_stats(
             k,
             s,
+            &workspace,
             &x[j].as_view(),
             &mut mean.as_view_mut(),
             &mut var.as_view_mut(),

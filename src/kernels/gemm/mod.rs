@@ -25,12 +25,14 @@ use std::mem::size_of;
 use std::sync::{Arc, Mutex};
 
 use crate::driver::sys::{CUdevice_attribute, CUfunction_attribute};
-use crate::driver::{CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut};
+use crate::driver::{CudaFunction, CudaStream, CudaView, CudaViewMut};
 use crate::error::{Error, Result};
 use crate::kernels::args::{self, CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::shape;
 use crate::kernels::Kernels;
 
+use crate::kernels::workspace::grow;
+pub use crate::kernels::workspace::Workspace;
 use dispatch::{Device, TmaReady};
 pub use epilogue::{Bias, FusedActivation, RawEpilogue};
 use plan::{Family, Launch, Plan, SMALL_TILE};
@@ -39,33 +41,6 @@ use tensor_map::Operand;
 
 /// Threads per block of the SIMT, small, mma.sync, skinny, copy and epilogue kernels.
 const BLOCK: u32 = 256;
-
-/// Device scratch that GEMMs reuse (operands transposed or copied to a new pitch for the sm_90
-/// kernels, split-K partial products, the skinny kernels' tile counters): it grows to the largest
-/// request and is kept, so a GEMM does not allocate. A fresh allocation per call is costly because
-/// the stream-ordered pool hands freed memory back to the device at every synchronisation (64 MB
-/// per 4096^3 TF32 `tn` call). Thread-safe: a GEMM holds the lock while it enqueues its work, and
-/// the buffers' own read/write tracking orders their uses across streams.
-#[derive(Default)]
-pub struct Workspace(Mutex<Scratch>);
-
-/// What a [`Workspace`] holds.
-#[derive(Default)]
-struct Scratch {
-    /// Bytes for operand copies and partial products, grown by [`grow`].
-    bytes: Option<CudaSlice<u8>>,
-    /// One arrival counter per column tile of a skinny product that finishes in its own launch
-    /// ([`split::skinny`]): zeroed when allocated, and each product's last block of a tile sets
-    /// its counter back to zero.
-    tile_counters: Option<CudaSlice<u32>>,
-}
-
-impl Workspace {
-    /// The scratch, locked while a GEMM enqueues its work.
-    fn lock(&self) -> std::sync::MutexGuard<'_, Scratch> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// `C = alpha * op(A) * op(B) + beta * C` on device buffers, ordered on `stream`, for every batch
 /// entry of `g` (see [`Gemm`] for the layout). Checks the shape first ([`Error::Shape`]); m, n or
@@ -363,20 +338,6 @@ fn function_with_smem(kernels: &Kernels, name: &str, smem: u32) -> Result<CudaFu
         function.set_attribute(attribute, smem as i32)?;
     }
     Ok(function)
-}
-
-/// Makes the locked workspace hold at least `bytes` (none when 0), freeing a smaller buffer first
-/// (ordered after its uses) so both are never held at once.
-///
-/// # Safety
-/// A new buffer is uninitialised: the caller must write every byte it reads.
-unsafe fn grow(scratch: &mut Option<CudaSlice<u8>>, stream: &Arc<CudaStream>, bytes: usize) -> Result<()> {
-    if bytes > 0 && scratch.as_ref().is_none_or(|ws| ws.len() < bytes) {
-        *scratch = None;
-        // SAFETY: the caller's obligation (above).
-        *scratch = Some(unsafe { stream.alloc::<u8>(bytes) }?);
-    }
-    Ok(())
 }
 
 /// What the dispatcher remembers about one device of the process.

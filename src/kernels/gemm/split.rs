@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::grid;
 use crate::kernels::launch;
+use crate::kernels::workspace::{zeroed_counters, COUNTERS};
 
 /// Runs a batch-1 `g` as `plan.parts` f32 partial products over slices of k (packed m x n matrices
 /// in `workspace`, through the family's batch dimension; the last, shorter slice by its own
@@ -60,7 +61,7 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan:
 /// side's operand, staged) times W (the long one, streamed): X = op(A), W = op(B) when m is the
 /// short side, else X = op(B)^T, W = op(A)^T. Each of the `plan.parts` slices of k writes an m x n
 /// f32 partial product to the workspace, and the last block of each column tile sums its slices
-/// into C with the epilogue ([`SkinnyFinish`]); with more tiles than the workspace has counters,
+/// into C with the epilogue ([`SkinnyFinish`]); with more tiles than [`COUNTERS`],
 /// [`reduce_partials`] does in a second launch.
 ///
 /// # Safety
@@ -79,17 +80,11 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: 
     unsafe { grow(&mut scratch.bytes, stream, plan.workspace) }?;
     let (partials, _write_partials) = scratch.bytes.as_mut().expect("grown above").checked_ptr_mut(stream)?;
     let tiles = long.div_ceil(plan.block_cols);
-    let counters = match &mut scratch.tile_counters {
-        _ if tiles > TILE_COUNTERS => None,
-        Some(counters) => Some(counters),
-        slot @ None => Some(slot.insert(stream.alloc_zeros::<u32>(TILE_COUNTERS)?)),
-    };
-    let (counters, _write_counters) = match counters {
-        Some(counters) => {
-            let (at, guard) = counters.checked_ptr_mut(stream)?;
-            (at, Some(guard))
-        }
-        None => (0, None),
+    let (counters, _write_counters) = if tiles <= COUNTERS {
+        let (at, guard) = zeroed_counters(&mut scratch.counters, stream, tiles)?.checked_ptr_mut(stream)?;
+        (at, Some(guard))
+    } else {
+        (0, None)
     };
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
     let out = match TOut::NAME {
@@ -143,10 +138,6 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: 
     // caller's (validated, checked).
     unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
 }
-
-/// Arrival counters a workspace keeps for the skinny kernels' finish: one per column tile, so
-/// products of up to 8192 tiles (262 144 columns of `wk`'s 32) finish in one launch.
-const TILE_COUNTERS: usize = 8192;
 
 /// The skinny entries' last argument (`SkinnyFinish` in cuda/gemm_skinny.cu, the same layout): how
 /// each column tile's last block finishes the product, or `counters` 0 when

@@ -60,7 +60,7 @@ impl GpuOps {
         b: &CudaView<f64>,
         c: &mut CudaViewMut<f64>,
     ) -> Result<()> {
-        double::gemm_f64(self.kernels(), self.stream(), self.gemm_workspace(), g, a, b, c)
+        double::gemm_f64(self.kernels(), self.stream(), self.workspace(), g, a, b, c)
     }
 }
 
