@@ -115,14 +115,20 @@ template <typename TO> struct Epilogue {
     }
 };
 
-// Split-K's last step for one output: *c = epilogue(alpha * sum + beta * *c) rounded once to C's type (*c read
-// only when beta != 0); `col` is the output's column in C (the bias's index).
+// *c = scale * v + beta * *c, rounded once to C's type (*c read only when beta != 0).
+template <typename TO> __device__ __forceinline__ void scaled_store(TO *c, float scale, float v, float beta) {
+    const float r = scale * v;
+    *c = from_f32<TO>(beta != 0.f ? fmaf(beta, to_f32<TO>(*c), r) : r);
+}
+
+// One output from its sum (split-K's reduction, the skinny kernels' in-launch finish): *c = epilogue(alpha * sum +
+// beta * *c); `col` is the output's column in C (the bias's index).
 template <typename TO>
-__device__ __forceinline__ void splitk_store(TO *c, float sum, float alpha, float beta, int col, const Epilogue<TO> &epi) {
+__device__ __forceinline__ void epilogue_store(TO *c, float sum, float alpha, float beta, int col,
+                                               const Epilogue<TO> &epi) {
     float scale = alpha;
     epi.template fuse<1>(scale, [&](int) -> float & { return sum; }, [&](int) { return col; });
-    const float v = scale * sum;
-    *c = from_f32<TO>(beta != 0.f ? fmaf(beta, to_f32<TO>(*c), v) : v);
+    scaled_store(c, scale, sum, beta);
 }
 
 // The plain store's stand-in for Epilogue: a kernel instantiated with it compiles no epilogue code at all.

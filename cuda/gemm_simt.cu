@@ -375,7 +375,7 @@ __device__ __forceinline__ void splitk_reduce(int m, int n, int splits, const fl
     for (long long at = blockIdx.x * 256ll + threadIdx.x; at < outputs; at += (long long)gridDim.x * 256) {
         float sum = 0.f;
         for (int s = 0; s < splits; ++s) sum += part[s * outputs + at];
-        splitk_store(C + (at / n) * ldc + at % n, sum, alpha, beta, (int)(at % n), epi);
+        epilogue_store(C + (at / n) * ldc + at % n, sum, alpha, beta, (int)(at % n), epi);
     }
 }
 #define SPLITK_REDUCE(SFX, TO)                                                                                  \

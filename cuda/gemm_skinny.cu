@@ -179,12 +179,6 @@ template <typename TI> struct Sixteen {
     __device__ __forceinline__ float operator[](int i) const { return to_f32<TI>(reinterpret_cast<const TI *>(&raw)[i]); }
 };
 
-// C = epilogue(scale * v + beta * C) for one element of C (C is read only when beta != 0).
-template <typename TO> __device__ __forceinline__ void gemv_store(TO *c, float scale, float v, float beta) {
-    const float r = scale * v;
-    *c = from_f32<TO>(beta != 0.f ? fmaf(beta, to_f32<TO>(*c), r) : r);
-}
-
 // One row (C's short side is 1) in one launch, W L-contiguous, TI data (f32, bf16 or f16, f32 sums) to TO: block
 // owns CW columns over all of k, its 256 threads are CW / V lanes of 16-byte loads (V elements) along the
 // columns times 256 / (CW / V) row groups along k, U rows in flight per thread; a shared-memory tree sums the row
@@ -241,7 +235,7 @@ __device__ __forceinline__ void gemv_wl(int L, int k, const TI *X, long long xk,
 #pragma unroll
     for (int e = 0; e < V; ++e) {
         if (l0 + e >= L) break;
-        gemv_store(C + (long long)(l0 + e) * cl, scale, sum[e], beta);
+        scaled_store(C + (long long)(l0 + e) * cl, scale, sum[e], beta);
     }
 }
 
@@ -279,7 +273,7 @@ __device__ __forceinline__ void gemv_wk(int L, int k, const TI *X, long long xk,
     if (lane != 0 || !inside) return;
     float scale = alpha;
     epi.template fuse<1>(scale, [&](int) -> float & { return acc; }, [&](int) { return l_cols ? l : 0; });
-    gemv_store(C + (long long)l * cl, scale, acc, beta);
+    scaled_store(C + (long long)l * cl, scale, acc, beta);
 }
 
 // ---- Tensor-core skinny kernels (16-bit data, 8 to 64 rows) ----
@@ -510,7 +504,7 @@ __device__ void finish_tile(const SkinnyFinish &f, const float *part, int rows, 
         // L2 reads: the other blocks' partial sums are not in this SM's L1.
         for (int z = 0; z < f.splits; ++z) sum += __ldcg(part + z * slice + at);
         const int col = (int)(at % f.n);
-        splitk_store(static_cast<TO *>(f.C) + at / f.n * f.ldc + col, sum, f.alpha, f.beta, col, epi);
+        epilogue_store(static_cast<TO *>(f.C) + at / f.n * f.ldc + col, sum, f.alpha, f.beta, col, epi);
     }
 }
 
