@@ -100,6 +100,7 @@ compile_error!(
      real cudarc 0.19 (`legacy-gpu`), or drop `legacy-gpu` to use prism-gpu's own engine (the default)"
 );
 
+mod cache_dir;
 pub(crate) mod cpu;
 #[cfg(all(feature = "cublas", not(feature = "legacy-gpu")))]
 pub mod cublas;

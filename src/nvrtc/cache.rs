@@ -177,16 +177,7 @@ impl NvrtcCache {
     fn from_vars(var: impl Fn(&str) -> Option<OsString>) -> Self {
         let max_bytes =
             var(MAX_BYTES_VAR).and_then(|v| v.to_str()?.trim().parse().ok()).unwrap_or(DEFAULT_MAX_BYTES);
-        let non_empty = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let dir = match var(DIR_VAR) {
-            Some(dir) if dir.is_empty() || dir == "off" => None,
-            Some(dir) => Some(PathBuf::from(dir)),
-            None => non_empty("XDG_CACHE_HOME")
-                .filter(|d| d.is_absolute())
-                .or_else(|| non_empty("HOME").map(|home| home.join(".cache")))
-                .map(|cache| cache.join("prism-gpu").join("nvrtc")),
-        };
-        Self::with_dir(dir, max_bytes)
+        Self::with_dir(crate::cache_dir::folder(&var, DIR_VAR, "nvrtc"), max_bytes)
     }
 
     /// The process's cache, configured from the environment when first used; the compile

@@ -5,9 +5,9 @@
 //! the winners in the checked-in format (`tune/sm_90.txt`) and a summary: best against today's
 //! choice and, with `bench-anchors`, against cuBLAS.
 //!
-//! A candidate whose first timed run takes more than [`SLOW`] times the default's median is
+//! A candidate whose first timed run takes more than [`SLOW`](tuning::SLOW) times the default's median is
 //! reported as slow and not timed further (the small kernel on a large cube would take seconds).
-//! An entry is written only where the best candidate beats the default by more than [`MARGIN`],
+//! An entry is written only where the best candidate beats the default by more than [`MARGIN`](tuning::MARGIN),
 //! so the table holds what the built-in rules get wrong, not repeats of what they get right.
 
 use std::fmt::Write as _;
@@ -17,17 +17,14 @@ use half::{bf16, f16};
 use super::gemm::{cublas::Anchor, narrow, Timed};
 use super::Settings;
 use prism_gpu::driver::CudaSlice;
-use prism_gpu::raw::kernels::gemm::tuning::{self, Choice, Class, Entry, Table, Tuned};
+use prism_gpu::raw::kernels::gemm::tuning::{
+    self, Choice, Class, Entry, Outcome, Repeats, Table, Trial, Tuned, MARGIN,
+};
 use prism_gpu::raw::kernels::gemm::{Element, Gemm, Precision, Workspace};
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::runtime::{GpuOps, ProductionGpuRuntime};
 use prism_gpu::Result;
 
-/// A candidate slower than this many times the default's median on its first run is not timed
-/// further.
-pub const SLOW: f64 = 4.0;
-/// The best candidate must beat the default by more than this fraction to get a table entry.
-pub const MARGIN: f64 = 0.03;
 /// Candidates needing more workspace than this are skipped.
 const MAX_WORKSPACE: usize = 2 << 30;
 
@@ -142,34 +139,17 @@ pub fn parse_args(args: &[&str]) -> std::result::Result<Options, String> {
     Ok(options)
 }
 
-/// One shape at one precision, tuned.
+/// One shape at one precision, tuned, with cuBLAS's time beside it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    /// What was tuned.
-    pub class: Class,
-    /// Its batch entries.
-    pub batch: usize,
-    /// The default plan and its median milliseconds.
-    pub default: (String, f64),
-    /// The fastest correct candidate and its median milliseconds.
-    pub best: (Choice, f64),
+pub struct Report {
+    /// The tuner's verdict.
+    pub outcome: Outcome,
     /// cuBLAS's median milliseconds (with `bench-anchors`).
     pub cublas: Option<f64>,
-    /// Candidates timed.
-    pub timed: usize,
-    /// Candidates left out, with why (slow, wrong, failed).
-    pub rejected: Vec<(String, String)>,
-}
-
-impl Outcome {
-    /// Whether the best candidate earns a table entry.
-    pub fn worth_an_entry(&self) -> bool {
-        self.best.1 < self.default.1 * (1.0 - MARGIN)
-    }
 }
 
 /// Tunes every shape at every precision on device 0; `progress` gets a line per outcome.
-pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, Vec<Outcome>)> {
+pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, Vec<Report>)> {
     let runtime = ProductionGpuRuntime::with_device(0)?;
     let ops = runtime.gpu()?;
     let mut anchor = Anchor::new();
@@ -183,7 +163,7 @@ pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, 
             let inner = ((1e9 / g.flops()) as usize).clamp(1, 50);
             let settings = options.settings;
             let timed = Timed { a: &a, b: &b, settings, inner };
-            let mut outcome = match precision {
+            let outcome = match precision {
                 Tuned::Gemm(p @ (Precision::F32 | Precision::Tf32)) => {
                     tune::<f32>(ops, &g.with_precision(p), timed)?
                 }
@@ -201,15 +181,15 @@ pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, 
                     anchor.time_dgemm((m, n, k), &wide(&a), &wide(&b), settings, inner, false).map(|t| t.0)
                 }
             };
-            outcome.cublas = cublas.ok().map(|ms| ms / inner as f64);
-            progress(&line(&outcome));
-            outcomes.push(outcome);
+            let report = Report { outcome, cublas: cublas.ok().map(|ms| ms / inner as f64) };
+            progress(&line(&report));
+            outcomes.push(report);
         }
     }
     let entries = outcomes
         .iter()
-        .filter(|o| o.worth_an_entry())
-        .map(|o| Entry { class: o.class, choice: o.best.0 })
+        .filter(|r| r.outcome.worth_an_entry())
+        .map(|r| Entry { class: r.outcome.class, choice: r.outcome.best.0 })
         .collect();
     Ok((Table { entries }, outcomes))
 }
@@ -225,10 +205,10 @@ fn tune<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     let default = tuning::plan_of::<T, T>(kernels, stream, g, &da.as_view(), &db.as_view())?;
     let candidates =
         tuning::candidates_of::<T, T>(kernels, stream, g, &da.as_view(), &db.as_view(), MAX_WORKSPACE)?;
-    let time = |choice, settings: Settings, dc: &mut CudaSlice<T>| {
+    let time = |choice, repeats: Repeats, dc: &mut CudaSlice<T>| {
         let Choice::Kernel(kernel) = choice else { unreachable!("a GEMM's candidates are kernels") };
         let (a, b) = (da.as_view(), db.as_view());
-        Timed { settings, ..timed }
+        Timed { settings: Settings { warmup: repeats.warmup, repeats: repeats.repeats }, ..timed }
             .time(stream, || {
                 tuning::gemm_with_kernel(
                     kernels,
@@ -247,7 +227,7 @@ fn tune<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     let trial = Trial {
         class: Class::of(g, Tuned::Gemm(g.precision)),
         batch: g.batch,
-        settings: timed.settings,
+        repeats: repeats(timed.settings),
         screen: true,
     };
     let candidates = candidates.iter().map(|p| Choice::Kernel(p.kernel));
@@ -273,10 +253,10 @@ fn tune_f64(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     let default = tuning::plan_f64(kernels, g)?;
     let candidates = tuning::candidates_f64(kernels, g)?;
     let workspace = Workspace::default();
-    let time = |choice, settings: Settings, dc: &mut CudaSlice<f64>| {
+    let time = |choice, repeats: Repeats, dc: &mut CudaSlice<f64>| {
         let Choice::F64(plan) = choice else { unreachable!("an f64 GEMM's candidates are f64 kernels") };
         let (a, b) = (da.as_view(), db.as_view());
-        Timed { settings, ..timed }
+        Timed { settings: Settings { warmup: repeats.warmup, repeats: repeats.repeats }, ..timed }
             .time(stream, || {
                 tuning::gemm_f64_with_plan(
                     kernels,
@@ -292,99 +272,23 @@ fn tune_f64(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
             .map(|t| t.median_ms / timed.inner as f64)
     };
     let answer = |dc: &CudaSlice<f64>| ops.download(dc);
-    let trial =
-        Trial { class: Class::of(g, Tuned::F64), batch: g.batch, settings: timed.settings, screen: true };
+    let trial = Trial {
+        class: Class::of(g, Tuned::F64),
+        batch: g.batch,
+        repeats: repeats(timed.settings),
+        screen: true,
+    };
     trial.judge(Choice::F64(default), candidates.into_iter().map(Choice::F64), 1e-12, &mut dc, time, answer)
 }
 
-/// How the candidates of one class are judged.
-struct Trial {
-    /// What is tuned.
-    class: Class,
-    /// Its batch entries.
-    batch: usize,
-    /// Warm-up and repeats of a timing.
-    settings: Settings,
-    /// Whether a candidate is first run once and left out when slower than [`SLOW`] times the
-    /// default (for the GEMM's many candidates, some of them far off).
-    screen: bool,
-}
-
-impl Trial {
-    /// Times `default`, then judges every other candidate against it: one that fails, whose answer
-    /// is more than `tolerance` (relative Frobenius difference) from the default's, or (when
-    /// screening) too slow on its first run is rejected with why; the fastest of the rest is the
-    /// best. `time` runs a candidate with the given settings, leaving its answer in `c`, and gives
-    /// milliseconds per GEMM; `answer` reads `c` back.
-    fn judge<C>(
-        &self,
-        default: Choice,
-        candidates: impl IntoIterator<Item = Choice>,
-        tolerance: f64,
-        c: &mut C,
-        mut time: impl FnMut(Choice, Settings, &mut C) -> Result<f64>,
-        answer: impl Fn(&C) -> Result<Vec<f64>>,
-    ) -> Result<Outcome> {
-        let default_ms = time(default, self.settings, c)?;
-        let reference = answer(c)?;
-        let mut outcome = Outcome {
-            class: self.class,
-            batch: self.batch,
-            default: (default.to_string(), default_ms),
-            best: (default, default_ms),
-            cublas: None,
-            timed: 1,
-            rejected: Vec::new(),
-        };
-        let first_settings = if self.screen { Settings { warmup: 1, repeats: 1 } } else { self.settings };
-        for candidate in candidates.into_iter().filter(|&k| k != default) {
-            let name = candidate.to_string();
-            let first = match time(candidate, first_settings, c) {
-                Ok(ms) => ms,
-                Err(e) => {
-                    outcome.rejected.push((name, format!("failed: {e}")));
-                    continue;
-                }
-            };
-            let err = relative_difference(&answer(c)?, &reference);
-            if err.is_nan() || err > tolerance {
-                outcome
-                    .rejected
-                    .push((name, format!("WRONG: relative difference {err:.2e} > {tolerance:.0e}")));
-                continue;
-            }
-            let ms = if !self.screen {
-                first
-            } else if first > SLOW * default_ms {
-                outcome.rejected.push((name, format!("slow: {:.3} ms on its first run", first)));
-                continue;
-            } else {
-                time(candidate, self.settings, c)?
-            };
-            outcome.timed += 1;
-            if ms < outcome.best.1 {
-                outcome.best = (candidate, ms);
-            }
-        }
-        Ok(outcome)
-    }
-}
-
-/// Relative Frobenius difference of `got` from `want` (NaN when either holds a NaN).
-fn relative_difference(got: &[f64], want: &[f64]) -> f64 {
-    let (mut diff, mut norm) = (0.0f64, 0.0f64);
-    for (x, y) in got.iter().zip(want) {
-        diff += (x - y) * (x - y);
-        norm += y * y;
-    }
-    if got.len() != want.len() {
-        return f64::NAN;
-    }
-    (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
+/// The tuner's repeats for the bench's settings.
+fn repeats(settings: Settings) -> Repeats {
+    Repeats { warmup: settings.warmup, repeats: settings.repeats }
 }
 
 /// One outcome as a summary line.
-pub fn line(o: &Outcome) -> String {
+pub fn line(report: &Report) -> String {
+    let o = &report.outcome;
     let (m, n, k) = o.class.shape;
     let tflops = |ms: f64| 2.0 * m as f64 * n as f64 * k as f64 * o.batch as f64 / (ms * 1e-3) / 1e12;
     let layout = |t: bool| if t { 't' } else { 'n' };
@@ -400,7 +304,7 @@ pub fn line(o: &Outcome) -> String {
         tflops(o.best.1),
         o.default.1 / o.best.1
     );
-    if let Some(cublas) = o.cublas {
+    if let Some(cublas) = report.cublas {
         let _ = write!(out, "; cuBLAS {:.1} TFLOP/s, best/cuBLAS {:.2}x", tflops(cublas), cublas / o.best.1);
     }
     let _ = write!(out, "; {} timed", o.timed);
@@ -457,9 +361,10 @@ pub fn run_and_write(options: &Options, command: &str) -> std::process::ExitCode
         "\n{} shapes x precisions, {} table entries; best / default geometric mean {:.3}x",
         outcomes.len(),
         table.entries.len(),
-        geomean(outcomes.iter().map(|o| o.default.1 / o.best.1).collect())
+        geomean(outcomes.iter().map(|r| r.outcome.default.1 / r.outcome.best.1).collect())
     );
-    let wrong = outcomes.iter().flat_map(|o| &o.rejected).filter(|(_, why)| why.starts_with("WRONG")).count();
+    let wrong =
+        outcomes.iter().flat_map(|r| &r.outcome.rejected).filter(|(_, why)| why.starts_with("WRONG")).count();
     if let Some(path) = &options.out {
         let text = table.to_text(&header(&device, command));
         if let Err(e) = std::fs::write(path, text) {

@@ -382,7 +382,11 @@ pub(super) unsafe fn run(
             p.check(l, &device)?;
             p
         }
-        None => tuned(l, &device),
+        None => {
+            // SAFETY: the caller's obligations for this validated, non-empty GEMM.
+            unsafe { super::autotune::plan_f64(kernels, stream, g, [pa, pb, pc], &device) }
+                .unwrap_or_else(|| tuned(l, &device))
+        }
     };
     let sizes = [size_of::<f64>(); 2];
     let PlanF64::Dmma { tile, .. } = plan else {

@@ -8,6 +8,7 @@
 //! `epilogue.rs` (the epilogue pass), `double.rs` (f64). The launch contracts (grids, shared
 //! memory, tensor-map encoding) are in notes/gemm.md.
 
+pub mod autotune;
 pub mod dispatch;
 pub mod double;
 mod epilogue;
@@ -259,10 +260,16 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
 
     let mut device = device(kernels)?;
     let tma = tma_ready::<TIn>(g, pa, pb);
+    let tuned = match kernel {
+        Some(_) => None,
+        // SAFETY: the caller's obligations, for this validated GEMM with k >= 1.
+        None => unsafe { autotune::kernel::<TIn, TOut>(call, &device, tma) },
+    };
     loop {
-        let plan = match kernel {
-            Some(kernel) => kernel.resolve(g, precision, &device, tma)?,
-            None => dispatch::plan(g, precision, &device, tma)?,
+        let plan = match (kernel, tuned.and_then(|k| k.resolve(g, precision, &device, tma).ok())) {
+            (Some(kernel), _) => kernel.resolve(g, precision, &device, tma)?,
+            (None, Some(plan)) => plan,
+            (None, None) => dispatch::plan(g, precision, &device, tma)?,
         };
         // SAFETY: the caller's obligations; the plan was resolved for `g`, `precision`, `device`
         // and these operands.

@@ -171,6 +171,134 @@ pub fn gemm_f64_with_plan(
     unsafe { super::double::run(kernels, stream, workspace, g, [pa, pb, pc], Some(plan)) }
 }
 
+/// A candidate slower than this many times the default's median on its first run is not timed
+/// further (the small kernel on a large cube would take seconds).
+pub const SLOW: f64 = 4.0;
+/// The best candidate must beat the default by more than this fraction to earn an entry in a
+/// checked-in table (which then holds what the built-in rules get wrong, not repeats of what they
+/// get right).
+pub const MARGIN: f64 = 0.03;
+
+/// Untimed and timed runs of one candidate (the median of the timed ones counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repeats {
+    /// Untimed runs first (module loads, clocks).
+    pub warmup: usize,
+    /// Timed runs.
+    pub repeats: usize,
+}
+
+/// One class tuned: the default plan, the fastest correct candidate and what was left out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// What was tuned.
+    pub class: Class,
+    /// Its batch entries.
+    pub batch: usize,
+    /// The default plan and its median milliseconds.
+    pub default: (String, f64),
+    /// The fastest correct candidate and its median milliseconds.
+    pub best: (Choice, f64),
+    /// Candidates timed.
+    pub timed: usize,
+    /// Candidates left out, with why (slow, wrong, failed).
+    pub rejected: Vec<(String, String)>,
+}
+
+impl Outcome {
+    /// Whether the best candidate beats the default by more than [`MARGIN`].
+    pub fn worth_an_entry(&self) -> bool {
+        self.best.1 < self.default.1 * (1.0 - MARGIN)
+    }
+}
+
+/// How the candidates of one class are judged (by `prism-gpu tune` and by tuning on first use).
+#[derive(Debug, Clone, Copy)]
+pub struct Trial {
+    /// What is tuned.
+    pub class: Class,
+    /// Its batch entries.
+    pub batch: usize,
+    /// Warm-up and repeats of a timing.
+    pub repeats: Repeats,
+    /// Whether a candidate is first run once and left out when slower than [`SLOW`] times the
+    /// default (for the GEMM's many candidates, some of them far off).
+    pub screen: bool,
+}
+
+impl Trial {
+    /// Times `default`, then judges every other candidate against it: one that fails, whose answer
+    /// is more than `tolerance` (relative Frobenius difference) from the default's, or (when
+    /// screening) too slow on its first run is rejected with why; the fastest of the rest is the
+    /// best. `time` runs a candidate with the given repeats, leaving its answer in `c`, and gives
+    /// milliseconds per GEMM; `answer` reads `c` back.
+    pub fn judge<C>(
+        &self,
+        default: Choice,
+        candidates: impl IntoIterator<Item = Choice>,
+        tolerance: f64,
+        c: &mut C,
+        mut time: impl FnMut(Choice, Repeats, &mut C) -> Result<f64>,
+        answer: impl Fn(&C) -> Result<Vec<f64>>,
+    ) -> Result<Outcome> {
+        let default_ms = time(default, self.repeats, c)?;
+        let reference = answer(c)?;
+        let mut outcome = Outcome {
+            class: self.class,
+            batch: self.batch,
+            default: (default.to_string(), default_ms),
+            best: (default, default_ms),
+            timed: 1,
+            rejected: Vec::new(),
+        };
+        let first_repeats = if self.screen { Repeats { warmup: 1, repeats: 1 } } else { self.repeats };
+        for candidate in candidates.into_iter().filter(|&k| k != default) {
+            let name = candidate.to_string();
+            let first = match time(candidate, first_repeats, c) {
+                Ok(ms) => ms,
+                Err(e) => {
+                    outcome.rejected.push((name, format!("failed: {e}")));
+                    continue;
+                }
+            };
+            let err = relative_difference(&answer(c)?, &reference);
+            if err.is_nan() || err > tolerance {
+                outcome
+                    .rejected
+                    .push((name, format!("WRONG: relative difference {err:.2e} > {tolerance:.0e}")));
+                continue;
+            }
+            let ms = if !self.screen {
+                first
+            } else if first > SLOW * default_ms {
+                outcome.rejected.push((name, format!("slow: {first:.3} ms on its first run")));
+                continue;
+            } else {
+                time(candidate, self.repeats, c)?
+            };
+            outcome.timed += 1;
+            if ms < outcome.best.1 {
+                outcome.best = (candidate, ms);
+            }
+        }
+        Ok(outcome)
+    }
+}
+
+/// Relative Frobenius difference of `got` from `want` (NaN when either holds a NaN or their
+/// lengths differ).
+pub fn relative_difference(got: &[f64], want: &[f64]) -> f64 {
+    if got.len() != want.len() {
+        return f64::NAN;
+    }
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (x, y) in got.iter().zip(want) {
+        diff += (x - y) * (x - y);
+        norm += y * y;
+    }
+    (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
+}
+
 /// The precision, device and TMA readiness of `g` on these operands, after `gemm`'s checks of `g`
 /// against them (C's length is not known here and not needed).
 fn context<TIn: Element, TOut: Element>(
