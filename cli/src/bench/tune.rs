@@ -148,8 +148,8 @@ pub struct Report {
     pub cublas: Option<f64>,
 }
 
-/// Tunes every shape at every precision on device 0; `progress` gets a line per outcome.
-pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, Vec<Report>)> {
+/// Tunes every shape at every precision on device 0; `progress` gets each report as it is made.
+pub fn run(options: &Options, mut progress: impl FnMut(&Report)) -> Result<Vec<Report>> {
     let runtime = ProductionGpuRuntime::with_device(0)?;
     let ops = runtime.gpu()?;
     let mut anchor = Anchor::new();
@@ -182,16 +182,22 @@ pub fn run(options: &Options, mut progress: impl FnMut(&str)) -> Result<(Table, 
                 }
             };
             let report = Report { outcome, cublas: cublas.ok().map(|ms| ms / inner as f64) };
-            progress(&line(&report));
+            progress(&report);
             outcomes.push(report);
         }
     }
-    let entries = outcomes
+    Ok(outcomes)
+}
+
+/// The table of `reports`: an entry for each best candidate that beat the default by more than
+/// [`MARGIN`].
+pub fn table_of(reports: &[Report]) -> Table {
+    let entries = reports
         .iter()
         .filter(|r| r.outcome.worth_an_entry())
         .map(|r| Entry { class: r.outcome.class, choice: r.outcome.best.0 })
         .collect();
-    Ok((Table { entries }, outcomes))
+    Table { entries }
 }
 
 /// Times every candidate of `g` with `T` data; milliseconds are per GEMM.
@@ -347,14 +353,29 @@ pub fn run_and_write(options: &Options, command: &str) -> std::process::ExitCode
     let device = prism_gpu::driver::CudaContext::new(0)
         .and_then(|ctx| ctx.name())
         .unwrap_or_else(|e| format!("no device ({e})"));
-    let result = run(options, |line| println!("{line}"));
-    let (table, outcomes) = match result {
+    // The table is rewritten after each report, so a run cut short keeps what it measured.
+    let mut so_far = Vec::new();
+    let mut written = Ok(());
+    let write = |reports: &[Report]| match &options.out {
+        Some(path) => std::fs::write(path, table_of(reports).to_text(&header(&device, command)))
+            .map_err(|e| format!("could not write {}: {e}", path.display())),
+        None => Ok(()),
+    };
+    let result = run(options, |report| {
+        println!("{}", line(report));
+        so_far.push(report.clone());
+        if written.is_ok() {
+            written = write(&so_far);
+        }
+    });
+    let outcomes = match result {
         Ok(done) => done,
         Err(e) => {
             eprintln!("tune failed: {e}");
             return std::process::ExitCode::FAILURE;
         }
     };
+    let table = table_of(&outcomes);
     let geomean =
         |ratios: Vec<f64>| (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len().max(1) as f64).exp();
     println!(
@@ -365,12 +386,11 @@ pub fn run_and_write(options: &Options, command: &str) -> std::process::ExitCode
     );
     let wrong =
         outcomes.iter().flat_map(|r| &r.outcome.rejected).filter(|(_, why)| why.starts_with("WRONG")).count();
+    if let Err(why) = written.and_then(|()| write(&outcomes)) {
+        eprintln!("{why}");
+        return std::process::ExitCode::FAILURE;
+    }
     if let Some(path) = &options.out {
-        let text = table.to_text(&header(&device, command));
-        if let Err(e) = std::fs::write(path, text) {
-            eprintln!("could not write {}: {e}", path.display());
-            return std::process::ExitCode::FAILURE;
-        }
         println!("wrote {}", path.display());
     }
     if wrong > 0 {

@@ -124,11 +124,12 @@ const REPITCH_MIN_OTHER_SIDE: usize = 2048;
 /// (rather than run on mma.sync, whose element-wise path ran the sweep's odd shapes at 0.2-0.4x
 /// cuBLAS: 209x1113x2443 bf16 0.21x, 179x595x869 0.29x) ...
 const UNREADABLE_COPY_MIN_VOLUME: u128 = 1 << 22;
-/// ... when the product's other side is at least this long. mma.sync runs them at a fraction of
-/// the sm_90 rate (H100, TFLOP/s: 2001^3 unaligned TF32 69, bf16 99; 2048^3 aligned on sm_90:
-/// 319, 568), so copying A (m x k, 2·m·k elements moved at ~2.8 TB/s) pays from n of about
-/// 130 (TF32) or 90 (16-bit) on (likewise B and m).
-const UNREADABLE_COPY_MIN_OTHER_SIDE: usize = 96;
+/// ... when the product's other side is at least this long. mma.sync's element-wise loads run
+/// them at a fraction of the sm_90 rate (H100, TFLOP/s: 2001^3 unaligned TF32 69, bf16 99;
+/// 2048^3 aligned on sm_90: 319, 568), and slower still on narrow products, so the copy pays on
+/// these too (H100 `tune`, mma.sync -> sm_90 with A copied: 2927x51x1083 bf16 6.2 -> 13.9, tf32
+/// 4.2 -> 11.3; 2375x47x421 bf16 4.2 -> 6.1, tf32 2.8 -> 5.4).
+const UNREADABLE_COPY_MIN_OTHER_SIDE: usize = 32;
 /// ... and k at least this deep: with a short k the product is bound by C's store, which the copy
 /// does not shorten (2881x1717x51 bf16: 0.44x cuBLAS on mma.sync, 0.30x with A copied).
 const UNREADABLE_COPY_MIN_DEPTH: usize = 128;
@@ -160,8 +161,14 @@ const GEMV_WK_MAX_DEPTH_BYTES: usize = 8192;
 /// Bytes of k each lane of a `wk` GEMV column loads per step: four 16-byte loads in flight.
 const GEMV_WK_STEP_LANE_BYTES: usize = 4 * 16;
 
-/// Problems at most this large (m·n·k) go to the small kernel.
+/// Problems at most this large (m·n·k) go to the small kernel ...
 const SMALL_VOLUME: u128 = 1 << 18;
+/// ... and so do single products up to this large with k at most [`SMALL_SINGLE_MAX_DEPTH`] (H100
+/// `tune`, small against the rules' tiles: 150^3 1.6-2.8x, 300x81x201 1.5-2.1x in every precision;
+/// 403x437x65 16-bit 1.17x) ...
+const SMALL_SINGLE_VOLUME: u128 = 1 << 23;
+/// ... (deeper ones keep the tiles or split).
+const SMALL_SINGLE_MAX_DEPTH: u128 = 256;
 /// ... and so do those with at most this many outputs (m·n).
 const SMALL_OUTPUTS: u128 = 4096;
 /// Rows of the 128-row tiles of every tiled kernel.
@@ -185,11 +192,33 @@ const SPLIT_MIN_DEPTH: usize = 128;
 const SPLIT_MIN_DEPTH_MMA: usize = 256;
 /// ... and at most this many slices ...
 const SPLIT_MAX: usize = 16;
+/// ... except where the output tiles would fill at most an eighth of the multiprocessors and k is
+/// at least [`SPLIT_FEW_TILES_MIN_K`] deep: then up to [`SPLIT_MAX_FEW_OUTPUTS`] slices of at
+/// least [`SPLIT_FEW_TILES_MIN_DEPTH`] (H100 `tune`, best slices
+/// against the 16 these rules gave: 128x128x16384 64 on mma.sync (tf32 2.29x, bf16 1.49x) and on
+/// the CUDA cores (f32 2.34x); 256x256x65536 32-64 (1.05-2.27x); 41x185x2913 32-64 (1.32-1.41x)).
+const SPLIT_FEW_TILES_MIN_DEPTH: usize = 64;
+/// ... (shallower products keep the slices above: 256^3 bf16 ran at 6.7 TFLOP/s unsplit and 2.9
+/// in two slices of 128).
+const SPLIT_FEW_TILES_MIN_K: usize = 2048;
+/// ... and as many slices as keep their partial products within this many bytes (H100 `tune`:
+/// 128x1024x8192 16-bit 16 slices 1.26x faster than 33, TF32 1.06x; 256x256x65536 32-64 best).
+const SPLIT_FEW_TILES_MAX_PARTIALS: usize = 8 << 20;
+/// TF32 / 16-bit on sm_90 with an operand TMA cannot read: k shallower than this is not split but
+/// copied for the sm_90 kernels (H100 `tune`, split on mma.sync -> sm_90, A and B copied, TFLOP/s:
+/// 179x595x869 bf16 4.2 -> 10.5, tf32 3.2 -> 9.1; 183x103x647 bf16 0.6 -> 1.6), deeper k still
+/// splits (41x185x2913 bf16: 64 slices, 2.7).
+const SPLIT_UNREADABLE_MAX_DEPTH: usize = 2048;
 /// ... or this many for C of at most `SMALL_OUTPUTS` outputs (one tile: its slices fill the
 /// multiprocessors and their partial products stay small) ...
 const SPLIT_MAX_FEW_OUTPUTS: usize = 64;
 /// ... which split (rather than take the small kernel) from this depth on.
 const SPLIT_FEW_OUTPUTS_MIN_DEPTH: usize = 4096;
+/// 16-bit on sm_90 splits only k at least this deep: shallower products are faster unsplit on the
+/// sm_90 kernels (`tune`, split on mma.sync -> sm_90 bn=64, TFLOP/s: H200 64x768x768 bf16 6.4 ->
+/// 12.3, 32x3072x768 13.1 -> 19.6; H100 32x2048x2048 19.2 -> 21.3; 32x4096x4096 and deeper: the
+/// split is best).
+const SPLIT_16BIT_MIN_K: usize = 4096;
 /// TF32 on sm_90 splits (on mma.sync) only when the side opposite a transposed operand is at
 /// most this long (the copy moves 8/side bytes per flop; it costs as much as the sm_90 product at
 /// about 450, by the measured rates).
@@ -377,13 +406,30 @@ pub fn plan_with(
     tma: TmaReady,
 ) -> Result<Plan> {
     let tuned = table.nearest(&Class::of(g, Tuned::Gemm(precision))).and_then(|entry| match entry.choice {
-        Choice::Kernel(kernel) => kernel.resolve(g, precision, device, tma).ok(),
+        Choice::Kernel(kernel) => fitted(kernel, g, precision, tma).resolve(g, precision, device, tma).ok(),
         Choice::F64(_) => None,
     });
     match tuned {
         Some(plan) => Ok(plan),
         None => heuristic(g, precision, device, tma).resolve(g, precision, device, tma),
     }
+}
+
+/// A tuned `kernel` (measured on a neighbouring shape) fitted to `g`'s operands: an sm_90 operand
+/// copied to a new pitch there is read in place here where TMA reads it at a fast pitch, since the
+/// copy only pays for pitches TMA cannot read or reads slowly (H100 `tune`: TF32 256^3 took 257^3's
+/// entry, both operands copied, 2.4 TFLOP/s against 5.3 in place).
+pub fn fitted(kernel: Kernel, g: &Gemm, precision: Precision, tma: TmaReady) -> Kernel {
+    let Kernel::Sm90 { bn, a, b } = kernel else { return kernel };
+    let bytes = match precision {
+        Precision::Bf16 | Precision::F16 => 2,
+        Precision::F32 | Precision::Tf32 => 4,
+    };
+    let in_place = |feed: Feed, ready: bool, ld: usize| match feed {
+        Feed::Repitch if ready && (ld * bytes) % TMA_FAST_PITCH == 0 => Feed::InPlace,
+        feed => feed,
+    };
+    Kernel::Sm90 { bn, a: in_place(a, tma.a, g.lda), b: in_place(b, tma.b, g.ldb) }
 }
 
 /// The hand-written rules: the kernel for `g` at `precision` (already resolved for the element
@@ -393,7 +439,9 @@ pub fn heuristic(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady)
     if let Some(plan) = skinny(g, precision, device) {
         return plan;
     }
-    let small = m * n <= SMALL_OUTPUTS || m * n * k <= SMALL_VOLUME;
+    let small = m * n <= SMALL_OUTPUTS
+        || m * n * k <= SMALL_VOLUME
+        || (g.batch == 1 && k <= SMALL_SINGLE_MAX_DEPTH && m * n * k <= SMALL_SINGLE_VOLUME);
     // The small kernel walks all of k for each output: a deep one is split instead where it can be
     // (64x64x131072, H200: 0.17 TFLOP/s against cuBLAS's 21).
     let deep_few_outputs = m * n <= SMALL_OUTPUTS && g.k >= SPLIT_FEW_OUTPUTS_MIN_DEPTH;
@@ -401,7 +449,7 @@ pub fn heuristic(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady)
         return Kernel::Small;
     }
     let tensor_cores = device.tensor_cores();
-    if let Some(plan) = split_k(g, precision, device) {
+    if let Some(plan) = split_k(g, precision, device, tma) {
         return plan;
     }
     if small {
@@ -502,8 +550,14 @@ fn exact_f32_tiles(g: &Gemm, multiprocessors: u32) -> Kernel {
 /// Split-K for one GEMM (exact fp32 on the CUDA cores, or TF32 / BF16 / FP16 on mma.sync) whose
 /// output tiles fill at most half of the multiprocessors: enough slices of k to fill them twice
 /// over, each at least `SPLIT_MIN_DEPTH` (mma.sync: `SPLIT_MIN_DEPTH_MMA`) deep (64x8192x8192: 64
-/// tiles, 4 slices).
-fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
+/// tiles, 4 slices), or, for tiles filling at most an eighth of them and k of 2048 or more, at least
+/// `SPLIT_FEW_TILES_MIN_DEPTH` deep. Not where the sm_90 kernels do better: 16-bit k under 2048, or
+/// an operand TMA cannot read that they would copy (k under 2048).
+fn split_k(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Option<Kernel> {
+    let copied_instead = || {
+        let unreadable = (!tma.a && copy_unreadable(g, g.n)) || (!tma.b && copy_unreadable(g, g.m));
+        unreadable && g.k < SPLIT_UNREADABLE_MAX_DEPTH
+    };
     let mma = match precision {
         Precision::F32 => false,
         // sm_90's TF32 `tn` transposes A first; that copy outweighs the product when n is
@@ -516,7 +570,7 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
         // kernel's narrowest tiles (41x185x2913: 1-2 tiles, 0.07x cuBLAS on mma.sync unsplit).
         Precision::Tf32 if device.sm90 => {
             let copy_dominates = g.trans_a && !g.trans_b && g.n <= SPLIT_TF32_MAX_SIDE;
-            if !copy_dominates && g.m * g.n > eighth_wave(device) {
+            if (!copy_dominates && g.m * g.n > eighth_wave(device)) || copied_instead() {
                 return None;
             }
             true
@@ -527,7 +581,7 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
         // multiprocessor (TFLOP/s unsplit -> split, bf16: 32x4096x16384 44 -> 66, 128x1024x8192
         // 72 -> 80, 256x256x8192 38 -> 48, 64x2048x8192 65 -> 70; but 512x512x2048 99 -> 49).
         Precision::Bf16 | Precision::F16 if device.sm90 => {
-            if g.m * g.n > eighth_wave(device) {
+            if g.m * g.n > eighth_wave(device) || g.k < SPLIT_16BIT_MIN_K || copied_instead() {
                 return None;
             }
             true
@@ -544,8 +598,17 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
     if tiles * 2 > sms {
         return None;
     }
-    let min_depth = if mma { SPLIT_MIN_DEPTH_MMA } else { SPLIT_MIN_DEPTH };
-    let most = if (g.m * g.n) as u128 <= SMALL_OUTPUTS { SPLIT_MAX_FEW_OUTPUTS } else { SPLIT_MAX };
+    let few_tiles = tiles * 8 <= sms && g.k >= SPLIT_FEW_TILES_MIN_K;
+    let min_depth = match () {
+        _ if few_tiles => SPLIT_FEW_TILES_MIN_DEPTH,
+        _ if mma => SPLIT_MIN_DEPTH_MMA,
+        _ => SPLIT_MIN_DEPTH,
+    };
+    let most = match () {
+        _ if (g.m * g.n) as u128 <= SMALL_OUTPUTS => SPLIT_MAX_FEW_OUTPUTS,
+        _ if few_tiles => SPLIT_MAX_FEW_OUTPUTS.min(SPLIT_FEW_TILES_MAX_PARTIALS / (g.m * g.n * 4)),
+        _ => SPLIT_MAX,
+    };
     let splits = (SPLIT_BLOCKS_PER_SM * sms / tiles).min(g.k / min_depth).min(most);
     (splits >= 2).then_some(Kernel::SplitK { splits: splits as u32, mma })
 }
@@ -621,16 +684,21 @@ mod tests {
             assert_eq!(heuristic(&Gemm::new(64, 64, 4000), p, &H100, ALIGNED), Kernel::Small);
             assert_eq!(heuristic(&Gemm::new(64, 64, 64), p, &H100, ALIGNED), Kernel::Small);
         }
-        assert_ne!(heuristic(&Gemm::new(65, 65, 65), Precision::F32, &H100, ALIGNED), Kernel::Small);
+        // Single products up to 2^23 multiply-adds at most 256 deep; not batches of them.
+        assert_eq!(heuristic(&Gemm::new(150, 150, 150), Precision::Bf16, &H100, ALIGNED), Kernel::Small);
+        let batch = Gemm::new(150, 150, 150).batched(4, 0, 0, 150 * 150);
+        assert_ne!(heuristic(&batch, Precision::F32, &H100, ALIGNED), Kernel::Small);
+        assert_ne!(heuristic(&Gemm::new(120, 120, 500), Precision::F32, &H100, ALIGNED), Kernel::Small);
+        assert_ne!(heuristic(&Gemm::new(300, 300, 100), Precision::F32, &H100, ALIGNED), Kernel::Small);
     }
 
     #[test]
     fn deep_products_of_few_outputs_split_k() {
-        // One tile, 4096 deep or more: slices of 128 (CUDA cores) or 256 (mma.sync), up to 64.
+        // One tile, 4096 deep or more: slices of at least 64, up to 64.
         let g = Gemm::new(64, 64, 8192);
         assert_eq!(heuristic(&g, Precision::F32, &H100, ALIGNED), Kernel::SplitK { splits: 64, mma: false });
         for p in [Precision::Tf32, Precision::Bf16] {
-            assert_eq!(heuristic(&g, p, &H100, ALIGNED), Kernel::SplitK { splits: 32, mma: true });
+            assert_eq!(heuristic(&g, p, &H100, ALIGNED), Kernel::SplitK { splits: 64, mma: true });
         }
         let deepest = Gemm::new(64, 64, 131_072);
         assert_eq!(
@@ -639,8 +707,10 @@ mod tests {
         );
         // TF32 on sm_90 splits outputs of up to an eighth of a wave of 128 x 64 tiles (135168).
         let tf32 = |g: Gemm| heuristic(&g, Precision::Tf32, &H100, ALIGNED);
-        assert_eq!(tf32(Gemm::new(41, 185, 2913)), Kernel::SplitK { splits: 11, mma: true });
+        assert_eq!(tf32(Gemm::new(41, 185, 2913)), Kernel::SplitK { splits: 45, mma: true });
         assert_eq!(tf32(Gemm::new(128, 1024, 8192)), Kernel::SplitK { splits: 16, mma: true });
+        // Fewer than 2048 deep: slices of at least 256.
+        assert_eq!(tf32(Gemm::new(41, 185, 2000)), Kernel::SplitK { splits: 7, mma: true });
         assert!(matches!(tf32(Gemm::new(128, 1280, 8192)), Kernel::Sm90 { .. }));
         // Batched: the small kernel (the split takes one product).
         let batched = Gemm::new(64, 64, 8192).batched(2, 0, 0, 64 * 64);
@@ -744,8 +814,8 @@ mod tests {
         assert_eq!(f32(256, 128, 128, 64), Kernel::Simt64); // 2 vs 2
         assert_eq!(f32(16, 512, 512, 64), Kernel::Simt); // 1 wave of 128 x 256 tiles, 2 of 64 x 128
 
-        // One small product: a single wave of either, the larger tiles.
-        assert_eq!(f32(1, 144, 144, 32), Kernel::Simt64);
+        // One small product: the small kernel.
+        assert_eq!(f32(1, 144, 144, 32), Kernel::Small);
     }
 
     #[test]
@@ -828,6 +898,7 @@ mod tests {
         assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), split(8));
         assert_eq!(heuristic(&g, Precision::F16, &H100, ALIGNED), split(8));
         assert_eq!(heuristic(&g, Precision::Bf16, &A100, ALIGNED), split(6));
+        // 8 tiles: as many slices as keep the partial products within 8 MiB.
         assert_eq!(heuristic(&Gemm::new(128, 1024, 8192), Precision::F16, &H100, ALIGNED), split(16));
         // More outputs (sm_90 tiles 32 of 128 x 64, or 128), or batched: the sm_90 kernel.
         assert_eq!(
@@ -855,8 +926,9 @@ mod tests {
             heuristic(&Gemm::new(1000, 1000, 1000), Precision::F16, &H100, b_unreadable),
             repitch_b_64
         );
-        assert_eq!(heuristic(&Gemm::new(150, 150, 150), Precision::F16, &H100, b_unreadable), Kernel::Mma);
-        assert_eq!(heuristic(&Gemm::new(64, 8192, 8192), Precision::F16, &H100, b_unreadable), Kernel::Mma);
+        assert_eq!(heuristic(&Gemm::new(120, 120, 280), Precision::F16, &H100, b_unreadable), Kernel::Mma);
+        assert_eq!(heuristic(&Gemm::new(20, 8192, 8192), Precision::F16, &H100, b_unreadable), Kernel::Mma);
+        assert_eq!(heuristic(&Gemm::new(64, 8192, 8192), Precision::F16, &H100, b_unreadable), repitch_b_64);
         let repitch_b_128 = Kernel::Sm90 { bn: 128, a: Feed::InPlace, b: Feed::Repitch };
         assert_eq!(
             heuristic(&Gemm::new(200, 8192, 8192), Precision::F16, &H100, b_unreadable),
@@ -884,8 +956,9 @@ mod tests {
         // Misaligned for TMA: copied when large, whatever the layout; mma.sync otherwise.
         let unaligned = TmaReady { a: false, b: true };
         assert_eq!(bf(&padded, unaligned), repitch(256, Feed::Repitch, Feed::InPlace));
-        assert_eq!(bf(&Gemm::new(150, 150, 150), unaligned), Kernel::Mma);
-        assert_eq!(bf(&Gemm::new(300, 80, 200), unaligned), Kernel::Mma);
+        assert_eq!(bf(&Gemm::new(120, 120, 280), unaligned), Kernel::Mma);
+        assert_eq!(bf(&Gemm::new(2375, 47, 421), unaligned), repitch(64, Feed::Repitch, Feed::InPlace));
+        assert_eq!(bf(&Gemm::new(2375, 20, 421), unaligned), Kernel::Mma);
         assert_eq!(bf(&Gemm::new(2881, 1717, 51), unaligned), Kernel::Mma);
         assert_eq!(bf(&Gemm::new(209, 1113, 2443), unaligned), repitch(64, Feed::Repitch, Feed::InPlace));
         // A short other side: the copy would cost more than it saves.
@@ -928,7 +1001,7 @@ mod tests {
         let repitch_b = Kernel::Sm90 { bn: 256, a: Feed::InPlace, b: Feed::Repitch };
         assert_eq!(tf32(&tt, TmaReady { a: true, b: false }), repitch_b);
         assert_eq!(
-            tf32(&Gemm::new(150, 150, 150).transposed(true, true), TmaReady { a: true, b: false }),
+            tf32(&Gemm::new(120, 120, 280).transposed(true, true), TmaReady { a: true, b: false }),
             Kernel::Mma
         );
         assert_eq!(tf32(&tt.batched(2, 0, 0, 2048 * 2048), TmaReady { a: true, b: false }), Kernel::Mma);

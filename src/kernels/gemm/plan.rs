@@ -28,8 +28,9 @@ pub(crate) const SMALL_TILE: usize = 16;
 const STAGE_PITCH: usize = 32;
 /// Split-K slices start a multiple of this many elements apart along k (keeps 16-byte alignment).
 const SPLIT_SLICE_ALIGN: usize = 32;
-/// The most slices of k a split-K plan may ask for (a skinny plan: grid.y's limit).
-pub(crate) const MAX_SPLITS: u32 = 64;
+/// The most slices of k a split-K plan may ask for (a skinny plan: grid.y's limit). The slices are
+/// batch entries on grid.z; their partial products take `slices x m x n` f32 of workspace.
+pub(crate) const MAX_SPLITS: u32 = 256;
 /// The sm_90a tile widths.
 pub(crate) const SM90_WIDTHS: [u32; 3] = [256, 128, 64];
 
@@ -588,8 +589,8 @@ mod tests {
         };
         assert_eq!(launch(Gemm::new(64, 8192, 8192), F32, &H100), split(Family::Simt64, 2048, 4, 64, 8192));
         assert_eq!(launch(Gemm::new(32, 4096, 16384), Bf16, &H100), split(Family::Mma, 2048, 8, 32, 4096));
-        // 41x185x2913 TF32: 11 slices of 288 (the last 33).
-        assert_eq!(launch(Gemm::new(41, 185, 2913), Tf32, &H100), split(Family::Mma, 288, 11, 41, 185));
+        // 41x185x2913 TF32 (2 tiles): 31 slices of 96 (the last 33).
+        assert_eq!(launch(Gemm::new(41, 185, 2913), Tf32, &H100), split(Family::Mma, 96, 31, 41, 185));
         // Skinny: decode bf16 x W for two tokens on the tensor cores (4 slices of 1024, 8 rows), W
         // read along n;
         // x W^T in f32 on the CUDA cores and in f16 on the tensor cores.
@@ -758,7 +759,8 @@ mod tests {
             ("sm90 bn=96 a=inplace b=inplace", "256, 128 or 64"),
             ("sm90 bn=64 a=copy b=inplace", "a=inplace|transpose|repitch"),
             ("splitk simt splits=4", "`mma` or `simt64`"),
-            ("splitk mma splits=1", "2 to 64"),
+            ("splitk mma splits=1", "2 to 256"),
+            ("splitk mma splits=257", "2 to 256"),
             ("skinny rows=3 splits=2", "1, 2, 4, 8 or 16"),
             ("skinny rows=4 splits=x", "not a number"),
             ("gemv cols=12", "8, 16, 32 or 64"),

@@ -417,6 +417,16 @@ mod tests {
             applied(eight, Precision::Bf16, &H100, ALIGNED),
             Kernel::Sm90 { bn: 64, a: Feed::InPlace, b: Feed::InPlace }
         );
+        // A copy to a new pitch, measured on an unaligned neighbour, is dropped where TMA reads the
+        // operand at a fast pitch (256 f32 = 1024 bytes), kept where it cannot (257).
+        let repitched = Table::parse("tf32 nn 1 257 257 257 -> sm90 bn=64 a=repitch b=repitch\n").unwrap();
+        let tf32 = |g: &Gemm, tma| {
+            super::super::dispatch::plan_with(&repitched, g, Precision::Tf32, &H100, tma).unwrap().kernel
+        };
+        let (cube, odd) = (Gemm::new(256, 256, 256), Gemm::new(257, 257, 257));
+        assert_eq!(tf32(&cube, ALIGNED), Kernel::Sm90 { bn: 64, a: Feed::InPlace, b: Feed::InPlace });
+        let unaligned = TmaReady { a: false, b: false };
+        assert_eq!(tf32(&odd, unaligned), Kernel::Sm90 { bn: 64, a: Feed::Repitch, b: Feed::Repitch });
         // No table: exactly the rules (what the empty checked-in tables give).
         let empty = Table::default();
         for g in [decode, two, eight, Gemm::new(4096, 4096, 4096)] {

@@ -59,7 +59,7 @@ pub fn candidates_of<TIn: Element, TOut: Element>(
 }
 
 /// The slice counts tried for split-K and skinny plans (and the rules' own).
-const SPLITS: [u32; 12] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
+const SPLITS: [u32; 16] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
 
 /// [`candidates_of`] for a validated, non-empty `g` (k >= 1) at `precision` on `device`.
 pub fn candidates(
