@@ -216,9 +216,10 @@ const SPLIT_MAX_FEW_OUTPUTS: usize = 64;
 const SPLIT_FEW_OUTPUTS_MIN_DEPTH: usize = 4096;
 /// 16-bit on sm_90 splits only k at least this deep: shallower products are faster unsplit on the
 /// sm_90 kernels (`tune`, split on mma.sync -> sm_90 bn=64, TFLOP/s: H200 64x768x768 bf16 6.4 ->
-/// 12.3, 32x3072x768 13.1 -> 19.6; H100 32x2048x2048 19.2 -> 21.3; 32x4096x4096 and deeper: the
-/// split is best).
-const SPLIT_16BIT_MIN_K: usize = 4096;
+/// 12.3, 32x3072x768 13.1 -> 19.6), deeper ones split (H100 41x185x2913 bf16 2.5 in 45 slices; at
+/// 4096 instead, the H200 sweep ran it on sm_90 at 0.48x cuBLAS; 32x2048x2048, 11% faster on
+/// sm_90, has a table entry).
+const SPLIT_16BIT_MIN_K: usize = 2048;
 /// TF32 on sm_90 splits (on mma.sync) only when the side opposite a transposed operand is at
 /// most this long (the copy moves 8/side bytes per flop; it costs as much as the sm_90 product at
 /// about 450, by the measured rates).
@@ -406,7 +407,9 @@ pub fn plan_with(
     tma: TmaReady,
 ) -> Result<Plan> {
     let tuned = table.nearest(&Class::of(g, Tuned::Gemm(precision))).and_then(|entry| match entry.choice {
-        Choice::Kernel(kernel) => fitted(kernel, g, precision, tma).resolve(g, precision, device, tma).ok(),
+        Choice::Kernel(kernel) => {
+            fitted(kernel, g, precision, device, tma).resolve(g, precision, device, tma).ok()
+        }
         Choice::F64(_) => None,
     });
     match tuned {
@@ -416,20 +419,19 @@ pub fn plan_with(
 }
 
 /// A tuned `kernel` (measured on a neighbouring shape) fitted to `g`'s operands: an sm_90 operand
-/// copied to a new pitch there is read in place here where TMA reads it at a fast pitch, since the
-/// copy only pays for pitches TMA cannot read or reads slowly (H100 `tune`: TF32 256^3 took 257^3's
-/// entry, both operands copied, 2.4 TFLOP/s against 5.3 in place).
-pub fn fitted(kernel: Kernel, g: &Gemm, precision: Precision, tma: TmaReady) -> Kernel {
+/// the entry copies to a new pitch (its shape's operand was unreadable for TMA) is fed as the rules
+/// would feed it where TMA can read it here (H200 sweep: bf16 600^3 took 700^3's copies of both
+/// operands, 0.55x cuBLAS, where the rules read both in place at 1.02x; H100 `tune`: TF32 256^3
+/// took 257^3's, 2.4 TFLOP/s against 5.3).
+pub fn fitted(kernel: Kernel, g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Kernel {
     let Kernel::Sm90 { bn, a, b } = kernel else { return kernel };
-    let bytes = match precision {
-        Precision::Bf16 | Precision::F16 => 2,
-        Precision::F32 | Precision::Tf32 => 4,
+    let (rules_a, rules_b) = match heuristic(g, precision, device, tma) {
+        Kernel::Sm90 { a, b, .. } => (a, b),
+        _ => (Feed::InPlace, Feed::InPlace),
     };
-    let in_place = |feed: Feed, ready: bool, ld: usize| match feed {
-        Feed::Repitch if ready && (ld * bytes) % TMA_FAST_PITCH == 0 => Feed::InPlace,
-        feed => feed,
-    };
-    Kernel::Sm90 { bn, a: in_place(a, tma.a, g.lda), b: in_place(b, tma.b, g.ldb) }
+    let fit =
+        |feed: Feed, ready: bool, rules: Feed| if feed == Feed::Repitch && ready { rules } else { feed };
+    Kernel::Sm90 { bn, a: fit(a, tma.a, rules_a), b: fit(b, tma.b, rules_b) }
 }
 
 /// The hand-written rules: the kernel for `g` at `precision` (already resolved for the element

@@ -565,12 +565,12 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::super::dispatch::testing::{A100, ALIGNED, H100, VOLTA};
-    use super::super::dispatch::{heuristic, plan};
+    use super::super::dispatch::{heuristic, plan_with};
     use super::*;
 
-    /// The launch the dispatcher plans for `g` on `device` with aligned operands.
+    /// The launch the rules plan for `g` on `device` with aligned operands (no tuning table).
     fn launch(g: Gemm, precision: Precision, device: &Device) -> Launch {
-        let p = plan(&g, precision, device, ALIGNED).unwrap();
+        let p = plan_with(&super::super::table::Table::default(), &g, precision, device, ALIGNED).unwrap();
         assert_eq!(p.kernel, heuristic(&g, precision, device, ALIGNED), "the plan carries the choice");
         p.launch
     }

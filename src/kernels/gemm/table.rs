@@ -418,7 +418,7 @@ mod tests {
             Kernel::Sm90 { bn: 64, a: Feed::InPlace, b: Feed::InPlace }
         );
         // A copy to a new pitch, measured on an unaligned neighbour, is dropped where TMA reads the
-        // operand at a fast pitch (256 f32 = 1024 bytes), kept where it cannot (257).
+        // operand (the rules' feed instead), kept where it cannot (257).
         let repitched = Table::parse("tf32 nn 1 257 257 257 -> sm90 bn=64 a=repitch b=repitch\n").unwrap();
         let tf32 = |g: &Gemm, tma| {
             super::super::dispatch::plan_with(&repitched, g, Precision::Tf32, &H100, tma).unwrap().kernel
