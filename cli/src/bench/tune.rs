@@ -98,23 +98,30 @@ pub struct Options {
     pub precisions: Vec<Tuned>,
     /// Where to write the table (none: only the summary).
     pub out: Option<std::path::PathBuf>,
+    /// A checked-in table to merge the run's entries into ([`merge`]).
+    pub merge_into: Option<std::path::PathBuf>,
     /// Warm-up and repeats per candidate.
     pub settings: Settings,
 }
 
-/// Parses `prism-gpu tune`'s options: `--shapes MxNxK[:LAYOUT][*BATCH],...` ([`parse_shapes`]), `--precisions f32,tf32,bf16,f16,f64`,
-/// `--out PATH`, `--repeats N`.
+/// Parses `prism-gpu tune`'s options: `--shapes MxNxK[:LAYOUT][*BATCH],...` ([`parse_shapes`]; `sweep`:
+/// the sweep's shapes), `--precisions f32,tf32,bf16,f16,f64`, `--out PATH`, `--merge-into TABLE`,
+/// `--repeats N`.
 pub fn parse_args(args: &[&str]) -> std::result::Result<Options, String> {
     let mut options = Options {
         shapes: default_shapes(),
         precisions: Tuned::ALL.to_vec(),
         out: None,
+        merge_into: None,
         settings: Settings { warmup: 2, repeats: 7 },
     };
     let mut args = args.iter();
     while let Some(&arg) = args.next() {
         let value = args.next().copied().ok_or_else(|| format!("{arg} needs a value"))?;
         match arg {
+            "--shapes" if value == "sweep" => {
+                options.shapes = super::sweep::shapes().into_iter().map(nn).collect()
+            }
             "--shapes" => options.shapes = parse_shapes(value)?,
             "--precisions" => {
                 options.precisions = value
@@ -126,6 +133,7 @@ pub fn parse_args(args: &[&str]) -> std::result::Result<Options, String> {
                     .collect::<std::result::Result<_, _>>()?
             }
             "--out" => options.out = Some(value.into()),
+            "--merge-into" => options.merge_into = Some(value.into()),
             "--repeats" => {
                 options.settings.repeats = value
                     .parse()
@@ -347,6 +355,24 @@ pub fn header(device: &str, command: &str) -> String {
     )
 }
 
+/// `table`'s text with `new`'s entries merged in: lines of a class `new` holds are dropped, then
+/// `new`'s entries follow under `header` (each line prefixed with `# `); comments and the other
+/// entries stay as they were. An entry the run found no better than the rules is not added, so a
+/// class the rules now get right keeps its old entry; the result parses ([`Table::parse`]) when
+/// `table` did.
+pub fn merge(table: &str, new: &Table, header: &str) -> String {
+    let replaced = |line: &str| {
+        let entry = line.split('#').next().unwrap_or_default().trim();
+        entry.parse::<Entry>().is_ok_and(|e| new.entries.iter().any(|n| n.class == e.class))
+    };
+    let mut out: String = table.lines().filter(|l| !replaced(l)).map(|l| format!("{l}\n")).collect();
+    if !new.entries.is_empty() {
+        out.push('\n');
+        out.push_str(&new.to_text(header));
+    }
+    out
+}
+
 /// Writes the table (if asked) and prints the summary; the exit status fails when a candidate
 /// gave a wrong answer.
 pub fn run_and_write(options: &Options, command: &str) -> std::process::ExitCode {
@@ -392,6 +418,21 @@ pub fn run_and_write(options: &Options, command: &str) -> std::process::ExitCode
     }
     if let Some(path) = &options.out {
         println!("wrote {}", path.display());
+    }
+    if let Some(path) = &options.merge_into {
+        let merged = std::fs::read_to_string(path).and_then(|old| {
+            let note = format!(
+                "Measured on {device} by `{command}`; entries where the best beat the rules by more than 3%."
+            );
+            std::fs::write(path, merge(&old, &table, &note))
+        });
+        match merged {
+            Ok(()) => println!("merged {} entries into {}", table.entries.len(), path.display()),
+            Err(e) => {
+                eprintln!("could not merge into {}: {e}", path.display());
+                return std::process::ExitCode::FAILURE;
+            }
+        }
     }
     if wrong > 0 {
         eprintln!("{wrong} candidate(s) gave a WRONG answer (listed above): a kernel bug to fix");
@@ -444,6 +485,24 @@ mod tests {
         for bad in ["1x2", "1x2x3:nx", "1x2x3*0", "1x2x3*", "0x2x3:nt"] {
             assert!(parse_args(&["--shapes", bad]).unwrap_err().contains("is not a shape"), "{bad}");
         }
+    }
+
+    #[test]
+    fn merged_tables_replace_a_class_and_keep_the_rest() {
+        let old = "# header\n\nf32 nn 1 8 4096 4096 -> skinny rows=8 splits=8\n\
+                   bf16 nn 1 64 64 64 -> small   # why\n";
+        let new = Table::parse("bf16 nn 1 64 64 64 -> mma\ntf32 nt many 9 9 9 -> simt64\n").unwrap();
+        let merged = merge(old, &new, "run 2\nsecond line");
+        assert_eq!(
+            merged,
+            "# header\n\nf32 nn 1 8 4096 4096 -> skinny rows=8 splits=8\n\n# run 2\n# second line\n\
+             bf16 nn 1 64 64 64 -> mma\ntf32 nt many 9 9 9 -> simt64\n"
+        );
+        assert_eq!(Table::parse(&merged).unwrap().entries.len(), 3);
+        assert_eq!(merge(old, &Table::default(), "nothing"), old);
+        let sweep = parse_args(&["--shapes", "sweep", "--merge-into", "t.txt"]).unwrap();
+        assert_eq!(sweep.shapes.len(), super::super::sweep::shapes().len());
+        assert_eq!(sweep.merge_into.as_deref(), Some(std::path::Path::new("t.txt")));
     }
 
     #[test]
