@@ -7,7 +7,7 @@
 //!
 //! A candidate whose first timed run takes more than [`SLOW`](tuning::SLOW) times the default's median is
 //! reported as slow and not timed further (the small kernel on a large cube would take seconds).
-//! An entry is written only where the best candidate beats the default by more than [`MARGIN`](tuning::MARGIN),
+//! An entry is written only where the best candidate beats the default by more than [`MARGIN`],
 //! so the table holds what the built-in rules get wrong, not repeats of what they get right.
 
 use std::fmt::Write as _;
