@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers, bottom to top; the index is the rank.
 const LAYERS: &[&[&str]] = &[
-    &["types", "unprovided"],
+    &["types", "unprovided", "cache_dir"],
     &["sys"],
     &["nvrtc"],
     &["driver", "cuda_device_api"],
