@@ -21,7 +21,7 @@
 //! `PRISM_AUTOTUNE_DIR` (the folder; `off` or empty keeps the choices in memory only; default
 //! `$XDG_CACHE_HOME/prism-gpu/gemm-tune`, else `~/.cache/prism-gpu/gemm-tune`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -96,9 +96,12 @@ pub(super) unsafe fn kernel<TIn: Element, TOut: Element>(
 ) -> Option<Kernel> {
     let config = Config::global();
     let class = Class::of(call.g, Tuned::Gemm(call.precision));
-    let key = wanted(config, call.kernels, call.stream, device, &class)?;
+    let key = wanted(config, call.kernels, device, &class)?;
     if let Some(Choice::Kernel(kernel)) = known(config, &key, &class) {
         return Some(kernel);
+    }
+    if capturing(call.stream) {
+        return None;
     }
     // SAFETY: the caller's obligations for `call`.
     let choice = unsafe { tune_gemm::<TIn, TOut>(call, device, tma) }.ok()?;
@@ -125,9 +128,12 @@ pub(super) unsafe fn plan_f64(
     if g.layout.k == 0 {
         return None;
     }
-    let key = wanted(config, kernels, stream, device, &class)?;
+    let key = wanted(config, kernels, device, &class)?;
     if let Some(Choice::F64(plan)) = known(config, &key, &class) {
         return Some(plan);
+    }
+    if capturing(stream) {
+        return None;
     }
     // SAFETY: the caller's obligations.
     let choice = unsafe { tune_f64(kernels, stream, g, operands, device) }.ok()?;
@@ -138,25 +144,25 @@ pub(super) unsafe fn plan_f64(
     }
 }
 
-/// The device's key in the tuned tables when `class` is to be tuned on first use: tuning is on,
-/// the checked-in table does not reach the class and the stream is not capturing.
-fn wanted(
-    config: &Config,
-    kernels: &Kernels,
-    stream: &CudaStream,
-    device: &Device,
-    class: &Class,
-) -> Option<String> {
+/// The device's key in the tuned tables when `class` is tuned on first use: tuning is on and the
+/// checked-in table does not reach the class. The key is read from the driver once per device.
+fn wanted(config: &Config, kernels: &Kernels, device: &Device, class: &Class) -> Option<String> {
+    static KEYS: Mutex<BTreeMap<usize, String>> = Mutex::new(BTreeMap::new());
     if !config.enabled || table::for_device(device).nearest(class).is_some() {
         return None;
     }
-    let idle =
-        stream.capture_status().is_ok_and(|s| s == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
-    if !idle {
-        return None;
+    let ordinal = kernels.context().ordinal();
+    let mut keys = KEYS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(key) = keys.get(&ordinal) {
+        return Some(key.clone());
     }
-    let name = kernels.context().name().ok()?;
-    Some(device_key(device.capability, &name))
+    let key = device_key(device.capability, &kernels.context().name().ok()?);
+    Some(keys.entry(ordinal).or_insert(key).clone())
+}
+
+/// Whether `stream` is capturing a graph (or its state cannot be read): no timing then.
+fn capturing(stream: &CudaStream) -> bool {
+    !stream.capture_status().is_ok_and(|s| s == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
 /// A device's key: its architecture and name, as a file name (`sm_90-NVIDIA_H100_80GB_HBM3`).
