@@ -373,6 +373,47 @@ pub fn merge(table: &str, new: &Table, header: &str) -> String {
     out
 }
 
+/// The geometric mean of `ratios` (1 for none).
+fn geomean(ratios: impl Iterator<Item = f64>) -> f64 {
+    let (sum, count) = ratios.fold((0.0, 0usize), |(sum, count), r| (sum + r.ln(), count + 1));
+    if count == 0 {
+        1.0
+    } else {
+        (sum / count as f64).exp()
+    }
+}
+
+/// Per precision, a Markdown table: the shapes tuned, the default's and the best's speed against
+/// cuBLAS (geometric mean and minimum over the shapes cuBLAS was timed on) and best / default.
+pub fn summary(reports: &[Report]) -> String {
+    let mut out = String::from(
+        "| precision | shapes | default / cuBLAS (mean, min) | best / cuBLAS (mean, min) | best / default |\n|---|---|---|---|---|\n",
+    );
+    for precision in Tuned::ALL {
+        let of: Vec<&Report> = reports.iter().filter(|r| r.outcome.class.precision == precision).collect();
+        if of.is_empty() {
+            continue;
+        }
+        let against = |ms: fn(&Outcome) -> f64| {
+            let ratios: Vec<f64> = of.iter().filter_map(|r| Some(r.cublas? / ms(&r.outcome))).collect();
+            match ratios.iter().copied().reduce(f64::min) {
+                Some(min) => format!("{:.2}x, {min:.2}x", geomean(ratios.into_iter())),
+                None => "-".to_string(),
+            }
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.2}x |",
+            precision.name(),
+            of.len(),
+            against(|o| o.default.1),
+            against(|o| o.best.1),
+            geomean(of.iter().map(|r| r.outcome.default.1 / r.outcome.best.1))
+        );
+    }
+    out
+}
+
 /// Writes the table (if asked) and prints the summary; the exit status fails when a candidate
 /// gave a wrong answer.
 pub fn run_and_write(options: &Options, command: &str) -> std::process::ExitCode {
@@ -402,13 +443,12 @@ pub fn run_and_write(options: &Options, command: &str) -> std::process::ExitCode
         }
     };
     let table = table_of(&outcomes);
-    let geomean =
-        |ratios: Vec<f64>| (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len().max(1) as f64).exp();
     println!(
-        "\n{} shapes x precisions, {} table entries; best / default geometric mean {:.3}x",
+        "\n{} shapes x precisions, {} table entries; best / default geometric mean {:.3}x\n\n{}",
         outcomes.len(),
         table.entries.len(),
-        geomean(outcomes.iter().map(|r| r.outcome.default.1 / r.outcome.best.1).collect())
+        geomean(outcomes.iter().map(|r| r.outcome.default.1 / r.outcome.best.1)),
+        summary(&outcomes)
     );
     let wrong =
         outcomes.iter().flat_map(|r| &r.outcome.rejected).filter(|(_, why)| why.starts_with("WRONG")).count();
@@ -503,6 +543,31 @@ mod tests {
         let sweep = parse_args(&["--shapes", "sweep", "--merge-into", "t.txt"]).unwrap();
         assert_eq!(sweep.shapes.len(), super::super::sweep::shapes().len());
         assert_eq!(sweep.merge_into.as_deref(), Some(std::path::Path::new("t.txt")));
+    }
+
+    #[test]
+    fn the_summary_compares_with_cublas_per_precision() {
+        let report = |precision, default_ms: f64, best_ms: f64, cublas: Option<f64>| Report {
+            outcome: Outcome {
+                class: Class::of(&Gemm::new(8, 8, 8), precision),
+                batch: 1,
+                default: ("simt".into(), default_ms),
+                best: (Choice::Kernel(tuning::Kernel::Small), best_ms),
+                timed: 2,
+                rejected: Vec::new(),
+            },
+            cublas,
+        };
+        let f32 = Tuned::Gemm(Precision::F32);
+        let text = summary(&[
+            report(f32, 2.0, 1.0, Some(1.0)),
+            report(f32, 4.0, 4.0, Some(1.0)),
+            report(Tuned::F64, 1.0, 1.0, None),
+        ]);
+        // f32: default / cuBLAS 0.5 and 0.25 (mean 0.35), best 1 and 0.25 (0.5), best / default 2 and 1.
+        assert!(text.contains("| f32 | 2 | 0.35x, 0.25x | 0.50x, 0.25x | 1.41x |"), "{text}");
+        assert!(text.contains("| f64 | 1 | - | - | 1.00x |"), "{text}");
+        assert!(!text.contains("bf16"), "{text}");
     }
 
     #[test]
