@@ -94,21 +94,14 @@ pub(super) unsafe fn kernel<TIn: Element, TOut: Element>(
     device: &Device,
     tma: TmaReady,
 ) -> Option<Kernel> {
-    let config = Config::global();
     let class = Class::of(call.g, Tuned::Gemm(call.precision));
-    let key = wanted(config, call.kernels, device, &class)?;
-    if let Some(Choice::Kernel(kernel)) = known(config, &key, &class) {
-        return Some(kernel);
-    }
-    if capturing(call.stream) {
-        return None;
-    }
-    // SAFETY: the caller's obligations for `call`.
-    let choice = unsafe { tune_gemm::<TIn, TOut>(call, device, tma) }.ok()?;
-    remember(config, &key, device, Entry { class, choice });
-    match choice {
-        Choice::Kernel(kernel) => Some(kernel),
-        Choice::F64(_) => None,
+    let tune = || {
+        // SAFETY: the caller's obligations for `call`.
+        unsafe { tune_gemm::<TIn, TOut>(call, device, tma) }
+    };
+    match choice(call.kernels, call.stream, device, class, tune) {
+        Some(Choice::Kernel(kernel)) => Some(kernel),
+        _ => None,
     }
 }
 
@@ -123,25 +116,41 @@ pub(super) unsafe fn plan_f64(
     operands: [u64; 3],
     device: &Device,
 ) -> Option<PlanF64> {
-    let config = Config::global();
-    let class = Class::of(&g.layout, Tuned::F64);
     if g.layout.k == 0 {
         return None;
     }
+    let class = Class::of(&g.layout, Tuned::F64);
+    let tune = || {
+        // SAFETY: the caller's obligations.
+        unsafe { tune_f64(kernels, stream, g, operands, device) }
+    };
+    match choice(kernels, stream, device, class, tune) {
+        Some(Choice::F64(plan)) => Some(plan),
+        _ => None,
+    }
+}
+
+/// The choice for `class` on `kernels`' device: the one kept in this process or on disk, else
+/// `tune()`'s, kept (not while `stream` captures a graph, nor when tuning fails); `None` where tuning
+/// is off or the checked-in table reaches the class.
+fn choice(
+    kernels: &Kernels,
+    stream: &CudaStream,
+    device: &Device,
+    class: Class,
+    tune: impl FnOnce() -> Result<Choice>,
+) -> Option<Choice> {
+    let config = Config::global();
     let key = wanted(config, kernels, device, &class)?;
-    if let Some(Choice::F64(plan)) = known(config, &key, &class) {
-        return Some(plan);
+    if let Some(known) = known(config, &key, &class) {
+        return Some(known);
     }
     if capturing(stream) {
         return None;
     }
-    // SAFETY: the caller's obligations.
-    let choice = unsafe { tune_f64(kernels, stream, g, operands, device) }.ok()?;
+    let choice = tune().ok()?;
     remember(config, &key, device, Entry { class, choice });
-    match choice {
-        Choice::F64(plan) => Some(plan),
-        Choice::Kernel(_) => None,
-    }
+    Some(choice)
 }
 
 /// The device's key in the tuned tables when `class` is tuned on first use: tuning is on and the

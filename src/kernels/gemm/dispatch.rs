@@ -407,9 +407,7 @@ pub fn plan_with(
     tma: TmaReady,
 ) -> Result<Plan> {
     let tuned = table.nearest(&Class::of(g, Tuned::Gemm(precision))).and_then(|entry| match entry.choice {
-        Choice::Kernel(kernel) => {
-            fitted(kernel, g, precision, device, tma).resolve(g, precision, device, tma).ok()
-        }
+        Choice::Kernel(kernel) => tuned_plan(kernel, g, precision, device, tma),
         Choice::F64(_) => None,
     });
     match tuned {
@@ -423,7 +421,7 @@ pub fn plan_with(
 /// would feed it where TMA can read it here (H200 sweep: bf16 600^3 took 700^3's copies of both
 /// operands, 0.55x cuBLAS, where the rules read both in place at 1.02x; H100 `tune`: TF32 256^3
 /// took 257^3's, 2.4 TFLOP/s against 5.3).
-pub fn fitted(kernel: Kernel, g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Kernel {
+fn fitted(kernel: Kernel, g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Kernel {
     let Kernel::Sm90 { bn, a, b } = kernel else { return kernel };
     let (rules_a, rules_b) = match heuristic(g, precision, device, tma) {
         Kernel::Sm90 { a, b, .. } => (a, b),
@@ -432,6 +430,20 @@ pub fn fitted(kernel: Kernel, g: &Gemm, precision: Precision, device: &Device, t
     let fit =
         |feed: Feed, ready: bool, rules: Feed| if feed == Feed::Repitch && ready { rules } else { feed };
     Kernel::Sm90 { bn, a: fit(a, tma.a, rules_a), b: fit(b, tma.b, rules_b) }
+}
+
+/// The plan of a tuned `kernel` (a table entry's or one tuned on first use, measured on this shape
+/// or a neighbour) for `g`: fitted to its operands (an operand copy it no longer needs dropped),
+/// then resolved; `None` where the device
+/// cannot run it for `g` (the rules decide then).
+pub fn tuned_plan(
+    kernel: Kernel,
+    g: &Gemm,
+    precision: Precision,
+    device: &Device,
+    tma: TmaReady,
+) -> Option<Plan> {
+    fitted(kernel, g, precision, device, tma).resolve(g, precision, device, tma).ok()
 }
 
 /// The hand-written rules: the kernel for `g` at `precision` (already resolved for the element
@@ -807,8 +819,9 @@ mod tests {
         assert_eq!(f32(1000, 144, 144, 32), Kernel::Simt32); // 12 waves vs 23
         assert_eq!(f32(2904, 144, 144, 32), Kernel::Simt32); // 35 vs 66
         assert_eq!(f32(1000, 144, 32, 144), Kernel::Simt32); // 3 vs 12
-                                                             // Matrices 64 wide (a Llama prefill's attention values, 32 heads): 64 x 64 tiles, one wave,
-                                                             // where 64 x 128 tiles compute half padding (notes/simt-tiles/).
+
+        // Matrices 64 wide (a Llama prefill's attention values, 32 heads): 64 x 64 tiles, one wave,
+        // where 64 x 128 tiles compute half padding (notes/simt-tiles/).
         assert_eq!(f32(32, 512, 64, 512), Kernel::Simt64x64);
 
         // Where the larger tiles cover the matrices well enough: ViT's 197 x 197, 128^2 and up.

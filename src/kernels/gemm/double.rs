@@ -385,6 +385,7 @@ pub(super) unsafe fn run(
         None => {
             // SAFETY: the caller's obligations for this validated, non-empty GEMM.
             unsafe { super::autotune::plan_f64(kernels, stream, g, [pa, pb, pc], &device) }
+                .filter(|p| p.check(l, &device).is_ok())
                 .unwrap_or_else(|| tuned(l, &device))
         }
     };

@@ -266,8 +266,7 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
         None => unsafe { autotune::kernel::<TIn, TOut>(call, &device, tma) },
     };
     loop {
-        let fitted = tuned.map(|k| dispatch::fitted(k, g, precision, &device, tma));
-        let plan = match (kernel, fitted.and_then(|k| k.resolve(g, precision, &device, tma).ok())) {
+        let plan = match (kernel, tuned.and_then(|k| dispatch::tuned_plan(k, g, precision, &device, tma))) {
             (Some(kernel), _) => kernel.resolve(g, precision, &device, tma)?,
             (None, Some(plan)) => plan,
             (None, None) => dispatch::plan(g, precision, &device, tma)?,

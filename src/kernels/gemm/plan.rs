@@ -538,6 +538,10 @@ impl std::str::FromStr for Kernel {
 }
 
 impl Kernel {
+    /// The kernels that take no options (the tiled families).
+    pub const WITHOUT_OPTIONS: [Kernel; 6] =
+        [Kernel::Small, Kernel::Simt, Kernel::Simt64, Kernel::Simt64x64, Kernel::Simt32, Kernel::Mma];
+
     /// Whether the options name a kernel that exists (whatever the shape and device).
     pub(crate) fn check_options(self) -> std::result::Result<(), String> {
         match self {
@@ -735,20 +739,14 @@ mod tests {
 
     #[test]
     fn kernels_read_back_what_they_write() {
-        let kernels = [
-            Kernel::Small,
-            Kernel::Simt,
-            Kernel::Simt64,
-            Kernel::Simt64x64,
-            Kernel::Simt32,
-            Kernel::Mma,
+        let with_options = [
             Kernel::SplitK { splits: 4, mma: true },
             Kernel::SplitK { splits: 64, mma: false },
             Kernel::Skinny { rows: 16, splits: 196 },
             Kernel::Gemv { cols: 32 },
             Kernel::Sm90 { bn: 128, a: Feed::Transpose, b: Feed::Repitch },
         ];
-        for kernel in kernels {
+        for kernel in Kernel::WITHOUT_OPTIONS.into_iter().chain(with_options) {
             assert_eq!(kernel.to_string().parse::<Kernel>(), Ok(kernel), "{kernel}");
         }
         assert_eq!(

@@ -70,14 +70,7 @@ pub fn candidates(
     max_workspace: usize,
 ) -> Vec<Plan> {
     let mut kernels = vec![super::dispatch::heuristic(g, precision, device, tma)];
-    kernels.extend([
-        Kernel::Small,
-        Kernel::Simt,
-        Kernel::Simt64,
-        Kernel::Simt64x64,
-        Kernel::Simt32,
-        Kernel::Mma,
-    ]);
+    kernels.extend(Kernel::WITHOUT_OPTIONS);
     for splits in SPLITS.into_iter().filter(|s| (2..=MAX_SPLITS).contains(s)) {
         kernels.extend([Kernel::SplitK { splits, mma: true }, Kernel::SplitK { splits, mma: false }]);
     }
