@@ -22,11 +22,17 @@ struct SoftmaxOp {
             for (int j = 0; j < M; ++j) acc = fmaxf(acc, v[j]);
         }
     };
+    // Sums exp(x - m); softmax keeps the exponentials in place (the row is on chip) so that the output pass
+    // only scales them: an exp per element less (8192 x 8192 f32: 0.87x -> ... a copy on an H100).
     struct SumExp {
         float mb, acc = 0.0f;  // mb = m * log2(e)
-        template <int M> __device__ __forceinline__ void operator()(const float *v) {
+        template <int M> __device__ __forceinline__ void operator()(float *v) {
 #pragma unroll
-            for (int j = 0; j < M; ++j) acc += exp2f(fmaf(v[j], kLog2e, -mb));
+            for (int j = 0; j < M; ++j) {
+                const float e = exp2f(fmaf(v[j], kLog2e, -mb));
+                acc += e;
+                if (!LOG) v[j] = e;
+            }
         }
     };
     struct Online {
@@ -46,6 +52,8 @@ struct SoftmaxOp {
             st.m = nm;
         }
     };
+    // EXPONENTIATED: softmax's values are already exp(x - m) (the on-chip path's SumExp left them so).
+    template <bool EXPONENTIATED>
     struct Out {
         static constexpr bool kLoads = false;
         float mb, inv, logs, m;
@@ -53,6 +61,7 @@ struct SoftmaxOp {
 #pragma unroll
             for (int j = 0; j < M; ++j) {
                 if (LOG) v[j] = (v[j] - m) - logs;
+                else if (EXPONENTIATED) v[j] *= inv;
                 else v[j] = exp2f(fmaf(v[j], kLog2e, -mb)) * inv;
             }
         }
@@ -67,8 +76,10 @@ struct SoftmaxOp {
             mx = block_allreduce(a.acc, MaxOp{});
             SumExp b;
             b.mb = mx * kLog2e;
-            c.each(b);
+            c.update(b);
             sum = block_allreduce(b.acc, SumOp{});
+            Out<true> f{mx * kLog2e, 1.0f / sum, logf(sum), mx};
+            c.store(out, f);
         } else {
             Online o;
             c.each(o);
@@ -76,9 +87,9 @@ struct SoftmaxOp {
             mx = block_allreduce(o.st.m, MaxOp{});
             const float sc = o.st.m == -PRISM_INF ? 0.0f : exp2f((o.st.m - mx) * kLog2e);
             sum = block_allreduce(o.st.s * sc, SumOp{});
+            Out<false> f{mx * kLog2e, 1.0f / sum, logf(sum), mx};
+            c.store(out, f);
         }
-        Out f{mx * kLog2e, 1.0f / sum, logf(sum), mx};
-        c.store(out, f);
     }
 };
 
