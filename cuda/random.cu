@@ -129,17 +129,23 @@ __device__ __forceinline__ uint2 fast_pair(const uint2 *table, unsigned layer) {
 #endif
 }
 
-// A word's ziggurat draw: the layer, the fraction j, and j W (the value if it is accepted).
+// A word's ziggurat draw: the layer, the fraction j, the layer's (K, W) and j W (the value if accepted).
 struct Draw {
     unsigned layer, fraction;
     uint2 pair;
     float x;
-    __device__ __forceinline__ Draw(const uint2 *table, unsigned w)
-        : layer(w & (LAYERS - 1)), fraction(w >> (LAYER_BITS + 1)), pair(fast_pair(table, layer)),
-          x(__fmul_rn(__uint2float_rn(fraction), __uint_as_float(pair.y))) {}
     // j < K: the point lies in the layer's inner rectangle, under the curve.
     __device__ __forceinline__ bool fast() const { return fraction < pair.x; }
 };
+
+__device__ __forceinline__ Draw draw(const uint2 *table, unsigned w) {
+    Draw d;
+    d.layer = w & (LAYERS - 1);
+    d.fraction = w >> (LAYER_BITS + 1);
+    d.pair = fast_pair(table, d.layer);
+    d.x = __fmul_rn(__uint2float_rn(d.fraction), __uint_as_float(d.pair.y));
+    return d;
+}
 
 // The sign of a word's normal (its bit LAYER_BITS) as an f32 sign bit.
 __device__ __forceinline__ unsigned sign_bit(unsigned w) { return (w << (31 - LAYER_BITS)) & 0x80000000u; }
@@ -164,7 +170,7 @@ __device__ __noinline__ float slow_magnitude(const uint2 *table, uint4 counter, 
                     hi = __uint_as_float(__ldg(ZIGGURAT_F + d.layer + 1));
         const float y = __fmaf_rn(__fmul_rn(__uint2float_rn(b.x >> 8), 0x1p-24f), __fsub_rn(hi, lo), lo);
         if (y < exp_minus_half_square(d.x)) return d.x;
-        d = Draw(table, b.y);  // rejected: a fresh draw, the same sign
+        d = draw(table, b.y);  // rejected: a fresh draw, the same sign
         if (d.fast()) return d.x;
     }
 }
@@ -189,7 +195,7 @@ __device__ __forceinline__ void normals(const uint2 *table, uint4 counter, u64 s
     unsigned missed = 0;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-        const Draw d(table, words[e]);
+        const Draw d = draw(table, words[e]);
         z[e] = d.x;
         missed |= d.fast() ? 0u : 1u << e;
     }
@@ -197,7 +203,7 @@ __device__ __forceinline__ void normals(const uint2 *table, uint4 counter, u64 s
         const unsigned e = __ffs(missed) - 1;
         missed &= missed - 1;
         const unsigned word = e == 0 ? w.x : e == 1 ? w.y : e == 2 ? w.z : w.w;
-        const float m = slow_magnitude(table, counter, seed, e, Draw(table, word));
+        const float m = slow_magnitude(table, counter, seed, e, draw(table, word));
         z[0] = e == 0 ? m : z[0];
         z[1] = e == 1 ? m : z[1];
         z[2] = e == 2 ? m : z[2];

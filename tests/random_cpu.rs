@@ -129,7 +129,7 @@ struct Ziggurat {
     x: Vec<f64>,
 }
 
-const R: f64 = 3.654_152_885_361_008_8;
+const R: f64 = 3.654_152_885_361_009;
 const V: f64 = 4.928_673_233_99e-3;
 
 /// Which way a word went.
