@@ -150,7 +150,7 @@ __device__ __forceinline__ Draw draw(const uint2 *table, unsigned w) {
 // The sign of a word's normal (its bit LAYER_BITS) as an f32 sign bit.
 __device__ __forceinline__ unsigned sign_bit(unsigned w) { return (w << (31 - LAYER_BITS)) & 0x80000000u; }
 
-// |z| for element e of the block at `counter` whose word drew `first`, which missed the fast path. Retry t
+// |z| for element e of the block at `counter` whose word's draw `d` missed the fast path. Retry t
 // (t = 1, 2, ...) is the block at counter (counter.x, counter.y, counter.z, 4t + e): a wedge test takes its
 // word 0 as the height and, rejected, word 1 as the next draw's word; a tail round takes words 0 and 1 as
 // u1, u2 (x = -ln u1 / r, accepted when -2 ln u2 > x^2, Marsaglia's tail method). The loop ends with
@@ -189,9 +189,10 @@ __device__ __forceinline__ const uint2 *fast_table() {
 #endif
 }
 
-// The four standard normals of the block at `counter` (words w).
-__device__ __forceinline__ void normals(const uint2 *table, uint4 counter, u64 seed, uint4 w, float (&z)[4]) {
-    const unsigned words[4] = {w.x, w.y, w.z, w.w};
+// The magnitudes of the fast path for the four words of a block (the missed ones hold j W, to be replaced),
+// and which missed it (bit e for word e).
+__device__ __forceinline__ unsigned fast_magnitudes(const uint2 *table, const unsigned (&words)[4],
+                                                    float (&z)[4]) {
     unsigned missed = 0;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -199,25 +200,65 @@ __device__ __forceinline__ void normals(const uint2 *table, uint4 counter, u64 s
         z[e] = d.x;
         missed |= d.fast() ? 0u : 1u << e;
     }
-    while (missed) {  // rare: 5.8% of threads, one element each mostly
+    return missed;
+}
+
+// The standard normal of a word whose magnitude is m.
+__device__ __forceinline__ float with_sign(float m, unsigned w) {
+    return __uint_as_float(__float_as_uint(m) | sign_bit(w));
+}
+
+// Replaces the missed magnitudes of a block at `counter` by the slow path's, in this thread.
+__device__ __forceinline__ void slow_magnitudes(const uint2 *table, uint4 counter, u64 seed,
+                                                const unsigned (&words)[4], unsigned missed, float (&z)[4]) {
+    while (missed) {
         const unsigned e = __ffs(missed) - 1;
         missed &= missed - 1;
-        const unsigned word = e == 0 ? w.x : e == 1 ? w.y : e == 2 ? w.z : w.w;
+        const unsigned word = e == 0 ? words[0] : e == 1 ? words[1] : e == 2 ? words[2] : words[3];
         const float m = slow_magnitude(table, counter, seed, e, draw(table, word));
         z[0] = e == 0 ? m : z[0];
         z[1] = e == 1 ? m : z[1];
         z[2] = e == 2 ? m : z[2];
         z[3] = e == 3 ? m : z[3];
     }
-#pragma unroll
-    for (int e = 0; e < 4; ++e) z[e] = __uint_as_float(__float_as_uint(z[e]) | sign_bit(words[e]));
 }
+
+// The slow path, deferred: a warp's missed draws (1.5%: 1.9 per warp and block of 128 draws, but in 85% of
+// the warps' blocks) wait in a queue in shared memory, and the warp takes them 32 at a time, one per lane, so
+// one pass of the slow path (a Philox block and the wedge test, about 100 instructions) serves 32 draws
+// instead of the one or two of each block. The values are those of the immediate slow path; only where and
+// when they are computed differ. PRISM_ZIGGURAT_INLINE_SLOW turns the queue off (a benchmark switch).
+// The first QUEUE_WARPS warps of a thread block queue (any further take the slow path at once), QUEUE entries
+// each (a block whose misses would overflow the queue takes the slow path at once).
+constexpr int QUEUE_WARPS = 8;
+constexpr int QUEUE = 64;
+struct Queue {
+    u64 index[QUEUE];  // the element (4 b + e)
+    unsigned word[QUEUE];
+};
 }  // namespace exact
 
 template <bool LOG>
 __device__ __forceinline__ float shape_f32(float z, float mean, float stddev) {
     const float x = __fmaf_rn(stddev, z, mean);
     return LOG ? __double2float_rn(exp((double)x)) : x;
+}
+
+// Takes the queue's entries from .. from + count, one a lane (lanes below `count`), and writes the values of
+// those inside the fill.
+template <bool LOG>
+__device__ __forceinline__ void drain(const exact::Queue &q, unsigned from, unsigned count, unsigned lane,
+                                      const uint2 *table, float *out, u64 n, u64 seed, u64 offset, float mean,
+                                      float stddev) {
+    if (lane < count) {
+        const u64 i = q.index[from + lane];
+        const unsigned w = q.word[from + lane];
+        if (i < n) {
+            const float m = exact::slow_magnitude(table, block_counter(offset, i >> 2), seed, (unsigned)i & 3u,
+                                                  exact::draw(table, w));
+            out[i] = shape_f32<LOG>(exact::with_sign(m, w), mean, stddev);
+        }
+    }
 }
 
 template <bool LOG>
@@ -264,13 +305,74 @@ template <bool LOG>
 __device__ __forceinline__ void normal_f32(float *out, u64 n, u64 seed, u64 offset, float mean,
                                            float stddev) {
     const uint2 *table = exact::fast_table();
+#ifdef PRISM_ZIGGURAT_INLINE_SLOW
     fill_blocks<4>(out, n, [=] __device__(u64 b, float (&v)[4]) {
-        const uint4 counter = block_counter(offset, b);
+        const uint4 counter = block_counter(offset, b), w = philox4x32_10(counter, seed);
+        const unsigned words[4] = {w.x, w.y, w.z, w.w};
         float z[4];
-        exact::normals(table, counter, seed, philox4x32_10(counter, seed), z);
+        exact::slow_magnitudes(table, counter, seed, words, exact::fast_magnitudes(table, words, z), z);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) v[e] = shape_f32<LOG>(z[e], mean, stddev);
+        for (int e = 0; e < 4; ++e) v[e] = shape_f32<LOG>(exact::with_sign(z[e], words[e]), mean, stddev);
     });
+#else
+    // The warp steps through the blocks together (lanes past the end idle), so that its votes and its queue
+    // see every lane. Warps of fewer than 32 threads (a thread block not a multiple of 32) and warps past
+    // QUEUE_WARPS take the slow path at once.
+    __shared__ exact::Queue queues[exact::QUEUE_WARPS];
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    exact::Queue *q = warp < exact::QUEUE_WARPS && (warp + 1) * 32 <= blockDim.x ? &queues[warp] : nullptr;
+    unsigned queued = 0;  // the same in every lane
+    const u64 blocks = (n + 3) / 4;
+    for (u64 base = prism_global_thread() - lane; base < blocks; base += prism_grid_threads()) {
+        const u64 b = base + lane;
+        const uint4 counter = block_counter(offset, b), w = philox4x32_10(counter, seed);
+        const unsigned words[4] = {w.x, w.y, w.z, w.w};
+        float z[4];
+        unsigned missed = exact::fast_magnitudes(table, words, z);
+        if (q == nullptr) {
+            exact::slow_magnitudes(table, counter, seed, words, b < blocks ? missed : 0u, z);
+        } else if (__ballot_sync(0xffffffffu, missed != 0)) {
+            // Queued with their element (past the fill's end too: drain skips those), unless they would
+            // overflow the queue.
+            unsigned votes[4], total = 0;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) total += __popc(votes[e] = __ballot_sync(0xffffffffu, (missed >> e) & 1u));
+            if (queued + total <= exact::QUEUE) {
+                const unsigned below = (1u << lane) - 1u;
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    if ((missed >> e) & 1u) {
+                        const unsigned at = queued + __popc(votes[e] & below);
+                        q->index[at] = 4 * b + e;
+                        q->word[at] = words[e];
+                    }
+                    queued += __popc(votes[e]);
+                }
+                missed = 0;
+            }
+            exact::slow_magnitudes(table, counter, seed, words, b < blocks ? missed : 0u, z);
+        }
+        if (b < blocks) {
+            float v[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[e] = shape_f32<LOG>(exact::with_sign(z[e], words[e]), mean, stddev);
+            store<4>(out, n, b, v);  // queued elements get their values below, after this store
+        }
+        if (queued >= 32) {
+            __syncwarp();  // the queue's entries and this block's stores are visible to the warp
+#pragma unroll 1
+            do {
+                queued -= 32;
+                drain<LOG>(*q, queued, 32, lane, table, out, n, seed, offset, mean, stddev);
+            } while (queued >= 32);
+            __syncwarp();  // read before the next block's entries overwrite them
+        }
+    }
+    if (queued) {
+        __syncwarp();
+        drain<LOG>(*q, 0, queued, lane, table, out, n, seed, offset, mean, stddev);
+    }
+#endif
 }
 
 template <bool LOG>
