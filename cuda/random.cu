@@ -229,7 +229,7 @@ __device__ __forceinline__ void slow_magnitudes(const uint2 *table, uint4 counte
 // instead of the one or two of each block. The values are those of the immediate slow path; only where and
 // when they are computed differ. PRISM_ZIGGURAT_INLINE_SLOW turns the queue off (a benchmark switch).
 // The first QUEUE_WARPS warps of a thread block queue (any further take the slow path at once), QUEUE entries
-// each (a block whose misses would overflow the queue takes the slow path at once).
+// each (misses that would overflow the queue take the slow path at once).
 constexpr int QUEUE_WARPS = 8;
 constexpr int QUEUE = 64;
 struct Queue {
@@ -331,24 +331,18 @@ __device__ __forceinline__ void normal_f32(float *out, u64 n, u64 seed, u64 offs
         unsigned missed = exact::fast_magnitudes(table, words, z);
         if (q == nullptr) {
             exact::slow_magnitudes(table, counter, seed, words, b < blocks ? missed : 0u, z);
-        } else if (__ballot_sync(0xffffffffu, missed != 0)) {
-            // Queued with their element (past the fill's end too: drain skips those), unless they would
-            // overflow the queue.
-            unsigned votes[4], total = 0;
-#pragma unroll
-            for (int e = 0; e < 4; ++e) total += __popc(votes[e] = __ballot_sync(0xffffffffu, (missed >> e) & 1u));
-            if (queued + total <= exact::QUEUE) {
-                const unsigned below = (1u << lane) - 1u;
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    if ((missed >> e) & 1u) {
-                        const unsigned at = queued + __popc(votes[e] & below);
-                        q->index[at] = 4 * b + e;
-                        q->word[at] = words[e];
-                    }
-                    queued += __popc(votes[e]);
+        } else if (const unsigned missing = __ballot_sync(0xffffffffu, missed != 0)) {
+            // Each lane with a miss queues its first (past the fill's end too: drain skips those), unless
+            // the queue would overflow; a lane's further misses (0.13% of lanes) take the slow path at once.
+            if (queued + __popc(missing) <= exact::QUEUE) {
+                if (missed) {
+                    const unsigned e = __ffs(missed) - 1, at = queued + __popc(missing & ((1u << lane) - 1u));
+                    q->index[at] = 4 * b + e;
+                    const unsigned low = e & 1 ? words[1] : words[0], high = e & 1 ? words[3] : words[2];
+                    q->word[at] = e & 2 ? high : low;
+                    missed &= missed - 1;
                 }
-                missed = 0;
+                queued += __popc(missing);
             }
             exact::slow_magnitudes(table, counter, seed, words, b < blocks ? missed : 0u, z);
         }
