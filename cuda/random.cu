@@ -400,8 +400,15 @@ PRISM_KERNEL void prism_random_uniform_f64(double *out, u64 n, u64 seed, u64 off
         v[0] = uniform_f64(join(w.x, w.y)), v[1] = uniform_f64(join(w.z, w.w));
     });
 }
+// PRISM_ZIGGURAT_MAXNREG caps the f32 normal kernels' registers (a benchmark switch: 74 uncapped on sm_90 with
+// nvcc 13.0, three thread blocks of 256 a multiprocessor; 64 without spills, four).
+#ifdef PRISM_ZIGGURAT_MAXNREG
+#define PRISM_NORMAL_F32_REGISTERS __maxnreg__(PRISM_ZIGGURAT_MAXNREG)
+#else
+#define PRISM_NORMAL_F32_REGISTERS
+#endif
 // out[i] ~ N(mean, stddev^2).
-PRISM_KERNEL void prism_random_normal_f32(float *out, u64 n, u64 seed, u64 offset, float mean, float stddev) {
+PRISM_KERNEL PRISM_NORMAL_F32_REGISTERS void prism_random_normal_f32(float *out, u64 n, u64 seed, u64 offset, float mean, float stddev) {
     normal_f32<false>(out, n, seed, offset, mean, stddev);
 }
 PRISM_KERNEL void prism_random_normal_f64(double *out, u64 n, u64 seed, u64 offset, double mean,
@@ -409,7 +416,7 @@ PRISM_KERNEL void prism_random_normal_f64(double *out, u64 n, u64 seed, u64 offs
     normal_f64<false>(out, n, seed, offset, mean, stddev);
 }
 // out[i] = exp(N(mean, stddev^2)).
-PRISM_KERNEL void prism_random_log_normal_f32(float *out, u64 n, u64 seed, u64 offset, float mean,
+PRISM_KERNEL PRISM_NORMAL_F32_REGISTERS void prism_random_log_normal_f32(float *out, u64 n, u64 seed, u64 offset, float mean,
                                               float stddev) {
     normal_f32<true>(out, n, seed, offset, mean, stddev);
 }

@@ -1,6 +1,6 @@
 // Philox f32 normals: old (main's Box-Muller, notes/philox-normal/old/) against the ziggurat (new: cuda/,
 // its table in shared memory, misses queued per warp; ldg: the table through __ldg; z1024: 1024 layers; inline:
-// the slow path at once in each thread, no queue), beside a memset, the
+// the slow path at once in each thread, no queue; r64: registers capped at 64), beside a memset, the
 // uniforms and cuRAND's Philox normal fill; CUDA events, median of 20 after 5 warm-ups. Then a checksum of
 // each variant's first 2^20 values (seed 42, offset 7, N(0.5, 2^2)): FNV-1a over their bytes, which the
 // CPU's `normal_f32_statistics_on_ten_million` (tests/random_cpu.rs) prints for the committed kernel.
@@ -16,6 +16,7 @@ void normal_new(float *, unsigned long long, int);
 void normal_ldg(float *, unsigned long long, int);
 void normal_z1024(float *, unsigned long long, int);
 void normal_inline(float *, unsigned long long, int);
+void normal_r64(float *, unsigned long long, int);
 void uniform_new(float *, unsigned long long, int);
 
 struct Variant {
@@ -23,7 +24,8 @@ struct Variant {
     void (*run)(float *, unsigned long long, int);
 };
 static const Variant variants[] = {
-    {"old", normal_old}, {"new", normal_new}, {"ldg", normal_ldg}, {"z1024", normal_z1024}, {"inline", normal_inline}};
+    {"old", normal_old}, {"new", normal_new}, {"ldg", normal_ldg}, {"z1024", normal_z1024}, {"inline", normal_inline},
+    {"r64", normal_r64}};
 
 int main(int argc, char **) {
     const unsigned long long n = 1ull << 28;
