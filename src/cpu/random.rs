@@ -140,7 +140,7 @@ pub fn uniform_f64(out: &mut [f64], at: Philox) {
 /// operations, exact conversions, fma (`mul_add`, correctly rounded on every target) and
 /// IEEE-rounded `+` and `*`, with the kernel's tables and constants (cuda/random_ziggurat.inc,
 /// cuda/random_polynomials.inc).
-pub(crate) mod exact_f32 {
+mod exact_f32 {
     include!(concat!(env!("OUT_DIR"), "/random_polynomials.rs"));
     include!(concat!(env!("OUT_DIR"), "/random_ziggurat.rs"));
 
