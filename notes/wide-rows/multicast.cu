@@ -1,0 +1,693 @@
+// prism-targets: sm_90a
+// Wide-row layer norm / RMS norm with the parameters shared by a thread-block cluster (issue 33, item 1).
+//
+// Why: from 32768 columns on, the row kernels of cuda/norms.cu give each row a whole SM (one block of 1024
+// threads, the row in registers + dynamic shared memory), and every row re-reads all of gamma (and beta)
+// from L2: f32 layer norm moves 8 bytes of parameters from L2 per element against 8 bytes of DRAM traffic,
+// and the L2 is what limits it (0.64-0.80x a copy with parameters, 0.84-0.94x without).
+//
+// Design: a cluster of C blocks (C = 2 or 4, one block per SM), each normalising its own whole row exactly
+// like the row kernel (same register / shared-memory split, same statistics), fetches the parameters of
+// each store round (the chunk the block's threads consume in one pass over the row: blockDim x N columns
+// of each parameter) ONCE per cluster, by bulk-copy multicast into a ring of `stages` shared-memory stages
+// present in every block of the cluster. That divides the parameters' L2 traffic by C.
+//
+// Protocol (per stage s of the ring, per slice r of a round; slice r = the columns consumed by warps
+// [r * W / C, (r + 1) * W / C) of every block, W = warps per block):
+//   - block r of the cluster issues slice r of every round (one thread: lane 0 of the slice's first warp),
+//     multicast to all C blocks, so no block issues more than its share;
+//   - full[s][r] (each block, count 1, expect_tx): armed by the same lane 0 in each block, for round k + S
+//     right after it has seen round k complete; the copies' complete_tx finish it;
+//   - empty[s] (in block r, count W): one arrival per warp of slice r in every block (remote, mapa +
+//     mbarrier.arrive.release.cluster) once the warp has read the stage; block r waits on it before it
+//     overwrites slice r of stage s in all blocks with round k + S.
+//   Slices make the C pipelines independent: a warp waits only for the block that feeds it, and an issuer
+//   only for the warps that read what it will overwrite.
+// The first S rounds are issued before the row is even loaded, so the statistics hide their latency.
+//
+// Rows % C: the grid is padded to whole clusters; a block without a row (blockIdx.x >= rows) loads, computes
+// and stores nothing but runs the protocol (it issues its slices and arrives for its warps), so its peers
+// neither wait forever nor lose a slice.
+//
+// Requirements (the launcher's job to check; the row kernel serves everything else): gamma (and beta for
+// layer norm) non-null and 16-byte aligned, x / y 16-byte aligned, cols % N == 0 (N = 4 f32, 8 bf16), the
+// row fits VecRow (registers + dynamic shared memory) beside at least one stage, blockDim.x a multiple of
+// 32 * C, a cluster launch of C x 1 x 1, and sm_90a (the multicast form of cp.async.bulk).
+//
+// Harness: times the row kernels of cuda/norms.cu (as the launcher sizes them, with and without parameters)
+// and this variant at C = 2 and 4 against a device-to-device copy of the same bytes (CUDA events, median of
+// 20 after 5 warm-ups), then checks the variant against an f64 CPU reference on fresh random inputs with
+// poisoned (NaN) outputs, including rows % C != 0 and a partial last round. Exits 1 on a failed check.
+// Usage: multicast [--stages S] [--device D]   (S caps the ring depth, default 4; see multicast.sh)
+#include "common.cuh"
+#undef PRISM_KERNEL
+#define PRISM_KERNEL static __global__
+#include "norms.cu"
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+#include "../median_ms.cuh"
+
+namespace mc {
+using namespace prism;
+
+constexpr int kMaxStages = 4;
+constexpr int kMaxCluster = 4;
+
+// ---------------------------------------------------------------- Hopper primitives (PTX)
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+// All threads of all blocks of the cluster; release / acquire orders the mbarrier inits (and, at the end,
+// every DSMEM access) against the peers.
+__device__ __forceinline__ void cluster_sync() {
+    // Not .aligned: at the end, a warp's lane 0 may have left the loop after its lanes (it issues).
+    asm volatile("barrier.cluster.arrive.release;\n"
+                 "barrier.cluster.wait.acquire;" ::: "memory");
+}
+__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+// Makes the inits visible to the peers' remote arrivals and to the async proxy (the multicast copies).
+__device__ __forceinline__ void fence_mbar_init() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// Arrives once and adds `bytes` to the transactions the current phase waits for.
+__device__ __forceinline__ void mbar_arm(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Waits for the phase of parity `parity` of a barrier in this block that bulk copies complete.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+// As mbar_wait, for a barrier that other blocks arrive on: acquire at cluster scope pairs with their
+// release, so their reads of the stage happen before the copy that overwrites it.
+__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+// Arrives on the barrier at the same shared-memory offset in block `rank` of the cluster.
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t rank) {
+    asm volatile("{\n\t.reg .b32 ra;\n\t"
+                 "mapa.shared::cluster.u32 ra, %0, %1;\n\t"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n\t}" ::"r"(bar),
+                 "r"(rank)
+                 : "memory");
+}
+// Copies `bytes` (a multiple of 16) from global memory to the same shared-memory offset `dst` in every
+// block of `mask`, each copy completing its bytes on the barrier at offset `bar` of its own block.
+__device__ __forceinline__ void bulk_multicast(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar,
+                                               uint16_t mask) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1], %2, [%3], %4;" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar), "h"(mask)
+                 : "memory");
+}
+
+// N consecutive floats of a parameter for chunk t of a round, from a stage (16-byte reads). For N = 8 the
+// two halves are read in an order that alternates every 4 lanes: in the order 0, 1 the 8 lanes of a
+// 16-byte phase would hit each bank pair twice (32-byte stride); alternating makes them distinct.
+template <int N>
+__device__ __forceinline__ void stage_param(const float *sp, int t, float *out) {
+    const float4 *p = reinterpret_cast<const float4 *>(sp) + (N / 4) * t;
+    if constexpr (N == 4) {
+        const float4 a = p[0];
+        out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w;
+    } else {
+        static_assert(N == 8, "f32 or bf16 rows");
+        const int h = (t >> 2) & 1;
+        const float4 a = p[h], b = p[h ^ 1];
+        const float4 lo = h ? b : a, hi = h ? a : b;
+        out[0] = lo.x, out[1] = lo.y, out[2] = lo.z, out[3] = lo.w;
+        out[4] = hi.x, out[5] = hi.y, out[6] = hi.z, out[7] = hi.w;
+    }
+}
+
+// ---------------------------------------------------------------- the parameter ring
+// One block's view of the ring: stage s holds, for round k with k % S == s, P parameters of bs * N floats
+// each (parameter p of chunk t at p * bs * N + t * N), written by the C slices' multicasts.
+template <int N, int P, int C>
+struct ParamRing {
+    const float *param[P];       // global gamma (, beta)
+    float *stage;                // stage 0 in dynamic shared memory
+    uint64_t (*full)[kMaxCluster];  // full[s][r]
+    uint64_t *empty;             // empty[s]
+    int stages, rounds, nchunks, bs;
+    int slice;                   // the slice this thread's warp reads (= the rank that issues it)
+    uint32_t rank;
+    bool lead;                   // lane 0 of its slice's first warp: arms full[.][slice]; issues if rank == slice
+    int s = 0;                   // stage of the current round
+    uint32_t phase = 0;          // parity of the current round's use of stage s
+
+    __device__ __forceinline__ int stage_floats() const { return P * bs * N; }
+    // Chunks of slice r in round k (the last round may be partial, some of its slices empty).
+    __device__ __forceinline__ int slice_chunks(int k, int r) const {
+        const int q = bs / C, v = nchunks - k * bs - r * q;
+        return v < 0 ? 0 : (v > q ? q : v);
+    }
+    __device__ __forceinline__ uint32_t slice_bytes(int k, int r) const {
+        return (uint32_t)(P * slice_chunks(k, r) * N * 4);
+    }
+    // Block `rank`'s slice of round k into stage st of every block of the cluster.
+    __device__ __forceinline__ void issue(int k, int st) const {
+        const int q = bs / C, ch = slice_chunks(k, (int)rank);
+        if (ch == 0) return;  // the consumers armed 0 bytes: their phase is already complete
+        const uint32_t bar = smem_u32(&full[st][rank]);
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+            const float *src = param[p] + ((size_t)k * bs + (size_t)rank * q) * N;
+            const uint32_t dst = smem_u32(stage + (size_t)st * stage_floats() + p * bs * N + rank * q * N);
+            bulk_multicast(dst, src, (uint32_t)(ch * N * 4), bar, (uint16_t)((1u << C) - 1));
+        }
+    }
+    // Thread 0, before the cluster barrier: barriers initialised, the first rounds' full barriers armed.
+    __device__ __forceinline__ void init(int warps) {
+        for (int st = 0; st < stages; ++st) {
+            for (int r = 0; r < C; ++r) mbar_init(smem_u32(&full[st][r]), 1);
+            mbar_init(smem_u32(&empty[st]), (unsigned)warps);
+        }
+        for (int st = 0; st < stages && st < rounds; ++st)
+            for (int r = 0; r < C; ++r) mbar_arm(smem_u32(&full[st][r]), slice_bytes(st, r));
+        fence_mbar_init();
+    }
+    // After the cluster barrier: the first rounds, before anything waits for them.
+    __device__ __forceinline__ void prologue() const {
+        if (lead && slice == (int)rank)
+            for (int st = 0; st < stages && st < rounds; ++st) issue(st, st);
+    }
+    // Waits for round k's stage and returns it (parameter p of chunk t at p * bs * N + t * N). Every thread
+    // of the block calls wait / read_done / release for every round, in order, row or not.
+    __device__ __forceinline__ const float *wait(int k) {
+        const uint32_t fb = smem_u32(&full[s][slice]);
+        mbar_wait(fb, phase);
+        // Round k is complete here, so this arrival belongs to round k + S's phase; it precedes this warp's
+        // release of round k, hence the issuer's copy of round k + S.
+        if (lead && k + stages < rounds) mbar_arm(fb, slice_bytes(k + stages, slice));
+        return stage + (size_t)s * stage_floats();
+    }
+    // This warp has read the stage (its stores may still be pending: they read registers only).
+    __device__ __forceinline__ void read_done(int k) const {
+        __syncwarp();  // every lane's reads of the stage are done before lane 0 releases it
+        // The last S rounds are never refilled: no arrival, so no block is signalled after its issuer is done.
+        if ((threadIdx.x & 31) == 0 && k + stages < rounds) mbar_arrive_remote(smem_u32(&empty[s]), (uint32_t)slice);
+    }
+    // After this round's stores: the issuer refills the stage with round k + S once every warp of its
+    // slice in every block has released round k; then on to the next stage.
+    __device__ __forceinline__ void release(int k) {
+        if (lead && slice == (int)rank && k + stages < rounds) {
+            mbar_wait_cluster(smem_u32(&empty[s]), phase);
+            issue(k + stages, s);
+        }
+        if (++s == stages) s = 0, phase ^= 1u;
+    }
+};
+
+// ---------------------------------------------------------------- the kernel
+template <typename T, bool LN> struct Rc;  // row floats per thread in registers: those of norms.cu
+template <> struct Rc<float, true> { static constexpr int v = 28 / 4; };
+template <> struct Rc<float, false> { static constexpr int v = 32 / 4; };
+template <bool LN> struct Rc<__nv_bfloat16, LN> { static constexpr int v = 32 / 8; };
+
+// Launch: grid = ceil(rows / C) * C blocks in clusters of C x 1 x 1, block a multiple of 32 * C (1024 for
+// these widths), dynamic shared memory = the row's chunks (16 * block * max(0, ceil(cols / N / block) - RC))
+// followed by `stages` stages of P * block * N * 4 bytes. gamma / beta as the requirements above.
+template <typename T, bool LN, int C>
+__global__ void __launch_bounds__(1024, 1)
+    mc_norm(const T *__restrict__ x, const float *__restrict__ gamma, const float *__restrict__ beta,
+            T *__restrict__ y, float *mean_out, float *rstd_out, int rows, int cols, float eps, int stages) {
+    constexpr int N = Pack<T>::N, P = LN ? 2 : 1, RC = Rc<T, LN>::v;
+    __shared__ __align__(8) uint64_t full[kMaxStages][kMaxCluster];
+    __shared__ __align__(8) uint64_t empty[kMaxStages];
+    const int t = threadIdx.x, bs = blockDim.x, warp = t >> 5, warps = bs >> 5, wps = warps / C;
+    const int nchunks = cols / N, rounds = (nchunks + bs - 1) / bs;
+    const int ks = rounds > RC ? rounds - RC : 0;  // row chunks per thread in shared memory
+    const int row = blockIdx.x;
+    const bool has_row = row < rows;
+
+    ParamRing<N, P, C> ring;
+    ring.param[0] = gamma;
+    if constexpr (P == 2) ring.param[1] = beta;
+    ring.stage = reinterpret_cast<float *>(prism_row_smem + (size_t)ks * bs);
+    ring.full = full;
+    ring.empty = empty;
+    ring.stages = stages;
+    ring.rounds = rounds;
+    ring.nchunks = nchunks;
+    ring.bs = bs;
+    ring.slice = warp / wps;
+    ring.rank = cluster_rank();
+    ring.lead = (warp % wps == 0) && (t & 31) == 0;
+
+    if (t == 0) ring.init(warps);
+    cluster_sync();  // every block's barriers exist before any copy or remote arrival reaches them
+    ring.prologue();
+
+    const T *xr = x + (size_t)row * cols;
+    T *yr = y + (size_t)row * cols;
+    VecRow<T, RC> c;
+    float mean = 0.0f, rstd = 0.0f;
+    if (has_row) {  // block-uniform: the statistics' barriers see every thread or none
+        c.load(xr, cols, prism_row_smem, ks);
+        const float inv_n = 1.0f / (float)cols;
+        if constexpr (LN) {
+            Sum1 s1;
+            c.each(s1);
+            mean = block_allreduce(s1.acc, SumOp{}) * inv_n;
+            SumSqDev d;
+            d.mean = mean;
+            c.each(d);
+            rstd = rsqrtf(block_allreduce(d.acc, SumOp{}) * inv_n + eps);
+        } else {
+            SumSq s2;
+            c.each(s2);
+            rstd = rsqrtf(block_allreduce(s2.acc, SumOp{}) * inv_n + eps);
+        }
+        if (t == 0) {
+            if (LN && mean_out) mean_out[row] = mean;
+            if (rstd_out) rstd_out[row] = rstd;
+        }
+    }
+
+    // Same arithmetic as LayerNormOp / RmsNormOp::Out::apply, the parameters read from the ring's stage sp
+    // one parameter at a time (bf16 layer norm has no registers to spare for both at once).
+    auto apply = [&](float *v, const float *sp) {
+        float g[N];
+        stage_param<N>(sp, t, g);
+#pragma unroll
+        for (int j = 0; j < N; ++j) v[j] = LN ? (v[j] - mean) * rstd * g[j] : v[j] * rstd * g[j];
+        if constexpr (LN) {
+            stage_param<N>(sp + bs * N, t, g);
+#pragma unroll
+            for (int j = 0; j < N; ++j) v[j] += g[j];
+        }
+    };
+    uint4 *yv = reinterpret_cast<uint4 *>(yr);
+    // Register rounds (compile-time indices keep c.r in registers), then shared-memory rounds.
+#pragma unroll
+    for (int k = 0; k < RC; ++k) {
+        if (k < rounds) {
+            const int ch = t + k * bs;
+            const bool want = has_row && ch < nchunks;
+            const float *sp = ring.wait(k);
+            if (want) apply(c.r + k * N, sp);
+            ring.read_done(k);
+            if (want) yv[ch] = Pack<T>::pack(c.r + k * N);
+            ring.release(k);
+        }
+    }
+    for (int k = RC; k < rounds; ++k) {
+        const int ch = t + k * bs;
+        const bool want = has_row && ch < nchunks;
+        float v[N];
+        if (want) Pack<T>::unpack(c.sm[(k - RC) * bs + t], v);
+        const float *sp = ring.wait(k);
+        if (want) apply(v, sp);
+        ring.read_done(k);
+        if (want) yv[ch] = Pack<T>::pack(v);
+        ring.release(k);
+    }
+    // No block leaves while a peer may still be written by its multicasts or arrive on its barriers.
+    cluster_sync();
+}
+}  // namespace mc
+
+// ======================================================================== harness
+namespace {
+
+__global__ void fill(float *p, size_t n, unsigned seed, float lo, float hi) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned h = (unsigned)i * 2654435761u ^ (unsigned)(i >> 32) * 40503u ^ seed * 0x9E3779B9u;
+        h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
+        p[i] = lo + (hi - lo) * (h & 0xffffff) * (1.0f / 16777216.0f);
+    }
+}
+__global__ void to_bf16(const float *a, __nv_bfloat16 *b, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        b[i] = __float2bfloat16_rn(a[i]);
+}
+
+#define CK(call)                                                                                       \
+    do {                                                                                               \
+        cudaError_t e_ = (call);                                                                       \
+        if (e_ != cudaSuccess) {                                                                       \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));      \
+            exit(2);                                                                                   \
+        }                                                                                              \
+    } while (0)
+
+const float kEps = 1e-5f;
+int g_smem_optin = 0;  // dynamic + static shared memory a block may have
+
+// The row kernels' sizing (as the Rust launcher and notes/wide-rows/main.cu do it).
+int row_block(int cols) { return std::min(1024, std::max(32, ((cols + 31) / 32 + 31) / 32 * 32)); }
+size_t row_smem(int cols, int lanes, int rc, int block) {
+    const int per = (cols / lanes + block - 1) / block;
+    return 16ull * block * std::max(0, per - rc);
+}
+
+enum Op { LN_F32, RMS_F32, LN_BF16, RMS_BF16 };
+const char *op_name(int op) {
+    static const char *n[4] = {"layer_norm f32 ", "rms_norm f32   ", "layer_norm bf16", "rms_norm bf16  "};
+    return n[op];
+}
+bool is_bf(int op) { return op == LN_BF16 || op == RMS_BF16; }
+bool is_ln(int op) { return op == LN_F32 || op == LN_BF16; }
+
+const void *mc_kernel(int op, int C) {
+    using bf = __nv_bfloat16;
+    if (C == 2) {
+        if (op == LN_F32) return (const void *)mc::mc_norm<float, true, 2>;
+        if (op == RMS_F32) return (const void *)mc::mc_norm<float, false, 2>;
+        if (op == LN_BF16) return (const void *)mc::mc_norm<bf, true, 2>;
+        return (const void *)mc::mc_norm<bf, false, 2>;
+    }
+    if (op == LN_F32) return (const void *)mc::mc_norm<float, true, 4>;
+    if (op == RMS_F32) return (const void *)mc::mc_norm<float, false, 4>;
+    if (op == LN_BF16) return (const void *)mc::mc_norm<bf, true, 4>;
+    return (const void *)mc::mc_norm<bf, false, 4>;
+}
+int mc_rc(int op) {
+    return op == LN_F32 ? mc::Rc<float, true>::v : op == RMS_F32 ? mc::Rc<float, false>::v : mc::Rc<__nv_bfloat16, true>::v;
+}
+
+// How the variant runs a shape, or why it does not.
+struct Plan {
+    bool ok = false;
+    char why[160] = "";
+    int block = 0, stages = 0, clusters = 0;
+    size_t row_bytes = 0, stage_bytes = 0, smem = 0;
+};
+Plan plan_mc(int op, int C, int rows, int cols, int max_stages) {
+    Plan p;
+    const int N = is_bf(op) ? 8 : 4, P = is_ln(op) ? 2 : 1;
+    p.block = row_block(cols);
+    if (cols % N || p.block % (32 * C)) {
+        snprintf(p.why, sizeof p.why, "cols %% %d or block %d %% (32 x %d) not 0", N, p.block, C);
+        return p;
+    }
+    cudaFuncAttributes fa;
+    CK(cudaFuncGetAttributes(&fa, mc_kernel(op, C)));
+    const size_t avail = (size_t)g_smem_optin - fa.sharedSizeBytes;
+    const int rounds = (cols / N + p.block - 1) / p.block;
+    p.row_bytes = row_smem(cols, N, mc_rc(op), p.block);
+    p.stage_bytes = (size_t)P * p.block * N * 4;
+    if (p.row_bytes > avail) {
+        snprintf(p.why, sizeof p.why, "row needs %zu KiB of shared memory beside its registers, %zu KiB available",
+                 p.row_bytes >> 10, avail >> 10);
+        return p;
+    }
+    p.stages = (int)std::min<size_t>({(size_t)max_stages, (size_t)mc::kMaxStages, (size_t)rounds,
+                                      (avail - p.row_bytes) / p.stage_bytes});
+    if (p.stages < 1) {
+        snprintf(p.why, sizeof p.why, "row %zu KiB + one %zu KiB parameter stage > %zu KiB of shared memory",
+                 p.row_bytes >> 10, p.stage_bytes >> 10, avail >> 10);
+        return p;
+    }
+    p.smem = p.row_bytes + p.stages * p.stage_bytes;
+    CK(cudaFuncSetAttribute(mc_kernel(op, C), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)avail));
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = C, at[0].val.clusterDim.y = 1, at[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3((rows + C - 1) / C * C), cfg.blockDim = dim3(p.block), cfg.dynamicSmemBytes = p.smem;
+    cfg.attrs = at, cfg.numAttrs = 1;
+    CK(cudaOccupancyMaxActiveClusters(&p.clusters, mc_kernel(op, C), &cfg));
+    if (p.clusters < 1) {
+        snprintf(p.why, sizeof p.why, "no cluster of %d fits", C);
+        return p;
+    }
+    p.ok = true;
+    return p;
+}
+
+template <typename T, bool LN, int C>
+cudaError_t launch_mc_t(const Plan &p, const void *x, const float *g, const float *b, void *y, float *mean,
+                        float *rstd, int rows, int cols) {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = C, at[0].val.clusterDim.y = 1, at[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3((rows + C - 1) / C * C), cfg.blockDim = dim3(p.block), cfg.dynamicSmemBytes = p.smem;
+    cfg.attrs = at, cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, mc::mc_norm<T, LN, C>, (const T *)x, g, b, (T *)y, mean, rstd, rows, cols,
+                              kEps, p.stages);
+}
+cudaError_t launch_mc(int op, int C, const Plan &p, const void *x, const float *g, const float *b, void *y,
+                      float *mean, float *rstd, int rows, int cols) {
+    using bf = __nv_bfloat16;
+#define L(T, LN, CC) launch_mc_t<T, LN, CC>(p, x, g, b, y, mean, rstd, rows, cols)
+    if (C == 2) {
+        if (op == LN_F32) return L(float, true, 2);
+        if (op == RMS_F32) return L(float, false, 2);
+        if (op == LN_BF16) return L(bf, true, 2);
+        return L(bf, false, 2);
+    }
+    if (op == LN_F32) return L(float, true, 4);
+    if (op == RMS_F32) return L(float, false, 4);
+    if (op == LN_BF16) return L(bf, true, 4);
+    return L(bf, false, 4);
+#undef L
+}
+
+// The row kernel of cuda/norms.cu as the launcher sizes it; g / b null = without parameters.
+void launch_row(int op, const void *x, const float *g, const float *b, void *y, float *mean, float *rstd,
+                int rows, int cols) {
+    const int rb = row_block(cols);
+    const int lanes = is_bf(op) ? 8 : 4, rc = is_bf(op) ? 4 : (op == LN_F32 ? 7 : 8);
+    const size_t so = row_smem(cols, lanes, rc, rb);
+    using bf = __nv_bfloat16;
+    if (op == LN_F32) prism_layer_norm_f32<<<rows, rb, so>>>((const float *)x, g, b, (float *)y, mean, rstd, rows, cols, kEps);
+    if (op == RMS_F32) prism_rms_norm_f32<<<rows, rb, so>>>((const float *)x, g, (float *)y, rstd, rows, cols, kEps);
+    if (op == LN_BF16) prism_layer_norm_bf16<<<rows, rb, so>>>((const bf *)x, g, b, (bf *)y, mean, rstd, rows, cols, kEps);
+    if (op == RMS_BF16) prism_rms_norm_bf16<<<rows, rb, so>>>((const bf *)x, g, (bf *)y, rstd, rows, cols, kEps);
+}
+bool row_fits(int op, int cols) {  // VecRow within the 225 KiB the harness grants the row kernels
+    const int lanes = is_bf(op) ? 8 : 4, rc = is_bf(op) ? 4 : (op == LN_F32 ? 7 : 8);
+    return row_smem(cols, lanes, rc, row_block(cols)) <= 225 * 1024;
+}
+
+// Device buffers shared by every case (sized for 2^26 elements).
+struct Bufs {
+    size_t n;
+    float *x, *y, *gamma, *beta, *mean, *rstd;
+    __nv_bfloat16 *xb, *yb;
+};
+
+float bf2f(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+// One correctness case: fresh inputs (seed), NaN-poisoned outputs and statistics, one run of the variant,
+// f64 reference on the CPU. Rows in [rows, grid rows) that fit the buffer must stay poisoned (blocks
+// without a row store nothing).
+bool check(const Bufs &B, int op, int C, int rows, int cols, unsigned seed, int max_stages) {
+    const bool bf = is_bf(op), ln = is_ln(op);
+    const size_t es = bf ? 2 : 4, n = (size_t)rows * cols;
+    const int grid_rows = (rows + C - 1) / C * C;
+    const size_t guard = std::min((size_t)grid_rows * cols, B.n) - n;  // elements past the rows, checked
+    const Plan p = plan_mc(op, C, rows, cols, max_stages);
+    printf("check %s C=%d %5d x %6d seed %u: ", op_name(op), C, rows, cols, seed);
+    if (!p.ok) {
+        printf("SKIP (%s)\n", p.why);
+        return true;
+    }
+    fill<<<1024, 256>>>(B.x, n, seed, -3.0f, 5.0f);
+    fill<<<64, 256>>>(B.gamma, cols, seed + 1, 0.5f, 1.5f);
+    fill<<<64, 256>>>(B.beta, cols, seed + 2, -1.0f, 1.0f);
+    if (bf) to_bf16<<<1024, 256>>>(B.x, B.xb, n);
+    void *yv = bf ? (void *)B.yb : (void *)B.y;
+    const void *xv = bf ? (const void *)B.xb : (const void *)B.x;
+    CK(cudaMemset(yv, 0xff, (n + guard) * es));  // NaN in f32 and bf16
+    CK(cudaMemset(B.mean, 0xff, rows * 4));
+    CK(cudaMemset(B.rstd, 0xff, rows * 4));
+    CK(launch_mc(op, C, p, xv, B.gamma, ln ? B.beta : nullptr, yv, B.mean, B.rstd, rows, cols));
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+
+    std::vector<float> g(cols), b(cols), mean(rows), rstd(rows), xf, yf;
+    std::vector<uint16_t> xh, yh;
+    CK(cudaMemcpy(g.data(), B.gamma, cols * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(b.data(), B.beta, cols * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(mean.data(), B.mean, rows * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(rstd.data(), B.rstd, rows * 4, cudaMemcpyDeviceToHost));
+    if (bf) {
+        xh.resize(n), yh.resize(n + guard);
+        CK(cudaMemcpy(xh.data(), B.xb, n * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(yh.data(), B.yb, (n + guard) * 2, cudaMemcpyDeviceToHost));
+    } else {
+        xf.resize(n), yf.resize(n + guard);
+        CK(cudaMemcpy(xf.data(), B.x, n * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(yf.data(), B.y, (n + guard) * 4, cudaMemcpyDeviceToHost));
+    }
+    // f32 outputs: f32 statistics over up to 2^17 values, rsqrtf; bf16: the output's rounding (2^-9).
+    const double tol = bf ? 1e-2 : 1e-4, stat_tol = 1e-4;
+    const int nt = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    std::vector<double> worst(nt, 0.0), worst_stat(nt, 0.0);
+    std::vector<std::thread> th;
+    for (int w = 0; w < nt; ++w)
+        th.emplace_back([&, w] {
+            for (int r = w; r < rows; r += nt) {
+                const size_t o = (size_t)r * cols;
+                auto xin = [&](int j) { return bf ? (double)bf2f(xh[o + j]) : (double)xf[o + j]; };
+                double s = 0.0, ss = 0.0;
+                for (int j = 0; j < cols; ++j) s += xin(j);
+                const double mu = s / cols;
+                for (int j = 0; j < cols; ++j) {
+                    const double d = ln ? xin(j) - mu : xin(j);
+                    ss += d * d;
+                }
+                const double rs = 1.0 / std::sqrt(ss / cols + (double)kEps);
+                double e = 0.0;
+                for (int j = 0; j < cols; ++j) {
+                    const double ref = ln ? (xin(j) - mu) * rs * g[j] + b[j] : xin(j) * rs * g[j];
+                    const double got = bf ? (double)bf2f(yh[o + j]) : (double)yf[o + j];
+                    const double err = std::fabs(got - ref) / (1.0 + std::fabs(ref));
+                    if (!(err <= e)) e = std::isnan(err) ? INFINITY : err;
+                }
+                double es_ = std::fabs(rstd[r] - rs) / rs;
+                if (ln) es_ = std::max(es_, std::fabs(mean[r] - mu) / (1.0 + std::fabs(mu)));
+                if (std::isnan(es_)) es_ = INFINITY;
+                worst[w] = std::max(worst[w], e);
+                worst_stat[w] = std::max(worst_stat[w], es_);
+            }
+        });
+    for (auto &t : th) t.join();
+    const double e = *std::max_element(worst.begin(), worst.end());
+    const double es_ = *std::max_element(worst_stat.begin(), worst_stat.end());
+    size_t touched = 0;  // guard elements no longer NaN-poisoned
+    for (size_t i = n; i < n + guard; ++i)
+        touched += bf ? yh[i] != 0xffffu : [&] { uint32_t u; memcpy(&u, &yf[i], 4); return u != 0xffffffffu; }();
+    const bool ok = e <= tol && es_ <= stat_tol && touched == 0;
+    printf("%s (stages %d, max err %.2e / tol %.0e, stats %.2e, %zu of %zu guard elements written)\n",
+           ok ? "PASS" : "FAIL", p.stages, e, tol, es_, touched, guard);
+    return ok;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    int max_stages = mc::kMaxStages, dev = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--stages")) max_stages = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--device")) dev = atoi(argv[i + 1]);
+    }
+    CK(cudaSetDevice(dev));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, dev));
+    g_smem_optin = (int)prop.sharedMemPerBlockOptin;
+    printf("%s, %d SMs, L2 %d MiB, %zu KiB shared memory per block; ring of at most %d stages\n", prop.name,
+           prop.multiProcessorCount, prop.l2CacheSize >> 20, prop.sharedMemPerBlockOptin >> 10, max_stages);
+    if (prop.major != 9) {
+        printf("needs an sm_90 device\n");
+        return 2;
+    }
+
+    Bufs B;
+    B.n = 1ull << 26;
+    CK(cudaMalloc(&B.x, B.n * 4));
+    CK(cudaMalloc(&B.y, B.n * 4));
+    CK(cudaMalloc(&B.gamma, 131072 * 4));
+    CK(cudaMalloc(&B.beta, 131072 * 4));
+    CK(cudaMalloc(&B.mean, 65536 * 4));
+    CK(cudaMalloc(&B.rstd, 65536 * 4));
+    CK(cudaMalloc(&B.xb, B.n * 2));
+    B.yb = (__nv_bfloat16 *)B.y;
+    for (auto f : {(const void *)prism_layer_norm_f32, (const void *)prism_layer_norm_bf16,
+                   (const void *)prism_rms_norm_f32, (const void *)prism_rms_norm_bf16})
+        CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, 225 * 1024));
+
+    bool all_ok = true;
+    unsigned seed = 1000;
+    const int shapes[3][2] = {{1024, 65536}, {2048, 32768}, {512, 131072}};
+    printf("\n== timing (median of 20 after 5 warm-ups; ratio to a D2D copy of the same bytes, read + written)"
+           " and checks on the timed shapes\n");
+    for (auto &sh : shapes) {
+        const int rows = sh[0], cols = sh[1];
+        const size_t n = (size_t)rows * cols;
+        fill<<<1024, 256>>>(B.x, n, 1, -3.0f, 5.0f);
+        fill<<<64, 256>>>(B.gamma, cols, 2, 0.5f, 1.5f);
+        fill<<<64, 256>>>(B.beta, cols, 3, -1.0f, 1.0f);
+        to_bf16<<<1024, 256>>>(B.x, B.xb, n);
+        CK(cudaDeviceSynchronize());
+        const float copy32 = median_ms([&] { cudaMemcpyAsync(B.y, B.x, n * 4, cudaMemcpyDeviceToDevice); });
+        const float copy16 = median_ms([&] { cudaMemcpyAsync(B.y, B.x, n * 2, cudaMemcpyDeviceToDevice); });
+        for (int op = 0; op < 4; ++op) {
+            const bool bf = is_bf(op), ln = is_ln(op);
+            const double bytes = 2.0 * n * (bf ? 2 : 4);
+            const float tc = bf ? copy16 : copy32;
+            const void *xv = bf ? (const void *)B.xb : (const void *)B.x;
+            void *yv = bf ? (void *)B.yb : (void *)B.y;
+            printf("%s %5d x %6d  copy %5.0f GB/s\n", op_name(op), rows, cols, bytes / (tc * 1e6));
+            if (row_fits(op, cols)) {
+                for (int params = 1; params >= 0; --params) {
+                    const float *g = params ? B.gamma : nullptr, *b = params && ln ? B.beta : nullptr;
+                    const float t = median_ms([&] { launch_row(op, xv, g, b, yv, B.mean, B.rstd, rows, cols); });
+                    CK(cudaGetLastError());
+                    printf("    row kernel %-18s %5.0f GB/s  %.2fx copy\n", params ? "with parameters" : "without",
+                           bytes / (t * 1e6), tc / t);
+                }
+            } else {
+                printf("    row kernel: streams the row (not on chip); not timed here\n");
+            }
+            for (int C : {2, 4}) {
+                const Plan p = plan_mc(op, C, rows, cols, max_stages);
+                if (!p.ok) {
+                    printf("    multicast C=%d: skipped: %s\n", C, p.why);
+                    continue;
+                }
+                const float t = median_ms([&] {
+                    launch_mc(op, C, p, xv, B.gamma, ln ? B.beta : nullptr, yv, B.mean, B.rstd, rows, cols);
+                });
+                CK(cudaGetLastError());
+                printf("    multicast C=%d %-14s %5.0f GB/s  %.2fx copy   (stages %d x %zu KiB + row %zu KiB,"
+                       " %d clusters = %d SMs at once)\n",
+                       C, "", bytes / (t * 1e6), tc / t, p.stages, p.stage_bytes >> 10, p.row_bytes >> 10,
+                       p.clusters, p.clusters * C);
+            }
+        }
+        CK(cudaDeviceSynchronize());
+        for (int op = 0; op < 4; ++op)
+            for (int C : {2, 4}) all_ok &= check(B, op, C, rows, cols, seed++, max_stages);
+    }
+
+    printf("\n== checks: rows %% C != 0, a partial last round (some slices empty), fewer rows than a cluster\n");
+    const int extra[4][2] = {{1023, 65536}, {1023, 50000}, {5, 65536}, {3, 131072}};
+    for (auto &e : extra)
+        for (int op = 0; op < 4; ++op)
+            for (int C : {2, 4}) all_ok &= check(B, op, C, e[0], e[1], seed++, max_stages);
+    // A ring shallower than the rows' rounds at every depth the harness allows (refills on every stage).
+    printf("\n== checks: ring depths 1 and 2 (1023 x 65536)\n");
+    for (int s : {1, 2})
+        for (int op = 0; op < 4; ++op)
+            for (int C : {2, 4}) all_ok &= check(B, op, C, 1023, 65536, seed++, s);
+
+    const cudaError_t err = cudaDeviceSynchronize();
+    printf("\n%s (cuda: %s)\n", all_ok && err == cudaSuccess ? "ALL PASS" : "SOME CHECKS FAILED", cudaGetErrorString(err));
+    return all_ok && err == cudaSuccess ? 0 : 1;
+}
