@@ -84,30 +84,43 @@ __device__ __forceinline__ void fence_mbar_init() {
 __device__ __forceinline__ void mbar_arm(uint32_t bar, uint32_t bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
+__device__ __forceinline__ bool mbar_try(uint32_t bar, uint32_t parity) {
+    uint32_t done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    return done;
+}
+__device__ __forceinline__ bool mbar_try_cluster(uint32_t bar, uint32_t parity) {
+    uint32_t done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    return done;
+}
+// A protocol bug shows as a launch error (an illegal instruction after about 2^34 cycles, several seconds)
+// rather than a hang. (A printf here costs the kernels' registers spills.)
+__device__ __forceinline__ void mbar_stuck() { __trap(); }
 // Waits for the phase of parity `parity` of a barrier in this block that bulk copies complete.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    uint32_t done;
-    do {
-        asm volatile("{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
+    if (mbar_try(bar, parity)) return;
+    const long long t0 = clock64();
+    while (!mbar_try(bar, parity))
+        if (clock64() - t0 > (1ll << 34)) mbar_stuck();
 }
 // As mbar_wait, for a barrier that other blocks arrive on: acquire at cluster scope pairs with their
 // release, so their reads of the stage happen before the copy that overwrites it.
 __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-    uint32_t done;
-    do {
-        asm volatile("{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
+    if (mbar_try_cluster(bar, parity)) return;
+    const long long t0 = clock64();
+    while (!mbar_try_cluster(bar, parity))
+        if (clock64() - t0 > (1ll << 34)) mbar_stuck();
 }
 // Arrives on the barrier at the same shared-memory offset in block `rank` of the cluster.
 __device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t rank) {
@@ -156,6 +169,7 @@ struct ParamRing {
     uint64_t (*full)[kMaxCluster];  // full[s][r]
     uint64_t *empty;             // empty[s]
     int stages, rounds, nchunks, bs;
+    bool dry;                    // diagnostic: the protocol with 16 bytes per slice moved (stale stages)
     int slice;                   // the slice this thread's warp reads (= the rank that issues it)
     uint32_t rank;
     bool lead;                   // lane 0 of its slice's first warp: arms full[.][slice]; issues if rank == slice
@@ -166,16 +180,25 @@ struct ParamRing {
     // Chunks of slice r in round k (the last round may be partial, some of its slices empty).
     __device__ __forceinline__ int slice_chunks(int k, int r) const {
         const int q = bs / C, v = nchunks - k * bs - r * q;
-        return v < 0 ? 0 : (v > q ? q : v);
+        return dry || v < 0 ? 0 : (v > q ? q : v);
     }
+    // Never 0: a phase armed with 0 bytes would complete at once, before slower warps of this block have
+    // seen the previous phase of the same barrier, and they would then wait a phase too far (a deadlock).
+    // An empty slice (the tail of a partial round, or dry) carries 16 bytes nobody reads, so its phase too
+    // completes only after the issuer's copy, i.e. after every warp of the slice has released the stage.
     __device__ __forceinline__ uint32_t slice_bytes(int k, int r) const {
-        return (uint32_t)(P * slice_chunks(k, r) * N * 4);
+        const int ch = slice_chunks(k, r);
+        return ch ? (uint32_t)(P * ch * N * 4) : 16u;
     }
     // Block `rank`'s slice of round k into stage st of every block of the cluster.
     __device__ __forceinline__ void issue(int k, int st) const {
         const int q = bs / C, ch = slice_chunks(k, (int)rank);
-        if (ch == 0) return;  // the consumers armed 0 bytes: their phase is already complete
         const uint32_t bar = smem_u32(&full[st][rank]);
+        if (ch == 0) {  // the 16 bytes slice_bytes promises, into this slice's (unread) first chunk
+            bulk_multicast(smem_u32(stage + (size_t)st * stage_floats() + rank * q * N), param[0], 16u, bar,
+                           (uint16_t)((1u << C) - 1));
+            return;
+        }
 #pragma unroll
         for (int p = 0; p < P; ++p) {
             const float *src = param[p] + ((size_t)k * bs + (size_t)rank * q) * N;
@@ -237,7 +260,8 @@ template <bool LN> struct Rc<__nv_bfloat16, LN> { static constexpr int v = 32 / 
 template <typename T, bool LN, int C>
 __global__ void __launch_bounds__(1024, 1)
     mc_norm(const T *__restrict__ x, const float *__restrict__ gamma, const float *__restrict__ beta,
-            T *__restrict__ y, float *mean_out, float *rstd_out, int rows, int cols, float eps, int stages) {
+            T *__restrict__ y, float *mean_out, float *rstd_out, int rows, int cols, float eps, int stages,
+            bool dry) {
     constexpr int N = Pack<T>::N, P = LN ? 2 : 1, RC = Rc<T, LN>::v;
     __shared__ __align__(8) uint64_t full[kMaxStages][kMaxCluster];
     __shared__ __align__(8) uint64_t empty[kMaxStages];
@@ -257,6 +281,7 @@ __global__ void __launch_bounds__(1024, 1)
     ring.rounds = rounds;
     ring.nchunks = nchunks;
     ring.bs = bs;
+    ring.dry = dry;
     ring.slice = warp / wps;
     ring.rank = cluster_rank();
     ring.lead = (warp % wps == 0) && (t & 31) == 0;
@@ -376,18 +401,16 @@ const char *op_name(int op) {
 bool is_bf(int op) { return op == LN_BF16 || op == RMS_BF16; }
 bool is_ln(int op) { return op == LN_F32 || op == LN_BF16; }
 
-const void *mc_kernel(int op, int C) {
+template <int C> const void *mc_kernel_c(int op) {
     using bf = __nv_bfloat16;
-    if (C == 2) {
-        if (op == LN_F32) return (const void *)mc::mc_norm<float, true, 2>;
-        if (op == RMS_F32) return (const void *)mc::mc_norm<float, false, 2>;
-        if (op == LN_BF16) return (const void *)mc::mc_norm<bf, true, 2>;
-        return (const void *)mc::mc_norm<bf, false, 2>;
-    }
-    if (op == LN_F32) return (const void *)mc::mc_norm<float, true, 4>;
-    if (op == RMS_F32) return (const void *)mc::mc_norm<float, false, 4>;
-    if (op == LN_BF16) return (const void *)mc::mc_norm<bf, true, 4>;
-    return (const void *)mc::mc_norm<bf, false, 4>;
+    if (op == LN_F32) return (const void *)mc::mc_norm<float, true, C>;
+    if (op == RMS_F32) return (const void *)mc::mc_norm<float, false, C>;
+    if (op == LN_BF16) return (const void *)mc::mc_norm<bf, true, C>;
+    return (const void *)mc::mc_norm<bf, false, C>;
+}
+// C = 1 is a diagnostic: the ring and its protocol with nothing shared.
+const void *mc_kernel(int op, int C) {
+    return C == 1 ? mc_kernel_c<1>(op) : C == 2 ? mc_kernel_c<2>(op) : mc_kernel_c<4>(op);
 }
 int mc_rc(int op) {
     return op == LN_F32 ? mc::Rc<float, true>::v : op == RMS_F32 ? mc::Rc<float, false>::v : mc::Rc<__nv_bfloat16, true>::v;
@@ -443,46 +466,55 @@ Plan plan_mc(int op, int C, int rows, int cols, int max_stages) {
     return p;
 }
 
-template <typename T, bool LN, int C>
-cudaError_t launch_mc_t(const Plan &p, const void *x, const float *g, const float *b, void *y, float *mean,
-                        float *rstd, int rows, int cols) {
+cudaLaunchConfig_t cluster_config(int C, int grid, int block, size_t smem, cudaLaunchAttribute *at) {
     cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = C, at[0].val.clusterDim.y = 1, at[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3((rows + C - 1) / C * C), cfg.blockDim = dim3(p.block), cfg.dynamicSmemBytes = p.smem;
+    cfg.gridDim = dim3(grid), cfg.blockDim = dim3(block), cfg.dynamicSmemBytes = smem;
     cfg.attrs = at, cfg.numAttrs = 1;
+    return cfg;
+}
+template <typename T, bool LN, int C>
+cudaError_t launch_mc_t(const Plan &p, const void *x, const float *g, const float *b, void *y, float *mean,
+                        float *rstd, int rows, int cols, bool dry) {
+    cudaLaunchAttribute at[1];
+    const cudaLaunchConfig_t cfg = cluster_config(C, (rows + C - 1) / C * C, p.block, p.smem, at);
     return cudaLaunchKernelEx(&cfg, mc::mc_norm<T, LN, C>, (const T *)x, g, b, (T *)y, mean, rstd, rows, cols,
-                              kEps, p.stages);
+                              kEps, p.stages, dry);
+}
+template <int C>
+cudaError_t launch_mc_c(int op, const Plan &p, const void *x, const float *g, const float *b, void *y,
+                        float *mean, float *rstd, int rows, int cols, bool dry) {
+    using bf = __nv_bfloat16;
+    if (op == LN_F32) return launch_mc_t<float, true, C>(p, x, g, b, y, mean, rstd, rows, cols, dry);
+    if (op == RMS_F32) return launch_mc_t<float, false, C>(p, x, g, b, y, mean, rstd, rows, cols, dry);
+    if (op == LN_BF16) return launch_mc_t<bf, true, C>(p, x, g, b, y, mean, rstd, rows, cols, dry);
+    return launch_mc_t<bf, false, C>(p, x, g, b, y, mean, rstd, rows, cols, dry);
 }
 cudaError_t launch_mc(int op, int C, const Plan &p, const void *x, const float *g, const float *b, void *y,
-                      float *mean, float *rstd, int rows, int cols) {
-    using bf = __nv_bfloat16;
-#define L(T, LN, CC) launch_mc_t<T, LN, CC>(p, x, g, b, y, mean, rstd, rows, cols)
-    if (C == 2) {
-        if (op == LN_F32) return L(float, true, 2);
-        if (op == RMS_F32) return L(float, false, 2);
-        if (op == LN_BF16) return L(bf, true, 2);
-        return L(bf, false, 2);
-    }
-    if (op == LN_F32) return L(float, true, 4);
-    if (op == RMS_F32) return L(float, false, 4);
-    if (op == LN_BF16) return L(bf, true, 4);
-    return L(bf, false, 4);
-#undef L
+                      float *mean, float *rstd, int rows, int cols, bool dry = false) {
+    if (C == 1) return launch_mc_c<1>(op, p, x, g, b, y, mean, rstd, rows, cols, dry);
+    if (C == 2) return launch_mc_c<2>(op, p, x, g, b, y, mean, rstd, rows, cols, dry);
+    return launch_mc_c<4>(op, p, x, g, b, y, mean, rstd, rows, cols, dry);
 }
 
 // The row kernel of cuda/norms.cu as the launcher sizes it; g / b null = without parameters.
+// C > 1 (diagnostic): the same kernel launched in clusters of C (grid padded; the extra blocks return), what
+// cluster scheduling alone costs these one-block-per-SM rows.
 void launch_row(int op, const void *x, const float *g, const float *b, void *y, float *mean, float *rstd,
-                int rows, int cols) {
+                int rows, int cols, int C = 1) {
     const int rb = row_block(cols);
     const int lanes = is_bf(op) ? 8 : 4, rc = is_bf(op) ? 4 : (op == LN_F32 ? 7 : 8);
     const size_t so = row_smem(cols, lanes, rc, rb);
     using bf = __nv_bfloat16;
-    if (op == LN_F32) prism_layer_norm_f32<<<rows, rb, so>>>((const float *)x, g, b, (float *)y, mean, rstd, rows, cols, kEps);
-    if (op == RMS_F32) prism_rms_norm_f32<<<rows, rb, so>>>((const float *)x, g, (float *)y, rstd, rows, cols, kEps);
-    if (op == LN_BF16) prism_layer_norm_bf16<<<rows, rb, so>>>((const bf *)x, g, b, (bf *)y, mean, rstd, rows, cols, kEps);
-    if (op == RMS_BF16) prism_rms_norm_bf16<<<rows, rb, so>>>((const bf *)x, g, (bf *)y, rstd, rows, cols, kEps);
+    cudaLaunchAttribute at[1];
+    const cudaLaunchConfig_t cfg = cluster_config(C, (rows + C - 1) / C * C, rb, so, at);
+    const float *xf = (const float *)x;
+    const bf *xb = (const bf *)x;
+    if (op == LN_F32) cudaLaunchKernelEx(&cfg, prism_layer_norm_f32, xf, g, b, (float *)y, mean, rstd, rows, cols, kEps);
+    if (op == RMS_F32) cudaLaunchKernelEx(&cfg, prism_rms_norm_f32, xf, g, (float *)y, rstd, rows, cols, kEps);
+    if (op == LN_BF16) cudaLaunchKernelEx(&cfg, prism_layer_norm_bf16, xb, g, b, (bf *)y, mean, rstd, rows, cols, kEps);
+    if (op == RMS_BF16) cudaLaunchKernelEx(&cfg, prism_rms_norm_bf16, xb, g, (bf *)y, rstd, rows, cols, kEps);
 }
 bool row_fits(int op, int cols) {  // VecRow within the 225 KiB the harness grants the row kernels
     const int lanes = is_bf(op) ? 8 : 4, rc = is_bf(op) ? 4 : (op == LN_F32 ? 7 : 8);
@@ -530,8 +562,10 @@ bool check(const Bufs &B, int op, int C, int rows, int cols, unsigned seed, int 
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
 
-    std::vector<float> g(cols), b(cols), mean(rows), rstd(rows), xf, yf;
-    std::vector<uint16_t> xh, yh;
+    // Host copies kept from case to case: the GPU machines' RAM grows on first touch, slowly.
+    static std::vector<float> g, b, mean, rstd, xf, yf;
+    static std::vector<uint16_t> xh, yh;
+    g.resize(cols), b.resize(cols), mean.resize(rows), rstd.resize(rows);
     CK(cudaMemcpy(g.data(), B.gamma, cols * 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(b.data(), B.beta, cols * 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(mean.data(), B.mean, rows * 4, cudaMemcpyDeviceToHost));
@@ -593,10 +627,18 @@ bool check(const Bufs &B, int op, int C, int rows, int cols, unsigned seed, int 
 
 int main(int argc, char **argv) {
     int max_stages = mc::kMaxStages, dev = 0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--stages")) max_stages = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--device")) dev = atoi(argv[i + 1]);
+    bool diag = true, checks = true;
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--stages") && i + 1 < argc) max_stages = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) dev = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-diag")) diag = false;
+        else if (!strcmp(argv[i], "--no-check")) checks = false;
+        else {
+            fprintf(stderr, "usage: %s [--stages S] [--device D] [--no-diag] [--no-check]\n", argv[0]);
+            return 2;
+        }
     }
+    setvbuf(stdout, nullptr, _IOLBF, 0);  // lines survive a kill (a timeout around the whole run)
     CK(cudaSetDevice(dev));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
@@ -670,10 +712,40 @@ int main(int argc, char **argv) {
                        C, "", bytes / (t * 1e6), tc / t, p.stages, p.stage_bytes >> 10, p.row_bytes >> 10,
                        p.clusters, p.clusters * C);
             }
+            if (!diag) continue;
+            // Where the time goes: the ring with nothing shared (C = 1), the protocol with no bytes moved
+            // (dry), and the row kernel itself launched in clusters.
+            for (int C : {1, 2, 4}) {
+                const Plan p = plan_mc(op, C, rows, cols, max_stages);
+                if (!p.ok) continue;
+                for (int dry = C == 1 ? 0 : 1; dry <= 1; ++dry) {
+                    const float t = median_ms([&] {
+                        launch_mc(op, C, p, xv, B.gamma, ln ? B.beta : nullptr, yv, B.mean, B.rstd, rows, cols,
+                                  dry);
+                    });
+                    CK(cudaGetLastError());
+                    printf("    diag: multicast C=%d%s %5.0f GB/s  %.2fx copy\n", C,
+                           dry ? " dry (no copies)     " : " (ring, no sharing)  ", bytes / (t * 1e6), tc / t);
+                }
+            }
+            if (row_fits(op, cols))
+                for (int C : {2, 4}) {
+                    const float t = median_ms([&] {
+                        launch_row(op, xv, B.gamma, ln ? B.beta : nullptr, yv, B.mean, B.rstd, rows, cols, C);
+                    });
+                    CK(cudaGetLastError());
+                    printf("    diag: row kernel in clusters of %d  %5.0f GB/s  %.2fx copy\n", C, bytes / (t * 1e6),
+                           tc / t);
+                }
         }
         CK(cudaDeviceSynchronize());
-        for (int op = 0; op < 4; ++op)
-            for (int C : {2, 4}) all_ok &= check(B, op, C, rows, cols, seed++, max_stages);
+        if (checks)
+            for (int op = 0; op < 4; ++op)
+                for (int C : {2, 4}) all_ok &= check(B, op, C, rows, cols, seed++, max_stages);
+    }
+    if (!checks) {
+        printf("\nchecks skipped (--no-check)\n");
+        return 0;
     }
 
     printf("\n== checks: rows %% C != 0, a partial last round (some slices empty), fewer rows than a cluster\n");
