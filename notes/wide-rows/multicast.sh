@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root: builds notes/wide-rows/multicast.cu (sm_90a: the multicast
 # form of cp.async.bulk) and runs it on every GPU nvidia-smi lists, one after the other. Arguments go to
-# the program (--stages S caps the ring depth). Exits nonzero when a check fails on any GPU.
+# the program (--stages S caps the ring depth; --var slice|warp times and checks one of the two rings;
+# --no-diag, --no-check). Exits nonzero when a check fails on any GPU.
 # PRISM_NVCC_FLAGS adds flags.
 set -euo pipefail
 d=$(mktemp -d)
