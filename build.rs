@@ -68,7 +68,6 @@ fn main() {
     println!("cargo:rerun-if-changed=ptx");
     println!("cargo:rerun-if-changed=.toolkit/nvidia/cu13/bin/nvcc");
     write_f32_constants(&root.join("cuda/random_polynomials.inc"), &out.join("random_polynomials.rs"));
-    write_f32_constants(&root.join("cuda/random_ziggurat.inc"), &out.join("random_ziggurat.rs"));
 
     let families = families(&root.join("cuda"), &sass_targets());
     let nvcc = find_nvcc(&root);

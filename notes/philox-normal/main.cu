@@ -1,9 +1,5 @@
-// Philox f32 normals: old (main's Box-Muller, notes/philox-normal/old/) against the ziggurat (new: cuda/,
-// its table in shared memory, misses queued per warp; ldg: the table through __ldg; z1024: 1024 layers; inline:
-// the slow path at once in each thread, no queue; r64: registers capped at 64), beside a memset, the
-// uniforms and cuRAND's Philox normal fill; CUDA events, median of 20 after 5 warm-ups. Then a checksum of
-// each variant's first 2^20 values (seed 42, offset 7, N(0.5, 2^2)): FNV-1a over their bytes, which the
-// CPU's `normal_f32_statistics_on_ten_million` (tests/random_cpu.rs) prints for the committed kernel.
+// Philox f32 normals, old (HEAD's cuda/random.cu) against new (the working tree's), beside a memset,
+// the uniforms and cuRAND's Philox normal fill; CUDA events, median of 20 after 5 warm-ups.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,62 +9,48 @@
 
 void normal_old(float *, unsigned long long, int);
 void normal_new(float *, unsigned long long, int);
-void normal_ldg(float *, unsigned long long, int);
-void normal_z1024(float *, unsigned long long, int);
-void normal_inline(float *, unsigned long long, int);
-void normal_r64(float *, unsigned long long, int);
+void normal_alt(float *, unsigned long long, int);
 void uniform_new(float *, unsigned long long, int);
-
-struct Variant {
-    const char *name;
-    void (*run)(float *, unsigned long long, int);
-};
-static const Variant variants[] = {
-    {"old", normal_old}, {"new", normal_new}, {"ldg", normal_ldg}, {"z1024", normal_z1024}, {"inline", normal_inline},
-    {"r64", normal_r64}};
 
 int main(int argc, char **) {
     const unsigned long long n = 1ull << 28;
     float *out;
     cudaMalloc(&out, n * 4);
-    const int full = (int)((n / 4 + 255) / 256);
     if (argc > 1) {  // for ncu: one launch of each variant
-        for (const Variant &v : variants) v.run(out, n, full);
+        normal_new(out, n, (int)((n / 4 + 255) / 256));
+        normal_alt(out, n, (int)((n / 4 + 255) / 256));
         return cudaDeviceSynchronize() != cudaSuccess;
     }
     int sms;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    const int full = (int)((n / 4 + 255) / 256);
     auto gbs = [&](float ms) { return n * 4.0 / (ms * 1e-3) / 1e9; };
     const float memset = median_ms([&] { cudaMemsetAsync(out, 1, n * 4); });
     printf("memset              %7.0f GB/s\n", gbs(memset));
     curandGenerator_t gen;
     curandCreateGenerator(&gen, CURAND_RNG_PSEUDO_PHILOX4_32_10);
     const float cur = median_ms([&] { curandGenerateNormal(gen, out, n, 0.5f, 2.0f); });
-    printf("curand normal       %7.0f GB/s (%.2fx memset)\n", gbs(cur), memset / cur);
+    printf("curand normal       %7.0f GB/s\n", gbs(cur));
     const float uni = median_ms([&] { uniform_new(out, n, full); });
     printf("uniform             %7.0f GB/s (%.2fx memset)\n", gbs(uni), memset / uni);
     const int grids[] = {full, sms * 8, sms * 16, sms * 32};
     for (int g : grids) {
-        printf("grid %7d:", g);
-        for (const Variant &v : variants) {
-            const float ms = median_ms([&] { v.run(out, n, g); });
-            printf("  %s %5.0f GB/s (%.2fx memset, %.2fx curand)", v.name, gbs(ms), memset / ms, cur / ms);
-        }
-        printf("\n");
+        const float o = median_ms([&] { normal_old(out, n, g); });
+        const float w = median_ms([&] { normal_new(out, n, g); });
+        const float a = median_ms([&] { normal_alt(out, n, g); });
+        const float u = median_ms([&] { uniform_new(out, n, g); });
+        printf("grid %7d  old %7.0f GB/s (%.2fx memset)  new %7.0f GB/s (%.2fx memset, %.2fx curand)  alt %7.0f "
+               "GB/s (%.2fx memset)  uniform %7.0f GB/s\n",
+               g, gbs(o), memset / o, gbs(w), memset / w, cur / w, gbs(a), memset / a, gbs(u));
     }
+    // Moments of the new fill: mean 0.5, stddev 2.
+    normal_new(out, n, full);
     std::vector<float> h(1 << 24);
-    for (const Variant &v : variants) {
-        v.run(out, n, full);
-        cudaMemcpy(h.data(), out, h.size() * 4, cudaMemcpyDeviceToHost);
-        unsigned long long fnv = 0xcbf29ce484222325ull;
-        const unsigned char *bytes = reinterpret_cast<const unsigned char *>(h.data());
-        for (size_t i = 0; i < (1u << 20) * 4; ++i) fnv = (fnv ^ bytes[i]) * 0x100000001b3ull;
-        double s = 0, s2 = 0;
-        for (float x : h) s += x, s2 += (double)x * x;
-        const double mean = s / h.size(), var = s2 / h.size() - mean * mean;
-        printf("%-6s checksum of the first 2^20: 0x%016llx; mean %.5f stddev %.5f over %zu values (want 0.5, 2)\n",
-               v.name, fnv, mean, std::sqrt(var), h.size());
-    }
-    printf("error: %s\n", cudaGetErrorString(cudaGetLastError()));
+    cudaMemcpy(h.data(), out, h.size() * 4, cudaMemcpyDeviceToHost);
+    double s = 0, s2 = 0;
+    for (float v : h) s += v, s2 += (double)v * v;
+    const double mean = s / h.size(), var = s2 / h.size() - mean * mean;
+    printf("new: mean %.5f stddev %.5f over %zu values; error %s\n", mean, std::sqrt(var), h.size(),
+           cudaGetErrorString(cudaGetLastError()));
     return 0;
 }

@@ -1,16 +1,14 @@
 //! Philox4x32-10 fills on the CPU: the numbers `cuda/random.cu` makes, from the same
 //! `(seed, offset, index)`. Uniform values, raw bits and f32 normals are bit-identical to the
-//! kernel's (the f32 ziggurat uses only integer operations, fma and IEEE-rounded `+` and `*`, in
-//! the kernel's order, with the kernel's own tables and polynomials: -2 ln u within 1.01 ulp of
-//! f64 on every input, exp(-x^2 / 2) within a few ulp); f32 log-normals exponentiate in f64 with
-//! the host's `exp` (within 1 ulp of the kernel's), and f64 normals use the host's `ln`, `sin`,
-//! `cos`, `exp` (within a few ulp).
+//! kernel's (the f32 Box-Muller uses only integer operations, fma and IEEE-rounded `*` and
+//! `sqrt`, in the kernel's order, with the kernel's own polynomials: -2 ln u within 1.01 ulp and
+//! sin/cos within 0.71 ulp of f64 on every input); f32 log-normals exponentiate in f64 with the
+//! host's `exp` (within 1 ulp of the kernel's), and f64 normals use the host's `ln`, `sin`, `cos`,
+//! `exp` (within a few ulp).
 //!
 //! Block `b` of a fill at [`Philox`] `{ seed, offset }` is Philox4x32-10 (Salmon et al., "Parallel
 //! random numbers: as easy as 1, 2, 3", SC'11) of the 128-bit counter `offset + b` and the
-//! 64-bit key `seed`, both little-endian in 32-bit words. The f32 normal's ziggurat draws its rare
-//! extra uniforms from the blocks whose counter has `4t + e` in its top word (retry `t = 1, 2, ..`
-//! of element `e` of block `b`); the main stream's top word is always 0.
+//! 64-bit key `seed`, both little-endian in 32-bit words.
 
 use rayon::prelude::*;
 
@@ -34,42 +32,28 @@ pub fn philox4x32_10(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
     x
 }
 
-/// The counter of block `b` of the fill at `at`: `offset + b` in 128 bits (its top word 0).
-fn counter(at: Philox, b: u64) -> [u32; 4] {
-    let words = (u128::from(at.offset) + u128::from(b)).to_le_bytes();
-    let word =
-        |i: usize| u32::from_le_bytes([words[4 * i], words[4 * i + 1], words[4 * i + 2], words[4 * i + 3]]);
-    [word(0), word(1), word(2), word(3)]
-}
-
-/// The key of the fill at `at`.
-fn key(at: Philox) -> [u32; 2] {
-    [at.seed as u32, (at.seed >> 32) as u32]
-}
-
 /// Block `b` of the fill at `at`.
 fn block(at: Philox, b: u64) -> [u32; 4] {
-    philox4x32_10(counter(at, b), key(at))
+    let counter = u128::from(at.offset) + u128::from(b);
+    let words = counter.to_le_bytes();
+    let word =
+        |i: usize| u32::from_le_bytes([words[4 * i], words[4 * i + 1], words[4 * i + 2], words[4 * i + 3]]);
+    philox4x32_10([word(0), word(1), word(2), word(3)], [at.seed as u32, (at.seed >> 32) as u32])
 }
 
 /// Blocks per parallel chunk.
 const CHUNK_BLOCKS: usize = 1 << 12;
 
-/// Fills `out` block by block: `make(b)` becomes elements `PER b ..`, as far as `out` reaches.
-fn fill_blocks<T: Send, const PER: usize>(out: &mut [T], make: impl Fn(u64) -> [T; PER] + Sync) {
+/// Fills `out` block by block: block `b` becomes elements `PER b ..`, as far as `out` reaches.
+fn fill<T: Send, const PER: usize>(out: &mut [T], at: Philox, make: impl Fn([u32; 4]) -> [T; PER] + Sync) {
     out.par_chunks_mut(PER * CHUNK_BLOCKS).enumerate().for_each(|(chunk, out)| {
         for (i, dst) in out.chunks_mut(PER).enumerate() {
             let b = (chunk * CHUNK_BLOCKS + i) as u64;
-            for (d, v) in dst.iter_mut().zip(make(b)) {
+            for (d, v) in dst.iter_mut().zip(make(block(at, b))) {
                 *d = v;
             }
         }
     });
-}
-
-/// Fills `out` block by block: block `b`'s words, through `make`, become elements `PER b ..`.
-fn fill<T: Send, const PER: usize>(out: &mut [T], at: Philox, make: impl Fn([u32; 4]) -> [T; PER] + Sync) {
-    fill_blocks(out, |b| make(block(at, b)));
 }
 
 fn join(lo: u32, hi: u32) -> u64 {
@@ -136,19 +120,11 @@ pub fn uniform_f64(out: &mut [f64], at: Philox) {
     fill(out, at, |w| [unit_f64(join(w[0], w[1])), unit_f64(join(w[2], w[3]))]);
 }
 
-/// The kernel's f32 ziggurat (`exact::` in cuda/random.cu), operation for operation: integer
+/// The kernel's f32 Box-Muller (`exact::` in cuda/random.cu), operation for operation: integer
 /// operations, exact conversions, fma (`mul_add`, correctly rounded on every target) and
-/// IEEE-rounded `+` and `*`, with the kernel's tables and constants (cuda/random_ziggurat.inc,
-/// cuda/random_polynomials.inc).
+/// IEEE-rounded `*` and `sqrt`, with the kernel's constants (cuda/random_polynomials.inc).
 mod exact_f32 {
     include!(concat!(env!("OUT_DIR"), "/random_polynomials.rs"));
-    include!(concat!(env!("OUT_DIR"), "/random_ziggurat.rs"));
-
-    /// The ziggurat's layers: bits `0 .. LAYER_BITS` of a word pick one, the next bit is the sign,
-    /// the rest the fraction.
-    const LAYERS: usize = ZIGGURAT_FAST.len() / 2;
-    const LAYER_BITS: u32 = LAYERS.trailing_zeros();
-    const _: () = assert!(LAYERS.is_power_of_two() && ZIGGURAT_F.len() == LAYERS + 1);
 
     /// Horner's rule, one fma per coefficient (highest power first).
     #[inline(always)]
@@ -169,93 +145,36 @@ mod exact_f32 {
         ef.mul_add(f32::from_bits(M2LN2[0]), ef.mul_add(f32::from_bits(M2LN2[1]), ln1p))
     }
 
-    /// exp(-x^2 / 2) for |x| <= r: h = -x^2 / 2 = k ln 2 + s, k rounded by adding and taking away
-    /// 1.5 2^23 (its low bits are k), exp(s) by the polynomial, 2^k added to the exponent.
+    /// (sin 2πt, cos 2πt) for t = (w >> 8) 2^-24: t = q/4 + r, r in [-1/8, 1/8).
     #[inline(always)]
-    pub fn exp_minus_half_square(x: f32) -> f32 {
-        let h = (x * x) * -0.5;
-        let shifted = h.mul_add(f32::from_bits(EXP_REDUCE[0]), 12_582_912.0);
-        let k = shifted + -12_582_912.0;
-        let s = (-k).mul_add(f32::from_bits(EXP_REDUCE[1]), h);
-        let s = (-k).mul_add(f32::from_bits(EXP_REDUCE[2]), s);
-        let scale = ((shifted.to_bits() as i32).wrapping_sub(0x4b40_0000) as u32) << 23;
-        f32::from_bits(horner(&EXP, s).to_bits().wrapping_add(scale))
+    pub fn sin_cos_turns(w: u32) -> (f32, f32) {
+        let j = (w >> 8) as i32;
+        let q = (j + (1 << 21)) >> 22;
+        let r = (j - (q << 22)) as f32 * (1.0 / (1u32 << 24) as f32);
+        let r2 = r * r;
+        let s = r * horner(&SIN_TURNS, r2);
+        let c = horner(&COS_TURNS, r2);
+        let odd = q & 1 != 0;
+        let flip = |x: f32, negate: bool| if negate { -x } else { x };
+        (flip(if odd { c } else { s }, q & 2 != 0), flip(if odd { s } else { c }, (q + 1) & 2 != 0))
     }
 
-    /// A word's ziggurat draw: its layer, its fraction j, the layer's K and j W (the value if
-    /// accepted).
-    #[derive(Clone, Copy)]
-    struct Draw {
-        layer: usize,
-        fraction: u32,
-        k: u32,
-        x: f32,
+    /// Box-Muller on two 32-bit words (radius from the first, angle from the second).
+    #[inline(always)]
+    fn box_muller(w0: u32, w1: u32) -> (f32, f32) {
+        let radius = minus_two_ln_unit(w0).sqrt();
+        let (s, c) = sin_cos_turns(w1);
+        (radius * c, radius * s)
     }
 
-    impl Draw {
-        #[inline(always)]
-        fn new(w: u32) -> Draw {
-            let layer = (w & (LAYERS as u32 - 1)) as usize;
-            let fraction = w >> (LAYER_BITS + 1);
-            let x = fraction as f32 * f32::from_bits(ZIGGURAT_FAST[2 * layer + 1]);
-            Draw { layer, fraction, k: ZIGGURAT_FAST[2 * layer], x }
-        }
-
-        /// j < K: the point lies in the layer's inner rectangle, under the curve.
-        #[inline(always)]
-        fn fast(self) -> bool {
-            self.fraction < self.k
-        }
-    }
-
-    /// The sign of a word's normal (its bit `LAYER_BITS`) as an f32 sign bit.
-    fn sign_bit(w: u32) -> u32 {
-        (w << (31 - LAYER_BITS)) & 0x8000_0000
-    }
-
-    /// |z| for element `e` of the block at `counter` whose draw `d` missed the fast path: retry
-    /// `t = 1, 2, ..` is the block at `counter` with `4t + e` as its top word; a wedge test takes
-    /// its word 0 as the height and, rejected, word 1 as the next draw; a tail round takes words
-    /// 0 and 1 as u1, u2 (Marsaglia's tail method). Ends with probability 1 (0.015 retry blocks
-    /// per normal on average).
-    fn slow_magnitude(mut counter: [u32; 4], key: [u32; 2], e: u32, mut d: Draw) -> f32 {
-        let mut t = 1u32;
-        loop {
-            counter[3] = t.wrapping_mul(4).wrapping_add(e);
-            t = t.wrapping_add(1);
-            let b = super::philox4x32_10(counter, key);
-            if d.layer == 0 {
-                let x = minus_two_ln_unit(b[0]) * f32::from_bits(ZIGGURAT_TAIL[1]);
-                if minus_two_ln_unit(b[1]) > x * x {
-                    return f32::from_bits(ZIGGURAT_TAIL[0]) + x;
-                }
-                continue;
-            }
-            let (lo, hi) = (f32::from_bits(ZIGGURAT_F[d.layer]), f32::from_bits(ZIGGURAT_F[d.layer + 1]));
-            let y = ((b[0] >> 8) as f32 * (1.0 / 16_777_216.0)).mul_add(hi - lo, lo);
-            if y < exp_minus_half_square(d.x) {
-                return d.x;
-            }
-            d = Draw::new(b[1]);
-            if d.fast() {
-                return d.x;
-            }
-        }
-    }
-
-    /// The four standard normals of the block at `counter` (under `key`), whose words are `w`.
-    pub fn normals(counter: [u32; 4], key: [u32; 2], w: [u32; 4]) -> [f32; 4] {
-        let mut z = [0.0; 4];
-        for (e, (z, &w)) in z.iter_mut().zip(&w).enumerate() {
-            let d = Draw::new(w);
-            let magnitude = if d.fast() { d.x } else { slow_magnitude(counter, key, e as u32, d) };
-            *z = f32::from_bits(magnitude.to_bits() | sign_bit(w));
-        }
-        z
+    /// The four normals of one Philox block: Box-Muller on (w0, w1) and (w2, w3).
+    pub fn normals(w: [u32; 4]) -> [f32; 4] {
+        let ((z0, z1), (z2, z3)) = (box_muller(w[0], w[1]), box_muller(w[2], w[3]));
+        [z0, z1, z2, z3]
     }
 }
 
-/// Normal f32 (log-normal when `log`, exponentiated in f64): the ziggurat on each word, in f32.
+/// Normal f32 (log-normal when `log`, exponentiated in f64), Box-Muller on the word pairs in f32.
 pub fn normal_f32(out: &mut [f32], at: Philox, mean: f32, std: f32, log: bool) {
     let shape = |z: f32| {
         let x = std.mul_add(z, mean);
@@ -265,10 +184,7 @@ pub fn normal_f32(out: &mut [f32], at: Philox, mean: f32, std: f32, log: bool) {
             x
         }
     };
-    fill_blocks(out, |b| {
-        let c = counter(at, b);
-        exact_f32::normals(c, key(at), philox4x32_10(c, key(at))).map(shape)
-    });
+    fill(out, at, |w| exact_f32::normals(w).map(shape));
 }
 
 /// Normal f64 (log-normal when `log`), Box-Muller on the pair of 64-bit values.
@@ -321,13 +237,14 @@ mod tests {
         assert_eq!(sin_cos_pi(0.5).0, 1.0);
     }
 
-    /// The f32 ziggurat's slow-path functions against f64: -2 ln u (the tail) on every input it
-    /// takes (2^24) within a few ulp relative to the value; exp(-x^2 / 2) (the wedges) on 2^22
-    /// points of [0, r] within the rounding of x^2 (|x^2 / 2| 2^-24 relative) and a few ulp.
+    /// The f32 Box-Muller's pieces against f64 on every input they take (2^24 each): -2 ln u
+    /// within a few ulp relative to the value, sin/cos within a few ulp of 1 (their argument is
+    /// exact), so each normal is within a few ulp of the f64 Box-Muller on the same words.
     #[test]
-    fn the_f32_ln_and_exp_are_accurate() {
+    fn the_f32_box_muller_is_accurate_on_every_input() {
         let ulp = f64::from(f32::EPSILON);
         let mut worst_ln = 0.0f64;
+        let mut worst_trig = 0.0f64;
         for j in 0..1u32 << 24 {
             let u = f64::from(j + 1) / f64::from(1u32 << 24);
             let want = -2.0 * u.ln();
@@ -337,23 +254,16 @@ mod tests {
             } else {
                 worst_ln = worst_ln.max(((got - want) / want).abs());
             }
-        }
-        let r = f64::from(f32::from_bits(exact_f32::ZIGGURAT_TAIL[0]));
-        let mut worst_exp = 0.0f64;
-        for i in 0..=1u32 << 22 {
-            let x = (r * f64::from(i) / f64::from(1u32 << 22)) as f32;
-            let h = f64::from(x) * f64::from(x) / 2.0;
-            let want = (-h).exp();
-            let got = f64::from(exact_f32::exp_minus_half_square(x));
-            // The rounding of x^2 moves h by up to h 2^-24, the result by as much relative.
-            worst_exp = worst_exp.max(((got - want) / want).abs() / (1.0 + h / 2.0));
+            let (s, c) = exact_f32::sin_cos_turns(j << 8 | 0xff);
+            let (ws, wc) = (2.0 * std::f64::consts::PI * f64::from(j) / f64::from(1u32 << 24)).sin_cos();
+            worst_trig = worst_trig.max((f64::from(s) - ws).abs()).max((f64::from(c) - wc).abs());
         }
         println!(
-            "f32 ziggurat: -2 ln u {:.2} ulp (relative), exp {:.2} ulp",
+            "f32 Box-Muller: -2 ln u {:.2} ulp (relative), sin/cos {:.2} ulp of 1",
             worst_ln / ulp,
-            worst_exp / ulp
+            worst_trig / ulp
         );
         assert!(worst_ln < 1.5 * ulp, "-2 ln u: relative error {:.2} ulp", worst_ln / ulp);
-        assert!(worst_exp < 2.0 * ulp, "exp(-x^2 / 2): relative error {:.2} ulp", worst_exp / ulp);
+        assert!(worst_trig < ulp, "sin/cos: error {:.2} ulp of 1", worst_trig / ulp);
     }
 }

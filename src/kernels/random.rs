@@ -2,10 +2,8 @@
 //!
 //! A fill of `n` elements at [`Philox`] `{ seed, offset }` computes block `b` (four 32-bit words)
 //! as Philox4x32-10 with key `seed` and 128-bit counter `offset + b`, for the blocks `0..n /
-//! PER_BLOCK` (rounded up); element `i` depends only on `(seed, offset, i)` (the f32 normal's
-//! ziggurat also reads, for its rare rejected draws, the blocks whose counter has `4t + e` in its
-//! top word). How the words become values is documented in `cuda/random.cu`; `cpu::random`
-//! computes the same numbers.
+//! PER_BLOCK` (rounded up); element `i` depends only on `(seed, offset, i)`. How the words become
+//! values is documented in `cuda/random.cu`; `cpu::random` computes the same numbers.
 //! The values differ from cuRAND's Philox generator (another counter layout and conversions).
 
 use std::sync::Arc;

@@ -20,7 +20,7 @@ pub(crate) struct Uniform {
     pub at: Philox,
 }
 
-/// `len` f32 from `N(mean, std^2)` (a ziggurat, one word per value) on the stream at `at`.
+/// `len` f32 from `N(mean, std^2)` (Box-Muller) on the stream at `at`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Gaussian {
     pub len: usize,

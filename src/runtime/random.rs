@@ -12,7 +12,7 @@ impl ProductionGpuRuntime {
         self.map(Uniform { len: n, at }, [])
     }
 
-    /// `n` f32 from `N(mean, std^2)` (a ziggurat on the Philox stream at `at`, any `n`); the next
+    /// `n` f32 from `N(mean, std^2)` (Box-Muller on the Philox stream at `at`, any `n`); the next
     /// fill starts at `at.after::<f32>(n)`. GPU and CPU agree to 1 ulp.
     pub fn rand_normal(&self, n: usize, mean: f32, std: f32, at: Philox) -> Result<Vec<f32>> {
         self.map(Gaussian { len: n, mean, std, at }, [])
