@@ -134,7 +134,6 @@ __device__ __forceinline__ void load_param(const float *p, int c0, float *out) {
 // Interface shared by every container (used by the row operations):
 //   resident            : true when the row stays on chip (a second look costs no memory traffic)
 //   each<F>(f)          : f.template operator()<M>(const float *v) over chunks of M valid values
-//   update<F>(f)        : (resident containers) the same with float *v, whose changes are kept
 //   store<F>(out, f)    : f.template apply<M>(float *v, int col0) transforms a chunk; result is written.
 //                         F::kLoads says apply() reads memory (gamma/beta): then a group of chunks is
 //                         transformed before any is stored, so those loads are not serialised behind stores;
@@ -185,24 +184,6 @@ struct VecRow {
                 float v[N];
                 Pack<T>::unpack(sm[k * bs + t], v);
                 f.template operator()<N>(v);
-            }
-        }
-    }
-    // Like `each`, but f may change the values (f32 rows only: shared-memory chunks are written back, and a
-    // bf16 row would round the new values).
-    template <class F>
-    __device__ __forceinline__ void update(F &f) {
-        static_assert(sizeof(T) == sizeof(float), "update() keeps f32 values");
-        const int t = threadIdx.x, bs = blockDim.x;
-#pragma unroll
-        for (int k = 0; k < RC; ++k)
-            if (t + k * bs < nchunks) f.template operator()<N>(r + k * N);
-        for (int k = 0; k < ks; ++k) {
-            if (t + (RC + k) * bs < nchunks) {
-                float v[N];
-                Pack<T>::unpack(sm[k * bs + t], v);
-                f.template operator()<N>(v);
-                sm[k * bs + t] = Pack<T>::pack(v);
             }
         }
     }
@@ -270,14 +251,6 @@ struct ScalarRow {
     }
     template <class F>
     __device__ __forceinline__ void each(F &f) const {
-        const int t = threadIdx.x, bs = blockDim.x;
-#pragma unroll
-        for (int k = 0; k < RE; ++k)
-            if (t + k * bs < cols) f.template operator()<1>(r + k);
-    }
-    // Like `each`, but f may change the values.
-    template <class F>
-    __device__ __forceinline__ void update(F &f) {
         const int t = threadIdx.x, bs = blockDim.x;
 #pragma unroll
         for (int k = 0; k < RE; ++k)
