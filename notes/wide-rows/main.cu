@@ -12,17 +12,7 @@
 #include <vector>
 #include "../median_ms.cuh"
 
-__global__ void fill(float *p, size_t n, unsigned seed, float lo, float hi) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        unsigned h = (unsigned)i * 2654435761u ^ seed;
-        h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
-        p[i] = lo + (hi - lo) * (h & 0xffffff) * (1.0f / 16777216.0f);
-    }
-}
-__global__ void to_bf16(const float *a, __nv_bfloat16 *b, size_t n) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        b[i] = __float2bfloat16_rn(a[i]);
-}
+#include "inputs.cuh"
 
 static int row_block(int cols) { return std::min(1024, std::max(32, ((cols + 31) / 32 + 31) / 32 * 32)); }
 static size_t row_smem(int cols, int lanes, int rc, int block) {
