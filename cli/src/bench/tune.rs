@@ -16,7 +16,7 @@ use half::{bf16, f16};
 
 use super::gemm::{cublas::Anchor, narrow, Timed};
 use super::Settings;
-use prism_gpu::driver::CudaSlice;
+use prism_gpu::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 use prism_gpu::raw::kernels::gemm::tuning::{
     self, Choice, Class, Entry, Outcome, Repeats, Table, Trial, Tuned, MARGIN,
 };
@@ -212,46 +212,22 @@ pub fn table_of(reports: &[Report]) -> Table {
 fn tune<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     let (kernels, stream) = (ops.kernels(), ops.stream());
     let (da, db) = (ops.upload(&narrow::<T>(timed.a))?, ops.upload(&narrow::<T>(timed.b))?);
-    // SAFETY: with beta == 0 every GEMM writes all batch x m x n elements before anything reads
-    // them.
-    let mut dc: CudaSlice<T> = unsafe { stream.alloc(g.batch * g.m * g.n) }?;
-    let workspace = Workspace::default();
     let default = tuning::plan_of::<T, T>(kernels, stream, g, &da.as_view(), &db.as_view())?;
     let candidates =
         tuning::candidates_of::<T, T>(kernels, stream, g, &da.as_view(), &db.as_view(), MAX_WORKSPACE)?;
-    let time = |choice, repeats: Repeats, dc: &mut CudaSlice<T>| {
-        let Choice::Kernel(kernel) = choice else { unreachable!("a GEMM's candidates are kernels") };
-        let (a, b) = (da.as_view(), db.as_view());
-        Timed { settings: Settings { warmup: repeats.warmup, repeats: repeats.repeats }, ..timed }
-            .time(stream, || {
-                tuning::gemm_with_kernel(
-                    kernels,
-                    stream,
-                    &workspace,
-                    g,
-                    kernel,
-                    &a,
-                    &b,
-                    &mut dc.as_view_mut(),
-                )
-            })
-            .map(|t| t.median_ms / timed.inner as f64)
-    };
-    let answer = |dc: &CudaSlice<T>| Ok(ops.download(dc)?.iter().map(|x| f64::from(x.to_f32())).collect());
-    let trial = Trial {
-        class: Class::of(g, Tuned::Gemm(g.precision)),
-        batch: g.batch,
-        repeats: repeats(timed.settings),
-        screen: true,
-    };
-    let candidates = candidates.iter().map(|p| Choice::Kernel(p.kernel));
-    trial.judge(
+    let workspace = Workspace::default();
+    let operands = Operands { a: &da, b: &db, g, class: Class::of(g, Tuned::Gemm(g.precision)) };
+    operands.judge(
+        ops,
+        timed,
         Choice::Kernel(default.kernel),
-        candidates,
+        candidates.iter().map(|p| Choice::Kernel(p.kernel)),
         2.0 * g.precision.tolerance(),
-        &mut dc,
-        time,
-        answer,
+        |x| f64::from(x.to_f32()),
+        |choice, a, b, c| {
+            let Choice::Kernel(kernel) = choice else { unreachable!("a GEMM's candidates are kernels") };
+            tuning::gemm_with_kernel(kernels, stream, &workspace, g, kernel, a, b, c)
+        },
     )
 }
 
@@ -260,39 +236,61 @@ fn tune_f64(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<Outcome> {
     let (kernels, stream) = (ops.kernels(), ops.stream());
     let wide = |x: &[f32]| x.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>();
     let (da, db) = (ops.upload(&wide(timed.a))?, ops.upload(&wide(timed.b))?);
-    // SAFETY: with beta == 0 every GEMM writes all batch x m x n elements before anything reads
-    // them.
-    let mut dc: CudaSlice<f64> = unsafe { stream.alloc(g.batch * g.m * g.n) }?;
     let g64 = g.with_f64_scales(1.0, 0.0);
-    let default = tuning::plan_f64(kernels, g)?;
-    let candidates = tuning::candidates_f64(kernels, g)?;
     let workspace = Workspace::default();
-    let time = |choice, repeats: Repeats, dc: &mut CudaSlice<f64>| {
-        let Choice::F64(plan) = choice else { unreachable!("an f64 GEMM's candidates are f64 kernels") };
-        let (a, b) = (da.as_view(), db.as_view());
-        Timed { settings: Settings { warmup: repeats.warmup, repeats: repeats.repeats }, ..timed }
-            .time(stream, || {
-                tuning::gemm_f64_with_plan(
-                    kernels,
-                    stream,
-                    &workspace,
-                    &g64,
-                    plan,
-                    &a,
-                    &b,
-                    &mut dc.as_view_mut(),
-                )
-            })
-            .map(|t| t.median_ms / timed.inner as f64)
-    };
-    let answer = |dc: &CudaSlice<f64>| ops.download(dc);
-    let trial = Trial {
-        class: Class::of(g, Tuned::F64),
-        batch: g.batch,
-        repeats: repeats(timed.settings),
-        screen: true,
-    };
-    trial.judge(Choice::F64(default), candidates.into_iter().map(Choice::F64), 1e-12, &mut dc, time, answer)
+    let operands = Operands { a: &da, b: &db, g, class: Class::of(g, Tuned::F64) };
+    operands.judge(
+        ops,
+        timed,
+        Choice::F64(tuning::plan_f64(kernels, g)?),
+        tuning::candidates_f64(kernels, g)?.into_iter().map(Choice::F64),
+        1e-12,
+        |x| x,
+        |choice, a, b, c| {
+            let Choice::F64(plan) = choice else { unreachable!("an f64 GEMM's candidates are f64 kernels") };
+            tuning::gemm_f64_with_plan(kernels, stream, &workspace, &g64, plan, a, b, c)
+        },
+    )
+}
+
+/// One shape's operands on the device, and the class its entry would tune.
+struct Operands<'a, T: DeviceRepr> {
+    a: &'a CudaSlice<T>,
+    b: &'a CudaSlice<T>,
+    g: &'a Gemm,
+    class: Class,
+}
+
+impl<T: DeviceRepr + Copy> Operands<'_, T> {
+    /// The fastest correct of `default` and `candidates` ([`Trial::judge`]), each run by
+    /// `launch(choice, A, B, C)` into a scratch C (beta 0) and timed per GEMM; answers are compared
+    /// as f64 through `widen`.
+    #[allow(clippy::too_many_arguments)] // the candidates and how to run and read them
+    fn judge(
+        &self,
+        ops: &GpuOps,
+        timed: Timed,
+        default: Choice,
+        candidates: impl Iterator<Item = Choice>,
+        tolerance: f64,
+        widen: impl Fn(T) -> f64,
+        launch: impl Fn(Choice, &CudaView<T>, &CudaView<T>, &mut CudaViewMut<T>) -> Result<()>,
+    ) -> Result<Outcome> {
+        let g = self.g;
+        // SAFETY: with beta == 0 every GEMM writes all batch x m x n elements before anything
+        // reads them.
+        let mut dc: CudaSlice<T> = unsafe { ops.stream().alloc(g.batch * g.m * g.n) }?;
+        let time = |choice, repeats: Repeats, dc: &mut CudaSlice<T>| {
+            let (a, b) = (self.a.as_view(), self.b.as_view());
+            Timed { settings: Settings { warmup: repeats.warmup, repeats: repeats.repeats }, ..timed }
+                .time(ops.stream(), || launch(choice, &a, &b, &mut dc.as_view_mut()))
+                .map(|t| t.median_ms / timed.inner as f64)
+        };
+        let answer = |dc: &CudaSlice<T>| Ok(ops.download(dc)?.into_iter().map(&widen).collect());
+        let trial =
+            Trial { class: self.class, batch: g.batch, repeats: repeats(timed.settings), screen: true };
+        trial.judge(default, candidates, tolerance, &mut dc, time, answer)
+    }
 }
 
 /// The tuner's repeats for the bench's settings.
