@@ -15,7 +15,7 @@ use prism_gpu::cublas::{result, Asum, AsumConfig, CudaBlas, Gemm as _, GemmConfi
 use prism_gpu::driver::{CudaContext, CudaStream};
 use prism_gpu::raw::kernels::gemm::{tuning, Workspace};
 use prism_gpu::raw::kernels::Kernels;
-use prism_gpu::ProductionGpuRuntime;
+use prism_gpu::{Gemm, ProductionGpuRuntime};
 
 /// f64 rounding of k-term dot products, relative to their bound (k up to ~2000: about k * 2^-53
 /// in the worst case, far less in practice).
@@ -99,6 +99,26 @@ fn every_candidate(case: &Case, kernels: &Kernels, stream: &Arc<CudaStream>, wor
         verify(case, &want, &stream.clone_dtoh(&dc).unwrap(), TOL, &format!(" on {plan}"));
     }
     plans.len()
+}
+
+/// A leading dimension past the DMMA copies' 32-bit offsets (2^24 doubles) takes the SIMT kernel,
+/// which must still give the right answer, on a product big enough for the tensor cores otherwise.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn leading_dimensions_past_the_tensor_core_copies_reach() {
+    let (rt, mut rng) = (gpu(), fresh_rng("dgemm gpu wide lda"));
+    let ops = rt.gpu().expect("a GPU runtime");
+    let layout = Gemm::new(3, 700, 200).leading_dims((1 << 24) + 3, 700, 701);
+    let plans = tuning::candidates_f64(ops.kernels(), &layout).unwrap();
+    assert!(plans.iter().all(|p| p.to_string() == "simt"), "{plans:?}");
+    let (la, lb, lc) = layout.min_lens().unwrap();
+    let case = Case {
+        g: layout.with_f64_scales(0.5, 0.0),
+        a: (0..la).map(|_| value(&mut rng)).collect(),
+        b: (0..lb).map(|_| value(&mut rng)).collect(),
+        c: vec![f64::NAN; lc],
+    };
+    check(&rt, &case, TOL);
 }
 
 #[test]

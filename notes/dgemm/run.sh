@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and runs the DGEMM experiment on the GPU machine: bash notes/dgemm/run.sh [seed]
-# (bench.cu: the product's 128 and 64 tiles and k32.cu's candidates against cuBLAS, NN / TN / NT, twice;
+# (bench.cu: the product's 128 x 64 and 64 x 64 tiles against cuBLAS, NN / TN / NT, twice;
 # exits non-zero if any answer differs from cuBLAS's.)
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -1,7 +1,7 @@
 //! Double-precision GEMM on `cuda/gemm_f64.cu`: FP64 tensor cores (DMMA through mma.sync, sm_80+)
-//! in 128 x 128 tiles for products that fill a wave of them, 64 x 64 tiles with k cut into slices
-//! for those that do not (small, skinny and deep products), a SIMT kernel for tiny ones and devices
-//! without FP64 tensor cores. The layout rules are [`Gemm`]'s; the scales are [`GemmF64`]'s f64
+//! in 128 x 64 tiles for products that fill waves of them, 64 x 64 tiles and k cut into slices for
+//! those that do not (small, skinny and deep products), a SIMT kernel for tiny ones, devices
+//! without FP64 tensor cores and leading dimensions the DMMA copies cannot address. The layout rules are [`Gemm`]'s; the scales are [`GemmF64`]'s f64
 //! `alpha` and `beta`.
 
 use std::fmt;
@@ -20,28 +20,35 @@ use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::{grid, launch, Kernels};
 
 /// One DMMA kernel family of `cuda/gemm_f64.cu` (a `DmTile` there) and what the rules' cost model
-/// knows of it (fitted to `prism-gpu tune` on an H100).
+/// knows of it (fitted to `prism-gpu tune` on an H100; on the H200 with the 128 x 64 tile, no
+/// other 64-tile speed agrees with more of the measured choices: notes/dgemm/).
 struct DmmaTile {
-    /// Rows and columns of C per block.
-    side: u32,
+    /// Rows of C per block: the name plans and the tuning table give the tile.
+    rows: u32,
     /// Entry points `<entry>_<layout>`.
     entry: &'static str,
     /// Threads per block.
     threads: u32,
-    /// Dynamic shared memory: 3 stages of two operand tiles (more than sm_86 and sm_89 let a block
-    /// hold for the 128-tile: those take the 64-tile or the SIMT kernel).
+    /// Dynamic shared memory: 3 stages of two operand tiles.
     smem: u32,
     /// Blocks one wave holds per multiprocessor.
     blocks_per_sm: usize,
-    /// Speed per block slot against the 128-tile's (the 64-tile reads twice the operands per flop).
+    /// Speed per block slot against the 128-tile's (the 64-tile reads 1.5 times the operands per
+    /// flop).
     speed: f64,
 }
 
+/// Columns of C per block, in every DMMA tile.
+const DMMA_COLS: u32 = 64;
+/// The DMMA kernels address the operands' tiles with 32-bit offsets of up to 127 rows: leading
+/// dimensions of A and B must stay below this.
+const DMMA_MAX_LD: usize = 1 << 24;
+
 /// The DMMA tiles, largest first.
 const DMMA: [DmmaTile; 2] = [
-    DmmaTile { side: 128, entry: "gemm_f64_dmma", threads: 256, smem: 122_880, blocks_per_sm: 1, speed: 1.0 },
+    DmmaTile { rows: 128, entry: "gemm_f64_dmma", threads: 128, smem: 92_160, blocks_per_sm: 2, speed: 1.0 },
     DmmaTile {
-        side: 64,
+        rows: 64,
         entry: "gemm_f64_dmma64",
         threads: 128,
         smem: 61_440,
@@ -50,12 +57,13 @@ const DMMA: [DmmaTile; 2] = [
     },
 ];
 
-/// The DMMA kernels' square output tiles, as plans and the tuning table name them.
-pub const DMMA_TILES: [u32; 2] = [DMMA[0].side, DMMA[1].side];
+/// The DMMA kernels' output tiles by their rows (128 x 64 and 64 x 64), as plans and the tuning
+/// table name them.
+pub const DMMA_TILES: [u32; 2] = [DMMA[0].rows, DMMA[1].rows];
 
-/// The DMMA tile of side `side`, if there is one.
-fn dmma_tile(side: u32) -> Option<&'static DmmaTile> {
-    DMMA.iter().find(|t| t.side == side)
+/// The DMMA tile of `rows` rows, if there is one.
+fn dmma_tile(rows: u32) -> Option<&'static DmmaTile> {
+    DMMA.iter().find(|t| t.rows == rows)
 }
 /// Output tile of the SIMT kernel (one output per thread).
 const SIMT_TILE: usize = 16;
@@ -81,11 +89,11 @@ const SPLIT_DEPTH_COST: f64 = 200.0;
 pub enum PlanF64 {
     /// `gemm_f64_simt`: CUDA cores, 16 x 16 tiles.
     Simt,
-    /// `gemm_f64_dmma{,64}_<layout>`: FP64 tensor cores, `tile` x `tile` blocks (one of
+    /// `gemm_f64_dmma{,64}_<layout>`: FP64 tensor cores, `tile` x 64 blocks (`tile` one of
     /// [`DMMA_TILES`]), k cut into `splits` slices (1: not cut; more: batch-1 products only, the
     /// slices' partial products summed in order by `gemm_f64_splitk_reduce`).
     Dmma {
-        /// Rows and columns of C per block.
+        /// Rows of C per block.
         tile: u32,
         /// Slices of k asked for (fewer when k is short: see [`PlanF64::slices`]).
         splits: u32,
@@ -127,12 +135,12 @@ pub fn plan(g: &Gemm, device: &Device) -> PlanF64 {
     }
     let sms = device.multiprocessors.max(1) as usize;
     for t in &DMMA {
-        if (PlanF64::Dmma { tile: t.side, splits: 1 }).check(g, device).is_err() {
+        if (PlanF64::Dmma { tile: t.rows, splits: 1 }).check(g, device).is_err() {
             continue;
         }
         let slots = t.blocks_per_sm * sms;
-        for splits in split_choices(g, tiles(g, t.side).max(1), slots) {
-            let plan = PlanF64::Dmma { tile: t.side, splits };
+        for splits in split_choices(g, tiles(g, t.rows).max(1), slots) {
+            let plan = PlanF64::Dmma { tile: t.rows, splits };
             let value = score(g, plan, slots);
             if value > best.0 {
                 best = (value, plan);
@@ -153,10 +161,9 @@ fn split_choices(g: &Gemm, tiles: usize, slots: usize) -> impl Iterator<Item = u
     (1..=most.min(16)).chain(wave_ends.into_iter().filter(|&s| s > 16)).map(|s| s as u32)
 }
 
-/// `tile`-tiles covering one batch entry's C, times the batch.
-fn tiles(g: &Gemm, tile: u32) -> usize {
-    let t = tile as usize;
-    g.m.div_ceil(t).saturating_mul(g.n.div_ceil(t)).saturating_mul(g.batch)
+/// Tiles of `rows` x [`DMMA_COLS`] covering one batch entry's C, times the batch.
+fn tiles(g: &Gemm, rows: u32) -> usize {
+    g.m.div_ceil(rows as usize).saturating_mul(g.n.div_ceil(DMMA_COLS as usize)).saturating_mul(g.batch)
 }
 
 /// The cost model's value of a DMMA `plan` for `g` when a wave holds `slots` of its blocks: the
@@ -166,7 +173,7 @@ fn score(g: &Gemm, plan: PlanF64, slots: usize) -> f64 {
     let (PlanF64::Dmma { tile, .. }, Some(cut)) = (plan, plan.slices(g)) else { return 0.0 };
     let Some(kind) = dmma_tile(tile) else { return 0.0 };
     let tiles = tiles(g, tile);
-    let inside = (g.m * g.n) as f64 * g.batch as f64 / (tiles as f64 * f64::from(tile * tile));
+    let inside = (g.m * g.n) as f64 * g.batch as f64 / (tiles as f64 * f64::from(tile * DMMA_COLS));
     let blocks = tiles * cut.parts;
     let fill = blocks as f64 / (blocks.div_ceil(slots) * slots) as f64;
     let slicing = if cut.parts > 1 {
@@ -239,6 +246,9 @@ impl PlanF64 {
                 format!("{} bytes of shared memory per block for dmma tile={tile}", t.smem)
             }
             Some(_) if g.k == 0 => "k >= 1 for dmma".to_string(),
+            Some(_) if g.lda.max(g.ldb) >= DMMA_MAX_LD => {
+                format!("leading dimensions of A and B below {DMMA_MAX_LD} for dmma")
+            }
             Some(_) if splits == 0 || splits > MAX_SPLITS => {
                 format!("1 to {MAX_SPLITS} slices of k, not {splits}")
             }
@@ -408,7 +418,7 @@ pub(super) unsafe fn run(
     let function = function_with_smem(kernels, &name, t.smem)?;
     let kernel = CommonKernel {
         function: &function,
-        tile: (tile as usize, tile as usize),
+        tile: (tile as usize, DMMA_COLS as usize),
         threads: t.threads,
         smem: t.smem,
         flags: false,
@@ -459,19 +469,24 @@ mod tests {
     #[test]
     fn the_rules_choose_what_the_tuner_measured_best() {
         let dmma = |tile, splits| PlanF64::Dmma { tile, splits };
-        // `prism-gpu tune --precisions f64` on an H100 (notes/dgemm/tune-h100.txt): the best of
-        // every candidate for these shapes.
+        // `prism-gpu tune --precisions f64 --shapes <the sweep's>` on an H200 with these tiles
+        // (notes/dgemm/tune-sweep-h200.log): the best of every candidate for these shapes. (67 of
+        // its 105 shapes agree; most others are within 3% or in the table.)
         for ((m, n, k), best) in [
-            ((1, 4096, 4096), dmma(64, 4)),
-            ((16, 4096, 14336), dmma(64, 4)),
-            ((4096, 64, 4096), dmma(64, 4)),
-            ((512, 768, 768), dmma(64, 2)),
+            ((1, 768, 768), dmma(64, 3)),
+            ((16, 4096, 4096), dmma(64, 4)),
+            ((32, 4096, 12288), dmma(64, 4)),
             ((512, 1024, 1024), dmma(64, 2)),
+            ((512, 1024, 4096), dmma(128, 4)),
+            ((512, 2048, 8192), dmma(128, 2)),
+            ((512, 4096, 4096), dmma(128, 1)),
+            ((4096, 1024, 1024), dmma(128, 1)),
             ((600, 600, 600), dmma(64, 1)),
             ((1000, 1000, 1000), dmma(64, 1)),
+            ((3072, 3072, 3072), dmma(128, 1)),
             ((183, 103, 647), dmma(64, 1)),
-            ((4096, 768, 768), dmma(64, 1)),
-            ((128, 8192, 8192), dmma(128, 2)),
+            ((2881, 1717, 51), dmma(64, 1)),
+            ((41, 185, 2913), dmma(64, 11)),
         ] {
             assert_eq!(plan(&Gemm::new(m, n, k), &H100), best, "{m}x{n}x{k}");
         }
@@ -482,16 +497,22 @@ mod tests {
         assert_eq!(plan(&Gemm::new(256, 256, 4096).batched(3, 0, 0, 0), &H100), dmma(64, 1));
         // Tiny: SIMT.
         assert_eq!(plan(&Gemm::new(64, 64, 63), &H100), PlanF64::Simt);
-        // sm_86 / sm_89 blocks hold the 64-tile's 61440 bytes, not the 128-tile's 122880; Volta has
-        // no FP64 tensor cores; k = 0 has nothing to multiply.
+        // A block of 64 KB holds the 64-tile's 61440 bytes, not the 128-tile's 92160 (sm_86 and
+        // sm_89 hold both); Volta has no FP64 tensor cores; k = 0 has nothing to multiply.
         let ada = Device { capability: (8, 9), shared_optin: 101_376, ..H100 };
+        let small = Device { capability: (8, 9), shared_optin: 65_536, ..H100 };
         let volta = Device { capability: (7, 0), shared_optin: 98_304, ..H100 };
-        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), &ada), dmma(64, 1));
+        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), &ada), dmma(128, 1));
+        assert_eq!(plan(&Gemm::new(4096, 4096, 4096), &small), dmma(64, 1));
         assert_eq!(plan(&Gemm::new(4096, 4096, 4096), &volta), PlanF64::Simt);
         assert_eq!(plan(&Gemm::new(4096, 4096, 0), &H100), PlanF64::Simt);
-        assert!(dmma(128, 1).check(&Gemm::new(4096, 4096, 4096), &ada).is_err());
+        assert!(dmma(128, 1).check(&Gemm::new(4096, 4096, 4096), &small).is_err());
         assert!(dmma(64, 4).check(&Gemm::new(64, 64, 4096).batched(2, 0, 0, 0), &H100).is_err());
         assert!(dmma(96, 1).check(&Gemm::new(64, 64, 64), &H100).is_err());
+        // Leading dimensions past the copies' 32-bit offsets: SIMT.
+        let wide = Gemm::new(3, 700, 200).leading_dims(1 << 24, 700, 700);
+        assert!(dmma(64, 1).check(&wide, &H100).is_err());
+        assert_eq!(plan(&wide, &H100), PlanF64::Simt);
     }
 
     #[test]
@@ -511,11 +532,11 @@ mod tests {
             let mut best = (0.0, PlanF64::Simt);
             for t in &DMMA {
                 let slots = t.blocks_per_sm * sms;
-                let most = (2 * slots).div_ceil(tiles(&g, t.side).max(1)).min(max_splits(&g) as usize);
+                let most = (2 * slots).div_ceil(tiles(&g, t.rows).max(1)).min(max_splits(&g) as usize);
                 for splits in 1..=most.max(1) as u32 {
-                    let value = score(&g, PlanF64::Dmma { tile: t.side, splits }, slots);
+                    let value = score(&g, PlanF64::Dmma { tile: t.rows, splits }, slots);
                     if value > best.0 {
-                        best = (value, PlanF64::Dmma { tile: t.side, splits });
+                        best = (value, PlanF64::Dmma { tile: t.rows, splits });
                     }
                 }
             }
