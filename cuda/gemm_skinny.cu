@@ -1,9 +1,9 @@
 // Skinny GEMMs: one side of C at most 16 long (decode: a few tokens against a layer's weights). Such products
 // are bound by reading the long operand once, which the tiled kernels do with 128-row tiles that are mostly
 // empty and too few blocks to keep the memory system busy. Here the short side's operand X (S x k) meets a
-// slice of the long operand W (k x L) that every block streams through 16-byte loads: f32 data on the CUDA
-// cores (X staged in shared memory as f32, S <= 16, each weight multiplied with all S rows), 16-bit data on the
-// tensor cores (S = 8 or 16, below), both accumulating in f32.
+// slice of the long operand W (k x L) that every block streams through 16-byte loads: f32 and f64 data on the
+// CUDA cores (X staged in shared memory, S <= 16, each weight multiplied with all S rows; f32 sums for f32, f64
+// throughout for f64), 16-bit data on the tensor cores (S = 8 or 16, below, f32 sums).
 //
 // The host maps C = op(A) op(B) onto X and W: m <= 16 gives X = op(A), W = op(B); n <= 16 gives X = op(B)^T,
 // W = op(A)^T. `xs`, `xk` are X's element strides along S and k; W is L-contiguous (`wl` kernels: W(kk, l) at
@@ -13,59 +13,72 @@
 // or, where the host has no tile counters for it, gemm_splitk_reduce_<out> does in a second launch. Grid
 // (ceil(L / tile), splits), block 256, no dynamic shared memory. Deterministic: every sum is taken in a fixed
 // order.
-// f32: kc a multiple of 64, at most skinny_kc(S). 16-bit: kc a multiple of 256.
+// CUDA cores: kc a multiple of 64, at most skinny_kc<TI>(S). 16-bit: kc a multiple of 256. The f64 kernels' partial
+// products, scales and C are f64, their fallback reduction gemm_f64_splitk_reduce.
 #include "gemm_common.cuh"
 
 namespace {
 
 constexpr int SK_THREADS = 256, SK_WARPS = SK_THREADS / 32;
-// The longest k slice for S rows: 2048 up to 4 rows, then 8192 / S (32 KB of staged X at most).
-__host__ __device__ constexpr int skinny_kc(int S) { return S <= 4 ? 2048 : 8192 / S; }
 
-// V consecutive elements of W (16 bytes) as f32.
+// The CUDA-core kernels' sums: f64 for f64 data, else f32.
+template <typename TI> using SkAcc = std::conditional_t<std::is_same_v<TI, double>, double, float>;
+template <typename TI> __device__ __forceinline__ SkAcc<TI> to_acc(TI v) {
+    if constexpr (std::is_same_v<TI, double>) return v;
+    else return to_f32<TI>(v);
+}
+// The longest k slice for S rows of TI staged as SkAcc<TI>: 32 KB of X at most (f32: 2048 up to 4 rows, then
+// 8192 / S; f64 half that).
+template <typename TI> __host__ __device__ constexpr int skinny_kc(int S) {
+    return (S <= 4 ? 2048 : 8192 / S) * 4 / (int)sizeof(SkAcc<TI>);
+}
+
+// V consecutive elements of W (16 bytes) as SkAcc<TI>.
 template <typename TI> struct Vec {
     static constexpr int V = 16 / sizeof(TI);
-    __device__ __forceinline__ static void load(const TI *p, float (&v)[V]) {
+    __device__ __forceinline__ static void load(const TI *p, SkAcc<TI> (&v)[V]) {
         const uint4 raw = __ldg(reinterpret_cast<const uint4 *>(p));
         const TI *e = reinterpret_cast<const TI *>(&raw);
 #pragma unroll
-        for (int i = 0; i < V; ++i) v[i] = to_f32<TI>(e[i]);
+        for (int i = 0; i < V; ++i) v[i] = to_acc<TI>(e[i]);
     }
 };
 
-// X's rows (zero beyond `rows`) for k in [k0, k0 + kn), zero-filled to a multiple of 64, as f32 at xsm[s * kc + kk].
+// X's rows (zero beyond `rows`) for k in [k0, k0 + kn), zero-filled to a multiple of 64, as SkAcc<TI> at
+// xsm[s * kc + kk].
 template <int S, typename TI>
-__device__ __forceinline__ void stage_x(float *xsm, const TI *X, long long xs, long long xk, int rows, int k0, int kn,
-                                        int kc) {
+__device__ __forceinline__ void stage_x(SkAcc<TI> *xsm, const TI *X, long long xs, long long xk, int rows, int k0,
+                                        int kn, int kc) {
     const int padded = (kn + 63) & ~63;
     for (int i = threadIdx.x; i < S * padded; i += SK_THREADS) {
         const int s = i / padded, kk = i % padded;
-        xsm[s * kc + kk] = (s < rows && kk < kn) ? to_f32<TI>(X[s * xs + (long long)(k0 + kk) * xk]) : 0.f;
+        xsm[s * kc + kk] = (s < rows && kk < kn) ? to_acc<TI>(X[s * xs + (long long)(k0 + kk) * xk]) : SkAcc<TI>(0);
     }
 }
 
 // W L-contiguous: lane j of every warp owns columns l0 .. l0 + V - 1 of the block's 32 * V; warp w takes rows
 // w, w + 8, ... of the block's k slice; the warps' sums are added in warp order through shared memory.
 template <int S, typename TI, bool VEC>
-__device__ __forceinline__ void skinny_wl(float *xsm, int rows, int L, int k, int kc, const TI *X, long long xs,
-                                          long long xk, const TI *W, long long wld, float *part, long long ps,
+__device__ __forceinline__ void skinny_wl(SkAcc<TI> *xsm, int rows, int L, int k, int kc, const TI *X, long long xs,
+                                          long long xk, const TI *W, long long wld, SkAcc<TI> *part, long long ps,
                                           long long pl) {
+    using A = SkAcc<TI>;
     constexpr int V = Vec<TI>::V, TILE = 32 * V, U = 4;
-    float *red = xsm + S * skinny_kc(S);  // S * TILE floats
+    A *red = xsm + S * skinny_kc<TI>(S);  // S * TILE sums
     const int k0 = blockIdx.y * kc, kn = min(kc, k - k0);
     stage_x<S>(xsm, X, xs, xk, rows, k0, kn, kc);
     __syncthreads();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int l0 = blockIdx.x * TILE + lane * V;
     const bool whole = VEC && l0 + V <= L;
-    float acc[S][V];
+    A acc[S][V];
 #pragma unroll
     for (int s = 0; s < S; ++s)
 #pragma unroll
-        for (int e = 0; e < V; ++e) acc[s][e] = 0.f;
+        for (int e = 0; e < V; ++e) acc[s][e] = 0;
     const TI *w = W + (long long)k0 * wld + l0;
     for (int kb = warp; kb < kn; kb += SK_WARPS * U) {
-        float wv[U][V];
+        A wv[U][V];
         // U rows' loads first, so U 16-byte reads per thread are in flight together.
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -75,7 +88,7 @@ __device__ __forceinline__ void skinny_wl(float *xsm, int rows, int L, int k, in
                 Vec<TI>::load(row, wv[u]);
             } else {
 #pragma unroll
-                for (int e = 0; e < V; ++e) wv[u][e] = (kk < kn && l0 + e < L) ? to_f32<TI>(row[e]) : 0.f;
+                for (int e = 0; e < V; ++e) wv[u][e] = (kk < kn && l0 + e < L) ? to_acc<TI>(row[e]) : A(0);
             }
         }
 #pragma unroll
@@ -84,9 +97,9 @@ __device__ __forceinline__ void skinny_wl(float *xsm, int rows, int L, int k, in
             if (kk >= kn) break;
 #pragma unroll
             for (int s = 0; s < S; ++s) {
-                const float x = xsm[s * kc + kk];
+                const A x = xsm[s * kc + kk];
 #pragma unroll
-                for (int e = 0; e < V; ++e) acc[s][e] = fmaf(x, wv[u][e], acc[s][e]);
+                for (int e = 0; e < V; ++e) acc[s][e] = fma(x, wv[u][e], acc[s][e]);
             }
         }
     }
@@ -96,13 +109,13 @@ __device__ __forceinline__ void skinny_wl(float *xsm, int rows, int L, int k, in
             for (int s = 0; s < S; ++s)
 #pragma unroll
                 for (int e = 0; e < V; ++e) {
-                    float &r = red[s * TILE + lane * V + e];
-                    r = (w8 == 0 ? 0.f : r) + acc[s][e];
+                    A &r = red[s * TILE + lane * V + e];
+                    r = (w8 == 0 ? A(0) : r) + acc[s][e];
                 }
         }
         __syncthreads();
     }
-    float *out = part + (long long)blockIdx.y * rows * L;
+    A *out = part + (long long)blockIdx.y * rows * L;
     for (int i = threadIdx.x; i < S * TILE; i += SK_THREADS) {
         const int s = i / TILE, l = blockIdx.x * TILE + i % TILE;
         if (s < rows && l < L) out[s * ps + l * pl] = red[i];
@@ -112,22 +125,23 @@ __device__ __forceinline__ void skinny_wl(float *xsm, int rows, int L, int k, in
 // W k-contiguous: warp w owns columns l0 .. l0 + CPW - 1 of the block's 8 * CPW; its lanes walk the slice's k
 // V elements at a time (512 contiguous bytes per column and step), and a shuffle tree sums the lanes.
 template <int S, typename TI, bool VEC>
-__device__ __forceinline__ void skinny_wk(float *xsm, int rows, int L, int k, int kc, const TI *X, long long xs,
-                                          long long xk, const TI *W, long long wld, float *part, long long ps,
+__device__ __forceinline__ void skinny_wk(SkAcc<TI> *xsm, int rows, int L, int k, int kc, const TI *X, long long xs,
+                                          long long xk, const TI *W, long long wld, SkAcc<TI> *part, long long ps,
                                           long long pl) {
+    using A = SkAcc<TI>;
     constexpr int V = Vec<TI>::V, CPW = 4;
     const int k0 = blockIdx.y * kc, kn = min(kc, k - k0);
     stage_x<S>(xsm, X, xs, xk, rows, k0, kn, kc);
     __syncthreads();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int l0 = (blockIdx.x * SK_WARPS + warp) * CPW;
-    float acc[CPW][S];
+    A acc[CPW][S];
 #pragma unroll
     for (int c = 0; c < CPW; ++c)
 #pragma unroll
-        for (int s = 0; s < S; ++s) acc[c][s] = 0.f;
+        for (int s = 0; s < S; ++s) acc[c][s] = 0;
     for (int kk = lane * V; kk < kn; kk += 32 * V) {
-        float wv[CPW][V];
+        A wv[CPW][V];
 #pragma unroll
         for (int c = 0; c < CPW; ++c) {
             const TI *row = W + (long long)(l0 + c) * wld + k0 + kk;
@@ -135,29 +149,32 @@ __device__ __forceinline__ void skinny_wk(float *xsm, int rows, int L, int k, in
                 Vec<TI>::load(row, wv[c]);
             } else {
 #pragma unroll
-                for (int e = 0; e < V; ++e) wv[c][e] = (l0 + c < L && kk + e < kn) ? to_f32<TI>(row[e]) : 0.f;
+                for (int e = 0; e < V; ++e) wv[c][e] = (l0 + c < L && kk + e < kn) ? to_acc<TI>(row[e]) : A(0);
             }
         }
 #pragma unroll
         for (int s = 0; s < S; ++s) {
-            float x[V];
-#pragma unroll
-            for (int q = 0; q < V / 4; ++q) {
-                const float4 f = *reinterpret_cast<const float4 *>(&xsm[s * kc + kk + 4 * q]);
-                x[4 * q] = f.x; x[4 * q + 1] = f.y; x[4 * q + 2] = f.z; x[4 * q + 3] = f.w;
+            A x[V];  // V sums of 16 bytes in all (kk is a multiple of V): one shared-memory load
+            if constexpr (V == 4) {
+                const float4 f = *reinterpret_cast<const float4 *>(&xsm[s * kc + kk]);
+                x[0] = f.x, x[1] = f.y, x[2] = f.z, x[3] = f.w;
+            } else {
+                static_assert(V == 2, "f32 or f64 data");
+                const double2 f = *reinterpret_cast<const double2 *>(&xsm[s * kc + kk]);
+                x[0] = f.x, x[1] = f.y;
             }
 #pragma unroll
             for (int c = 0; c < CPW; ++c)
 #pragma unroll
-                for (int e = 0; e < V; ++e) acc[c][s] = fmaf(x[e], wv[c][e], acc[c][s]);
+                for (int e = 0; e < V; ++e) acc[c][s] = fma(x[e], wv[c][e], acc[c][s]);
         }
     }
-    float *out = part + (long long)blockIdx.y * rows * L;
+    A *out = part + (long long)blockIdx.y * rows * L;
 #pragma unroll
     for (int c = 0; c < CPW; ++c)
 #pragma unroll
         for (int s = 0; s < S; ++s) {
-            float v = acc[c][s];
+            A v = acc[c][s];
 #pragma unroll
             for (int d = 16; d > 0; d /= 2) v += __shfl_xor_sync(0xffffffffu, v, d);
             if (lane == 0 && s < rows && l0 + c < L) out[s * ps + (l0 + c) * pl] = v;
@@ -481,35 +498,45 @@ __device__ __forceinline__ void skinny_tc_wl(int rows, int L, int k, int kc, con
 // block has stored its slice of a column tile, it counts itself in the tile's counter, and the tile's last block
 // sums the tile's slices in slice order (the reduction kernel's order: the same bits), writes C = epilogue(alpha
 // * sum + beta * C) and sets the counter back to zero for the next product on this workspace. Passed by value;
-// the layout matches `SkinnyFinish` in src/kernels/gemm/split.rs.
-struct SkinnyFinish {
-    unsigned *counters;  // one per block of grid.x, zero between products; null: gemm_splitk_reduce_<out> finishes
-    void *C;             // C's m x n block, rows ldc elements apart, of type `out`: 0 f32, 1 bf16, 2 f16
+// the layout matches `SkinnyFinish` in src/kernels/gemm/split.rs. A: the sums' type, f32 or (f64 data, whose C is
+// f64, with no epilogue) f64.
+template <typename A> struct SkinnyFinish {
+    unsigned *counters;  // one per block of grid.x, zero between products; null: a reduction kernel finishes
+    void *C;             // C's m x n block, rows ldc elements apart, of type `out`: 0 f32, 1 bf16, 2 f16 (A f32)
     const void *bias;    // the epilogue's n values of C's type, or null
     long long ldc;
-    float alpha, beta;
+    A alpha, beta;
     int splits, tile, m, n, out, act;  // tile: C's long-side columns per block
 };
 
 // Sums and stores this block's tile: its `tile` long-side columns (fewer at the end) of every row, from the
 // `splits` packed m x n partial products at part (element (s, l) of each at s * ps + l * pl).
-template <typename TO>
-__device__ void finish_tile(const SkinnyFinish &f, const float *part, int rows, int L, long long ps, long long pl) {
-    const Epilogue<TO> epi{static_cast<const TO *>(f.bias), 0, f.act, f.n};
+template <typename TO, typename A>
+__device__ void finish_tile(const SkinnyFinish<A> &f, const A *part, int rows, int L, long long ps, long long pl) {
     const long long slice = (long long)f.m * f.n;
     const int l0 = blockIdx.x * f.tile, cols = min(f.tile, L - l0);
-    for (int i = threadIdx.x; i < rows * cols; i += SK_THREADS) {
-        const long long at = (i / cols) * ps + (long long)(l0 + i % cols) * pl;
-        float sum = 0.f;
-        // L2 reads: the other blocks' partial sums are not in this SM's L1.
-        for (int z = 0; z < f.splits; ++z) sum += __ldcg(part + z * slice + at);
-        const int col = (int)(at % f.n);
-        epilogue_store(static_cast<TO *>(f.C) + at / f.n * f.ldc + col, sum, f.alpha, f.beta, col, epi);
+    auto each = [&](auto store) {
+        for (int i = threadIdx.x; i < rows * cols; i += SK_THREADS) {
+            const long long at = (i / cols) * ps + (long long)(l0 + i % cols) * pl;
+            A sum = 0;
+            // L2 reads: the other blocks' partial sums are not in this SM's L1.
+            for (int z = 0; z < f.splits; ++z) sum += __ldcg(part + z * slice + at);
+            const int col = (int)(at % f.n);
+            store(static_cast<TO *>(f.C) + at / f.n * f.ldc + col, sum, col);
+        }
+    };
+    if constexpr (std::is_same_v<A, double>) {
+        // gemm_f64_splitk_reduce's arithmetic: the same bits whichever finishes.
+        each([&](double *c, double sum, int) { *c = f.beta != 0.0 ? fma(f.alpha, sum, f.beta * *c) : f.alpha * sum; });
+    } else {
+        const Epilogue<TO> epi{static_cast<const TO *>(f.bias), 0, f.act, f.n};
+        each([&](TO *c, float sum, int col) { epilogue_store(c, sum, f.alpha, f.beta, col, epi); });
     }
 }
 
 // Called by every thread of the block after its stores to part (see SkinnyFinish).
-__device__ __forceinline__ void skinny_finish(const SkinnyFinish &f, const float *part, int rows, int L, long long ps,
+template <typename A>
+__device__ __forceinline__ void skinny_finish(const SkinnyFinish<A> &f, const A *part, int rows, int L, long long ps,
                                               long long pl) {
     if (f.counters == nullptr) return;
     __shared__ bool last;
@@ -519,7 +546,8 @@ __device__ __forceinline__ void skinny_finish(const SkinnyFinish &f, const float
     __syncthreads();
     if (!last) return;
     __threadfence();
-    if (f.out == 1) finish_tile<__nv_bfloat16>(f, part, rows, L, ps, pl);
+    if constexpr (std::is_same_v<A, double>) finish_tile<double>(f, part, rows, L, ps, pl);
+    else if (f.out == 1) finish_tile<__nv_bfloat16>(f, part, rows, L, ps, pl);
     else if (f.out == 2) finish_tile<__half>(f, part, rows, L, ps, pl);
     else finish_tile<float>(f, part, rows, L, ps, pl);
     if (threadIdx.x == 0) f.counters[blockIdx.x] = 0;
@@ -527,24 +555,27 @@ __device__ __forceinline__ void skinny_finish(const SkinnyFinish &f, const float
 
 }  // namespace
 
-// gemm_skinny_<wl|wk>_f32_s<S>: rows <= S (the host picks the smallest S of 1, 2, 4, 8, 16), k slices of at
-// most skinny_kc(S) (S * kc floats of X staged). vec: W's base and pitch allow 16-byte loads (checked here).
-#define SKINNY_ENTRY(LAYOUT, S, SMEM_FLOATS)                                                                   \
+// gemm_skinny_<wl|wk>_<f32|f64>_s<S>: rows <= S (the host picks the smallest S of 1, 2, 4, 8, 16), k slices of at
+// most skinny_kc<T>(S) (S * kc sums of X staged). vec: W's base and pitch allow 16-byte loads (checked here).
+#define SKINNY_ENTRY(LAYOUT, IN, T, S, SMEM_SUMS)                                                              \
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
-        gemm_skinny_##LAYOUT##_f32_s##S(int rows, int L, int k, int kc, const float *X, long long xs,          \
-                                        long long xk, const float *W, long long wld, float *part, long long ps, \
-                                        long long pl, SkinnyFinish fin) {                                       \
-        __shared__ __align__(16) float smem[SMEM_FLOATS];                                                       \
+        gemm_skinny_##LAYOUT##_##IN##_s##S(int rows, int L, int k, int kc, const T *X, long long xs,           \
+                                           long long xk, const T *W, long long wld, T *part, long long ps,     \
+                                           long long pl, SkinnyFinish<T> fin) {                                 \
+        __shared__ __align__(16) T smem[SMEM_SUMS];                                                             \
         const bool vec = rows_aligned<16>(W, wld);                                                              \
-        if (vec) skinny_##LAYOUT<S, float, true>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);        \
-        else skinny_##LAYOUT<S, float, false>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);           \
+        if (vec) skinny_##LAYOUT<S, T, true>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);            \
+        else skinny_##LAYOUT<S, T, false>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);               \
         skinny_finish(fin, part, rows, L, ps, pl);                                                              \
     }
-// wl also keeps the warps' sums (S x 32 V floats) after X.
-#define SKINNY_S(S)                                                                                             \
-    SKINNY_ENTRY(wl, S, S * skinny_kc(S) + S * 32 * Vec<float>::V)                                              \
-    SKINNY_ENTRY(wk, S, S * skinny_kc(S))
-SKINNY_S(1) SKINNY_S(2) SKINNY_S(4) SKINNY_S(8) SKINNY_S(16)
+// wl also keeps the warps' sums (S x 32 V) after X.
+#define SKINNY_S(IN, T, S)                                                                                      \
+    SKINNY_ENTRY(wl, IN, T, S, S * skinny_kc<T>(S) + S * 32 * Vec<T>::V)                                        \
+    SKINNY_ENTRY(wk, IN, T, S, S * skinny_kc<T>(S))
+#define SKINNY_ROWS(IN, T)                                                                                      \
+    SKINNY_S(IN, T, 1) SKINNY_S(IN, T, 2) SKINNY_S(IN, T, 4) SKINNY_S(IN, T, 8) SKINNY_S(IN, T, 16)
+SKINNY_ROWS(f32, float)
+SKINNY_ROWS(f64, double)
 
 // gemm_gemv_<wl|wk>_<in>_<out>_c<CW>: C's short side 1 (gemv_wl, gemv_wk above): f32 -> f32, and bf16 or f16
 // -> the same or f32. Grid (ceil(L / CW), 1, batch entries), block 256; entry z's X, W, C and bias start xb, wb,
@@ -577,14 +608,14 @@ GEMV_IO(f16, __half, f16, __half) GEMV_IO(f16, __half, f32, float)
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         gemm_skinny_tc_wk_##SFX##_s##S(int rows, int L, int k, int kc, const TI *X, long long xs, long long xk, \
                                        const TI *W, long long wld, float *part, long long ps, long long pl,     \
-                                       SkinnyFinish fin) {                                                      \
+                                       SkinnyFinish<float> fin) {                                               \
         skinny_tc_wk<S, 1, 2, 4, 2, TI>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                       \
         skinny_finish(fin, part, rows, L, ps, pl);                                                              \
     }                                                                                                           \
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         gemm_skinny_tc_wl_##SFX##_s##S(int rows, int L, int k, int kc, const TI *X, long long xs, long long xk, \
                                        const TI *W, long long wld, float *part, long long ps, long long pl,     \
-                                       SkinnyFinish fin) {                                                      \
+                                       SkinnyFinish<float> fin) {                                               \
         skinny_tc_wl<S, 1, 8, 2, TI>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                          \
         skinny_finish(fin, part, rows, L, ps, pl);                                                              \
     }

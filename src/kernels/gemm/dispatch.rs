@@ -245,10 +245,10 @@ const SKINNY_MAX_16BIT: usize = 16;
 const SKINNY_MAX_ROWS: usize = 16;
 /// ... when the long operand holds at least this many elements (else the small kernel's one
 /// launch is cheaper than a slice launch and a reduction).
-const SKINNY_MIN_WEIGHTS: u128 = 1 << 16;
+pub const SKINNY_MIN_WEIGHTS: u128 = 1 << 16;
 /// Blocks of the skinny kernels the k split aims at per multiprocessor: the CUDA-core kernels
 /// (which hold 1-4) ...
-const SKINNY_BLOCKS_PER_SM: usize = 4;
+pub const SKINNY_BLOCKS_PER_SM: usize = 4;
 /// ... and the tensor-core ones, whose blocks each stream more of W, rounded down: 2 of the
 /// 64-column `wl` blocks, 3 of the 32-column `wk` ones (H100, notes/skinny-tc and
 /// notes/gemm-tune/decode-tc-h100-68320b2.log: `wl` 1-16 x 11008 x 4096 best in one slice,
@@ -284,14 +284,20 @@ pub fn skinny_slice_align(precision: Precision) -> usize {
 }
 
 /// The deepest k slice the skinny kernel of `rows` rows takes: the CUDA-core kernels stage X
-/// (`skinny_kc` in cuda/gemm_skinny.cu: 32 KB at most); the tensor-core ones read it from global
-/// memory, any depth.
+/// ([`skinny_staged_depth`]); the tensor-core ones read it from global memory, any depth.
 pub fn skinny_depth(rows: u32, precision: Precision) -> usize {
-    match () {
-        _ if skinny_on_tensor_cores(precision) => usize::MAX,
-        _ if rows <= 4 => 2048,
-        _ => 8192 / rows as usize,
+    if skinny_on_tensor_cores(precision) {
+        usize::MAX
+    } else {
+        skinny_staged_depth(rows, size_of::<f32>())
     }
+}
+
+/// The deepest k slice the CUDA-core skinny kernel of `rows` rows stages, for sums of
+/// `sum_bytes` (4 for f32 data, 8 for f64): `skinny_kc` in cuda/gemm_skinny.cu, 32 KB of X at most.
+pub fn skinny_staged_depth(rows: u32, sum_bytes: usize) -> usize {
+    let floats = if rows <= 4 { 2048 } else { 8192 / rows as usize };
+    floats * size_of::<f32>() / sum_bytes
 }
 
 /// Whether the skinny kernels read C's long side contiguously from the long operand (`wl`),
@@ -308,10 +314,19 @@ pub fn skinny_long_contiguous(g: &Gemm) -> bool {
 /// f32 (`wl`), or 8 warps of 4 (`wk`). Tensor cores: 1 warp of 64 (`wl`) or 2 of 16 (`wk`).
 pub fn skinny_tile(g: &Gemm, precision: Precision) -> usize {
     match (skinny_on_tensor_cores(precision), skinny_long_contiguous(g)) {
-        (false, true) => 32 * 16 / 4,
-        (false, false) => 32,
+        (false, long_contiguous) => skinny_cuda_core_tile(long_contiguous, size_of::<f32>()),
         (true, true) => 64,
         (true, false) => 32,
+    }
+}
+
+/// Columns of C's long side per block of the CUDA-core skinny kernels with `element_bytes` data:
+/// 32 lanes of 16 bytes (`wl`), or 8 warps of 4 (`wk`).
+pub fn skinny_cuda_core_tile(long_contiguous: bool, element_bytes: usize) -> usize {
+    if long_contiguous {
+        32 * 16 / element_bytes
+    } else {
+        32
     }
 }
 
@@ -380,14 +395,29 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
     } else {
         (SKINNY_BLOCKS_PER_SM * sms).div_ceil(blocks)
     };
+    let depth = (skinny_depth(rows, precision), skinny_slice_align(precision));
+    let splits = skinny_slices(g, rows, element_bytes, wanted, depth)?;
+    Some(Kernel::Skinny { rows, splits })
+}
+
+/// Slices of k for a skinny product `g` of `rows` rows with `element_bytes` data when `wanted`
+/// slices would fill the multiprocessors: no more than keep the partial products (8 bytes per
+/// output and slice, written and read back) within a quarter of the long operand's bytes, or
+/// than [`SKINNY_SPLIT_MAX`], or than slices `align` deep; never fewer than slices `deepest` deep
+/// need. `None` when those are more than grid.y holds.
+pub fn skinny_slices(
+    g: &Gemm,
+    rows: u32,
+    element_bytes: usize,
+    wanted: usize,
+    (deepest, align): (usize, usize),
+) -> Option<u32> {
     let traffic = g.k * element_bytes / (32 * rows as usize);
-    let needed = g.k.div_ceil(skinny_depth(rows, precision));
+    let needed = g.k.div_ceil(deepest);
     if needed > GRID_YZ_MAX {
         return None; // the slices are grid.y
     }
-    let splits =
-        wanted.min(traffic).min(SKINNY_SPLIT_MAX).min(g.k / skinny_slice_align(precision)).max(needed).max(1);
-    Some(Kernel::Skinny { rows, splits: splits as u32 })
+    Some(wanted.min(traffic).min(SKINNY_SPLIT_MAX).min(g.k / align).max(needed).max(1) as u32)
 }
 
 /// The plan for a validated, non-empty `g` (k >= 1) at `precision` (already resolved for the

@@ -1,22 +1,28 @@
 //! Double-precision GEMM on `cuda/gemm_f64.cu`: FP64 tensor cores (DMMA through mma.sync, sm_80+)
 //! in 128 x 64 tiles for products that fill waves of them, 64 x 64 tiles and k cut into slices for
 //! those that do not (small, skinny and deep products), a SIMT kernel for tiny ones, devices
-//! without FP64 tensor cores and leading dimensions the DMMA copies cannot address. The layout rules are [`Gemm`]'s; the scales are [`GemmF64`]'s f64
-//! `alpha` and `beta`.
+//! without FP64 tensor cores and leading dimensions the DMMA copies cannot address; and for
+//! decode-like products (C's short side a few elements long) the skinny kernels of
+//! `cuda/gemm_skinny.cu` in f64, which stream the long operand once. The layout rules are
+//! [`Gemm`]'s; the scales are [`GemmF64`]'s f64 `alpha` and `beta`.
 
 use std::fmt;
 use std::mem::size_of;
 use std::sync::Arc;
 
-use super::dispatch::Device;
-use super::plan::{cut_k, layout_char};
-use super::split::KSlices;
+use super::dispatch::{
+    skinny_cuda_core_tile, skinny_long_contiguous, skinny_slices, skinny_staged_depth, Device,
+    SKINNY_BLOCKS_PER_SM, SKINNY_MIN_WEIGHTS,
+};
+use super::plan::{cut_k, layout_char, Skinny};
+use super::split::{stream_weights, Finish, KSlices};
 use super::table::{self, Choice, Class, Tuned};
 use super::tiled::{launch_common, CommonKernel};
 use super::{device, function_with_smem, grow, Gemm, GemmF64, Workspace, BLOCK};
 use crate::driver::{CudaStream, CudaView, CudaViewMut};
 use crate::error::{Error, Result};
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
+use crate::kernels::grid::GRID_YZ_MAX;
 use crate::kernels::{grid, launch, Kernels};
 
 /// One DMMA kernel family of `cuda/gemm_f64.cu` (a `DmTile` there) and what the rules' cost model
@@ -83,12 +89,30 @@ const MAX_PARTIALS: usize = 64 << 20;
 /// work).
 const SPLIT_FIXED_COST: f64 = 0.1;
 const SPLIT_DEPTH_COST: f64 = 200.0;
+/// The f64 skinny kernels' row counts (`gemm_skinny_<wl|wk>_f64_s<rows>`) ...
+const SKINNY_ROWS: [u32; 5] = [1, 2, 4, 8, 16];
+/// ... whose slices of k start a multiple of this many elements apart (X is staged in steps of
+/// 64) ...
+const SKINNY_SLICE_ALIGN: usize = 64;
+/// ... and which the rules take when C's short side is at most this long (an H200 against cuBLAS,
+/// notes/dgemm/decode-h200.log: streaming the weights wins up to 4 rows in both weight layouts,
+/// up to 8 with weights along C's long side).
+const SKINNY_MAX_SHORT: usize = 8;
 
 /// The kernel chosen for one f64 GEMM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PlanF64 {
     /// `gemm_f64_simt`: CUDA cores, 16 x 16 tiles.
     Simt,
+    /// `gemm_skinny_<wl|wk>_f64_s<rows>`: C's short side at most `rows` (one of 1, 2, 4, 8, 16),
+    /// the long operand streamed once in `splits` slices of k (batch-1 products only), each
+    /// column tile's last block summing the slices in order.
+    Skinny {
+        /// The kernel's row count.
+        rows: u32,
+        /// Slices of k asked for.
+        splits: u32,
+    },
     /// `gemm_f64_dmma{,64}_<layout>`: FP64 tensor cores, `tile` x 64 blocks (`tile` one of
     /// [`DMMA_TILES`]), k cut into `splits` slices (1: not cut; more: batch-1 products only, the
     /// slices' partial products summed in order by `gemm_f64_splitk_reduce`).
@@ -133,6 +157,9 @@ pub fn plan(g: &Gemm, device: &Device) -> PlanF64 {
     if volume < DMMA_MIN_VOLUME {
         return best.1;
     }
+    if let Some(plan) = skinny(g, device) {
+        return plan;
+    }
     let sms = device.multiprocessors.max(1) as usize;
     for t in &DMMA {
         if (PlanF64::Dmma { tile: t.rows, splits: 1 }).check(g, device).is_err() {
@@ -148,6 +175,23 @@ pub fn plan(g: &Gemm, device: &Device) -> PlanF64 {
         }
     }
     best.1
+}
+
+/// The skinny plan for a batch-1 `g` whose short side is at most [`SKINNY_MAX_SHORT`] and whose
+/// long operand is big enough to be worth streaming: the fewest rows that hold the short side, and
+/// the slices of k the f32 skinny kernels would take for 8-byte elements.
+fn skinny(g: &Gemm, device: &Device) -> Option<PlanF64> {
+    let (short, long) = (g.m.min(g.n), g.m.max(g.n));
+    if g.batch != 1 || short > SKINNY_MAX_SHORT || (long as u128 * g.k as u128) < SKINNY_MIN_WEIGHTS {
+        return None;
+    }
+    let rows = *SKINNY_ROWS.iter().find(|&&r| r as usize >= short)?;
+    let blocks = long.div_ceil(skinny_cuda_core_tile(skinny_long_contiguous(g), size_of::<f64>()));
+    let wanted = (SKINNY_BLOCKS_PER_SM * device.multiprocessors as usize).div_ceil(blocks);
+    let depth = (skinny_staged_depth(rows, size_of::<f64>()), SKINNY_SLICE_ALIGN);
+    let splits = skinny_slices(g, rows, size_of::<f64>(), wanted, depth)?;
+    let plan = PlanF64::Skinny { rows, splits };
+    plan.check(g, device).is_ok().then_some(plan)
 }
 
 /// The slice counts worth scoring for `tiles` blocks of `g` when a wave holds `slots`: up to 16,
@@ -186,9 +230,16 @@ fn score(g: &Gemm, plan: PlanF64, slots: usize) -> f64 {
 
 /// The kernels worth timing for `g` on `device` (`prism-gpu tune`): [`plan`]'s first, then the
 /// SIMT kernel, both tiles unsliced, and where a tile makes less than two waves of two blocks per
-/// multiprocessor, that tile with k in 2 to [`MAX_SPLITS`] slices (each distinct cut once).
+/// multiprocessor, that tile with k in 2 to [`MAX_SPLITS`] slices; for C's short side at most 16,
+/// the skinny kernels of the two smallest row counts that hold it, k in 1 to 64 slices (each
+/// distinct cut once).
 pub fn candidates(g: &Gemm, device: &Device) -> Vec<PlanF64> {
     let mut all = vec![plan(g, device), PlanF64::Simt];
+    let short = g.m.min(g.n);
+    for &rows in SKINNY_ROWS.iter().filter(|&&r| r as usize >= short).take(2) {
+        let splits = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
+        all.extend(splits.map(|splits| PlanF64::Skinny { rows, splits }));
+    }
     let sms = device.multiprocessors as usize;
     for tile in DMMA_TILES {
         all.push(PlanF64::Dmma { tile, splits: 1 });
@@ -204,7 +255,7 @@ pub fn candidates(g: &Gemm, device: &Device) -> Vec<PlanF64> {
     }
     let mut cuts = Vec::new();
     all.retain(|p| {
-        let cut = (p.tile_of(), p.slices(g).map(|s| s.parts));
+        let cut = (p.kernel_key(), p.slices(g).map(|s| s.parts));
         p.check(g, device).is_ok() && !cuts.contains(&cut) && {
             cuts.push(cut);
             true
@@ -214,16 +265,22 @@ pub fn candidates(g: &Gemm, device: &Device) -> Vec<PlanF64> {
 }
 
 impl PlanF64 {
-    /// The DMMA tile (0 for SIMT).
-    fn tile_of(self) -> u32 {
+    /// The kernel a plan runs, whatever its slices: the family and its tile or rows.
+    fn kernel_key(self) -> (u8, u32) {
         match self {
-            PlanF64::Simt => 0,
-            PlanF64::Dmma { tile, .. } => tile,
+            PlanF64::Simt => (0, 0),
+            PlanF64::Dmma { tile, .. } => (1, tile),
+            PlanF64::Skinny { rows, .. } => (2, rows),
         }
     }
 
-    /// How this plan cuts k for `g` (`None` for SIMT): slices a multiple of 32 deep.
+    /// How this plan cuts k for `g` (`None` for SIMT): DMMA slices a multiple of 32 deep, skinny
+    /// ones (when `g` suits them) of 64.
     pub fn slices(self, g: &Gemm) -> Option<Slices> {
+        if let PlanF64::Skinny { rows, splits } = self {
+            let s = skinny_launch(g, rows, splits).ok()?;
+            return Some(Slices { depth: s.depth, parts: s.parts, workspace: s.workspace });
+        }
         let PlanF64::Dmma { splits, .. } = self else { return None };
         let splits = (splits as usize).clamp(1, g.k.max(1));
         if splits == 1 {
@@ -236,7 +293,13 @@ impl PlanF64 {
 
     /// [`Error::Shape`] naming why `device` cannot run this kernel for `g`.
     pub fn check(self, g: &Gemm, device: &Device) -> Result<()> {
-        let PlanF64::Dmma { tile, splits } = self else { return Ok(()) };
+        let (tile, splits) = match self {
+            PlanF64::Simt => return Ok(()),
+            PlanF64::Skinny { rows, splits } => {
+                return skinny_launch(g, rows, splits).map(|_| ()).map_err(|why| refusal(g, device, why))
+            }
+            PlanF64::Dmma { tile, splits } => (tile, splits),
+        };
         let (capability, optin) = (device.capability, device.shared_optin);
         let outputs_fit = g.m.checked_mul(g.n).and_then(|o| o.checked_mul(MAX_SPLITS as usize * 8)).is_some();
         let why = match dmma_tile(tile) {
@@ -260,12 +323,55 @@ impl PlanF64 {
             }
             Some(_) => return Ok(()),
         };
-        Err(Error::Shape {
-            op: "gemm plan",
-            expected: why,
-            got: format!("{}x{}x{} on sm_{}{}", g.m, g.n, g.k, capability.0, capability.1),
-        })
+        Err(refusal(g, device, why))
     }
+}
+
+/// [`Error::Shape`]: `device` cannot run a plan for `g`, because it needs `why`.
+fn refusal(g: &Gemm, device: &Device, why: String) -> Error {
+    let (major, minor) = device.capability;
+    Error::Shape {
+        op: "gemm plan",
+        expected: why,
+        got: format!("{}x{}x{} on sm_{major}{minor}", g.m, g.n, g.k),
+    }
+}
+
+/// The skinny launch of `rows` rows and `splits` slices of k for `g`, or what it needs that `g`
+/// does not give.
+fn skinny_launch(g: &Gemm, rows: u32, splits: u32) -> std::result::Result<Skinny, String> {
+    let short = g.m.min(g.n);
+    if g.batch != 1 {
+        return Err("one product (batch 1) for skinny".into());
+    }
+    if g.k == 0 {
+        return Err("k >= 1 for skinny".into());
+    }
+    if !SKINNY_ROWS.contains(&rows) || short > rows as usize {
+        return Err(format!("rows of {SKINNY_ROWS:?}, at least C's short side ({short})"));
+    }
+    if splits == 0 || splits as usize > GRID_YZ_MAX {
+        return Err(format!("1 to {GRID_YZ_MAX} slices of k"));
+    }
+    let deepest = skinny_staged_depth(rows, size_of::<f64>());
+    let (depth, parts) = cut_k(g.k, splits as usize, SKINNY_SLICE_ALIGN);
+    if depth > deepest {
+        return Err(format!("at least {} slices (at most {deepest} deep)", g.k.div_ceil(deepest)));
+    }
+    let workspace = [g.m, g.n, size_of::<f64>()]
+        .into_iter()
+        .try_fold(parts, usize::checked_mul)
+        .ok_or("partial products that fit the address space")?;
+    let long_contiguous = skinny_long_contiguous(g);
+    Ok(Skinny {
+        rows,
+        depth,
+        parts,
+        long_contiguous,
+        tensor_cores: false,
+        block_cols: skinny_cuda_core_tile(long_contiguous, size_of::<f64>()),
+        workspace,
+    })
 }
 
 /// The table's name: `simt`, `dmma` (tile 128, k whole) or `dmma tile=T splits=S`.
@@ -275,6 +381,7 @@ impl fmt::Display for PlanF64 {
             PlanF64::Simt => f.write_str("simt"),
             PlanF64::Dmma { tile: 128, splits: 1 } => f.write_str("dmma"),
             PlanF64::Dmma { tile, splits } => write!(f, "dmma tile={tile} splits={splits}"),
+            PlanF64::Skinny { rows, splits } => write!(f, "skinny rows={rows} splits={splits}"),
         }
     }
 }
@@ -284,28 +391,37 @@ impl std::str::FromStr for PlanF64 {
 
     fn from_str(text: &str) -> std::result::Result<Self, String> {
         let mut words = text.split_whitespace();
-        match words.next() {
-            Some("simt") if words.next().is_none() => return Ok(PlanF64::Simt),
-            Some("dmma") => {}
+        let skinny = match words.next() {
+            Some("simt") if words.clone().next().is_none() => return Ok(PlanF64::Simt),
+            Some("dmma") => false,
+            Some("skinny") => true,
             _ => {
                 return Err(format!(
-                    "unknown f64 kernel `{}` (simt, dmma [tile=128|64] [splits=S])",
+                    "unknown f64 kernel `{}` (simt, dmma [tile=128|64] [splits=S], skinny rows=R [splits=S])",
                     text.trim()
                 ))
             }
-        }
-        let (mut tile, mut splits) = (128, 1);
+        };
+        let (mut tile, mut rows, mut splits) = (128, None, 1);
         for word in words {
             let (key, value) =
                 word.split_once('=').ok_or_else(|| format!("expected key=value, found `{word}`"))?;
             let value: u32 = value.parse().map_err(|_| format!("`{word}`: expected a whole number"))?;
             match key {
-                "tile" if DMMA_TILES.contains(&value) => tile = value,
+                "tile" if !skinny && DMMA_TILES.contains(&value) => tile = value,
+                "rows" if skinny && SKINNY_ROWS.contains(&value) => rows = Some(value),
                 "splits" if (1..=MAX_SPLITS).contains(&value) => splits = value,
+                _ if skinny => {
+                    return Err(format!("`{word}`: expected rows=1|2|4|8|16 or splits=1..{MAX_SPLITS}"))
+                }
                 _ => return Err(format!("`{word}`: expected tile=128|64 or splits=1..{MAX_SPLITS}")),
             }
         }
-        Ok(PlanF64::Dmma { tile, splits })
+        match (skinny, rows) {
+            (false, _) => Ok(PlanF64::Dmma { tile, splits }),
+            (true, Some(rows)) => Ok(PlanF64::Skinny { rows, splits }),
+            (true, None) => Err(format!("`{}`: skinny needs rows=R", text.trim())),
+        }
     }
 }
 
@@ -400,18 +516,44 @@ pub(super) unsafe fn run(
         }
     };
     let sizes = [size_of::<f64>(); 2];
-    let PlanF64::Dmma { tile, .. } = plan else {
-        let function = kernels.function("gemm_f64_simt")?;
-        let kernel = CommonKernel {
-            function: &function,
-            tile: (SIMT_TILE, SIMT_TILE),
-            threads: BLOCK,
-            smem: 0,
-            flags: true,
-        };
-        // SAFETY: gemm_f64_simt takes the common list with f64 scales, the transpose flags and no
-        // epilogue (cuda/gemm_f64.cu); `validate` checked the operands, which the caller vouches for.
-        return unsafe { launch_common(stream, &kernel, l, (g.alpha, g.beta), [pa, pb, pc], sizes, None) };
+    let tile = match plan {
+        PlanF64::Dmma { tile, .. } => tile,
+        PlanF64::Skinny { rows, splits } => {
+            let launch = skinny_launch(l, rows, splits).map_err(|why| refusal(l, &device, why))?;
+            let finish = Finish { alpha: g.alpha, beta: g.beta, bias: 0, out: 0, act: 0 };
+            // SAFETY: `launch` was resolved for this validated batch-1 `l` (f64 operands and C,
+            // which the caller vouches for); the reduction sums the `parts` f64 partial products
+            // the slice launch wrote into C.
+            return unsafe {
+                stream_weights(
+                    kernels,
+                    stream,
+                    workspace,
+                    l,
+                    [pa, pb, pc],
+                    &launch,
+                    "f64",
+                    finish,
+                    |partials| reduce_slices(kernels, stream, g, launch.parts, partials, pc),
+                )
+            };
+        }
+        PlanF64::Simt => {
+            let function = kernels.function("gemm_f64_simt")?;
+            let kernel = CommonKernel {
+                function: &function,
+                tile: (SIMT_TILE, SIMT_TILE),
+                threads: BLOCK,
+                smem: 0,
+                flags: true,
+            };
+            // SAFETY: gemm_f64_simt takes the common list with f64 scales, the transpose flags and
+            // no epilogue (cuda/gemm_f64.cu); `validate` checked the operands, which the caller
+            // vouches for.
+            return unsafe {
+                launch_common(stream, &kernel, l, (g.alpha, g.beta), [pa, pb, pc], sizes, None)
+            };
+        }
     };
     let t = dmma_tile(tile).expect("`check` or the rules chose one of the DMMA tiles");
     let name = format!("{}_{}{}", t.entry, layout_char(l.trans_a), layout_char(l.trans_b));
@@ -445,11 +587,30 @@ pub(super) unsafe fn run(
         // SAFETY: the last, shorter slice of k, after the full ones, into the last partial product.
         unsafe { launch_common(stream, &kernel, &last, (1.0f64, 0.0f64), at, sizes, None) }?;
     }
-    let (m, n, parts, ldc) = (l.m as i32, l.n as i32, slices.parts as i32, l.ldc as i32);
+    // SAFETY: the slice launches above wrote the `parts` partial products; C is the caller's
+    // (validated, batch 1: `check` refuses slices of a batch).
+    unsafe { reduce_slices(kernels, stream, g, slices.parts, partials, pc) }
+}
+
+/// `gemm_f64_splitk_reduce`: `C = alpha * sum + beta * C` for batch-1 `g`, summing the `parts`
+/// packed m x n f64 partial products at device address `partials` in order.
+///
+/// # Safety
+/// `partials` must hold the `parts` products (written, in stream order, before this launch) and
+/// `pc` C's validated m x n block with `g`'s ldc.
+unsafe fn reduce_slices(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    g: &GemmF64,
+    parts: usize,
+    partials: u64,
+    pc: u64,
+) -> Result<()> {
+    let l = &g.layout;
+    let (m, n, parts, ldc) = (l.m as i32, l.n as i32, parts as i32, l.ldc as i32);
     let cfg = grid::elementwise(l.m * l.n, grid::Step::Scalar);
     // SAFETY: `(m, n, splits, part, alpha, beta, C, ldc)`: reads the `parts` packed m x n partial
-    // products written above, writes C's validated m x n block (batch 1: `check` refuses slices of
-    // a batch).
+    // products, writes C's m x n block: the caller's obligations.
     unsafe {
         launch!(
             kernels,
@@ -473,7 +634,6 @@ mod tests {
         // (notes/dgemm/tune-sweep-h200.log): the best of every candidate for these shapes. (67 of
         // its 105 shapes agree; most others are within 3% or in the table.)
         for ((m, n, k), best) in [
-            ((1, 768, 768), dmma(64, 3)),
             ((16, 4096, 4096), dmma(64, 4)),
             ((32, 4096, 12288), dmma(64, 4)),
             ((512, 1024, 1024), dmma(64, 2)),
@@ -510,9 +670,35 @@ mod tests {
         assert!(dmma(64, 4).check(&Gemm::new(64, 64, 4096).batched(2, 0, 0, 0), &H100).is_err());
         assert!(dmma(96, 1).check(&Gemm::new(64, 64, 64), &H100).is_err());
         // Leading dimensions past the copies' 32-bit offsets: SIMT.
-        let wide = Gemm::new(3, 700, 200).leading_dims(1 << 24, 700, 700);
+        let wide = Gemm::new(200, 700, 2).leading_dims(2, 1 << 24, 700);
         assert!(dmma(64, 1).check(&wide, &H100).is_err());
         assert_eq!(plan(&wide, &H100), PlanF64::Simt);
+    }
+
+    #[test]
+    fn decode_products_stream_the_weights() {
+        let skinny = |rows, splits| PlanF64::Skinny { rows, splits };
+        // C's short side up to 8, either side, either weight layout: the fewest rows that hold it,
+        // slices that fill the multiprocessors four blocks deep (x 4096 x 4096: 64 blocks of 64
+        // columns with weights along C's long side, 128 of 32 with weights along k).
+        let plan_of = |g: Gemm| plan(&g, &H100);
+        assert_eq!(plan_of(Gemm::new(1, 4096, 4096)), skinny(1, 9));
+        assert_eq!(plan_of(Gemm::new(3, 4096, 4096)), skinny(4, 9));
+        assert_eq!(plan_of(Gemm::new(4096, 8, 4096).transposed(true, false)), skinny(8, 9));
+        assert_eq!(plan_of(Gemm::new(2, 4096, 4096).transposed(false, true)), skinny(2, 5));
+        // Wider, batched or small: the tiles.
+        assert!(matches!(plan_of(Gemm::new(9, 4096, 4096)), PlanF64::Dmma { .. }));
+        assert!(matches!(plan_of(Gemm::new(1, 4096, 4096).batched(2, 0, 0, 0)), PlanF64::Dmma { .. }));
+        assert_eq!(plan_of(Gemm::new(1, 200, 200)), PlanF64::Simt);
+        // What the kernels hold: rows for the short side, X's staged depth per slice, one product.
+        let g = Gemm::new(3, 1000, 5000);
+        assert!(skinny(2, 8).check(&g, &H100).is_err());
+        assert!(skinny(4, 2).check(&g, &H100).is_err()); // 2560 deep, past 1024
+        assert!(skinny(4, 5).check(&g, &H100).is_ok());
+        assert!(skinny(4, 5).check(&g.batched(2, 0, 0, 0), &H100).is_err());
+        assert!(skinny(4, 1).check(&Gemm::new(3, 1000, 0), &H100).is_err());
+        let s = skinny(4, 5).slices(&g).unwrap();
+        assert_eq!((s.depth, s.parts, s.workspace), (1024, 5, 5 * 3 * 1000 * 8));
     }
 
     #[test]
@@ -528,7 +714,7 @@ mod tests {
             };
             let g = Gemm::new(side(&mut rng, 3000.0), side(&mut rng, 3000.0), side(&mut rng, 300_000.0));
             sliced += usize::from(plan(&g, &H100).slices(&g).is_some_and(|s| s.parts > 1));
-            let cut = |p: PlanF64| (p.tile_of(), p.slices(&g).map(|s| s.parts));
+            let cut = |p: PlanF64| (p.kernel_key(), p.slices(&g).map(|s| s.parts));
             let mut best = (0.0, PlanF64::Simt);
             for t in &DMMA {
                 let slots = t.blocks_per_sm * sms;
@@ -580,9 +766,14 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_candidates_are_distinct() {
-        for text in
-            ["simt", "dmma", "dmma tile=64 splits=1", "dmma tile=128 splits=12", "dmma tile=64 splits=256"]
-        {
+        for text in [
+            "simt",
+            "dmma",
+            "dmma tile=64 splits=1",
+            "dmma tile=128 splits=12",
+            "dmma tile=64 splits=256",
+            "skinny rows=4 splits=9",
+        ] {
             let plan: PlanF64 = text.parse().unwrap();
             assert_eq!(plan.to_string(), text);
         }
@@ -590,8 +781,18 @@ mod tests {
             "dmma splits=1 tile=128".parse::<PlanF64>().unwrap(),
             PlanF64::Dmma { tile: 128, splits: 1 }
         );
-        for bad in ["dmma tile=96", "dmma splits=0", "dmma splits=257", "simt tile=64", "dgemm", "dmma tile"]
-        {
+        for bad in [
+            "dmma tile=96",
+            "dmma splits=0",
+            "dmma splits=257",
+            "simt tile=64",
+            "dgemm",
+            "dmma tile",
+            "skinny splits=4",
+            "skinny rows=3 splits=4",
+            "dmma rows=4",
+            "skinny tile=64 rows=4",
+        ] {
             assert!(bad.parse::<PlanF64>().is_err(), "{bad}");
         }
         let g = Gemm::new(16, 4096, 4096);
@@ -600,7 +801,7 @@ mod tests {
         assert!(all.contains(&PlanF64::Simt) && all.contains(&PlanF64::Dmma { tile: 128, splits: 1 }));
         assert!(all.len() > 10, "{all:?}");
         let cuts: std::collections::HashSet<_> =
-            all.iter().map(|p| (p.tile_of(), p.slices(&g).map(|s| s.parts))).collect();
+            all.iter().map(|p| (p.kernel_key(), p.slices(&g).map(|s| s.parts))).collect();
         assert_eq!(cuts.len(), all.len());
         // A full wave of 128-tiles: no slices offered.
         assert!(candidates(&Gemm::new(4096, 4096, 4096), &H100)

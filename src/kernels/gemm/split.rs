@@ -5,14 +5,16 @@
 
 use std::mem::size_of;
 
+use std::sync::Arc;
+
 use super::plan::{Gemv, Skinny, SplitK};
-use super::{grow, tiled, Call, Element, Gemm, RawEpilogue, BLOCK};
-use crate::driver::{DeviceRepr, LaunchConfig};
+use super::{grow, tiled, Call, Element, Gemm, RawEpilogue, Workspace, BLOCK};
+use crate::driver::{CudaStream, DeviceRepr, LaunchConfig};
 use crate::error::Result;
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::grid;
-use crate::kernels::launch;
 use crate::kernels::workspace::{zeroed_counters, COUNTERS};
+use crate::kernels::{launch, Kernels};
 
 /// Runs a batch-1 `g` as `plan.parts` f32 partial products over slices of k (packed m x n matrices
 /// in `workspace`, through the family's batch dimension; the last, shorter slice by its own
@@ -57,22 +59,70 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan:
     unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
 }
 
-/// Runs a batch-1 `g` on `gemm_skinny_<wl|wk>_<in>_s<rows>`: C = op(A) op(B) as X (the short
-/// side's operand, staged) times W (the long one, streamed): X = op(A), W = op(B) when m is the
-/// short side, else X = op(B)^T, W = op(A)^T. Each of the `plan.parts` slices of k writes an m x n
-/// f32 partial product to the workspace, and the last block of each column tile sums its slices
-/// into C with the epilogue ([`SkinnyFinish`]); with more tiles than [`COUNTERS`],
-/// [`reduce_partials`] does in a second launch.
+/// Runs a batch-1 `g` on `gemm_skinny_<wl|wk>_<in>_s<rows>` ([`stream_weights`]) with the call's
+/// f32 scales and epilogue; with more tiles than [`COUNTERS`], [`reduce_partials`] finishes.
 ///
 /// # Safety
 /// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g`.
 pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &Skinny) -> Result<()> {
-    let Call { kernels, stream, workspace, g, operands: [pa, pb, pc], epilogue, .. } = *call;
+    let Call { kernels, stream, workspace, g, operands, epilogue, .. } = *call;
+    let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
+    let out = match TOut::NAME {
+        "bf16" => 1,
+        "f16" => 2,
+        _ => 0,
+    };
+    let finish = Finish { alpha: g.alpha, beta: g.beta, bias, out, act };
+    // SAFETY: the caller's obligations; the reduction reads the partial products the slice
+    // launch wrote.
+    unsafe {
+        stream_weights(kernels, stream, workspace, g, operands, plan, TIn::NAME, finish, |partials| {
+            reduce_partials::<TOut>(call, plan.parts, partials)
+        })
+    }
+}
+
+/// How the skinny kernels' finishing blocks write C: the scales (`S`: f32, or f64 for f64 data)
+/// and the epilogue (`bias` 0 for none; `out` C's type, 0 f32 or f64, 1 bf16, 2 f16).
+pub(super) struct Finish<S> {
+    pub alpha: S,
+    pub beta: S,
+    pub bias: u64,
+    pub out: i32,
+    pub act: i32,
+}
+
+/// Runs a batch-1 `g` on `gemm_skinny_<wl|wk>_<input>_s<rows>` (`gemm_skinny_tc_*` for
+/// `plan.tensor_cores`): C = op(A) op(B) as X (the short side's operand, staged) times W (the
+/// long one, streamed): X = op(A), W = op(B) when m is the short side, else X = op(B)^T,
+/// W = op(A)^T. Each of the `plan.parts` slices of k writes an m x n partial product (of `S`) to
+/// the workspace, and the last block of each column tile sums its slices into C ([`SkinnyFinish`]);
+/// with more tiles than [`COUNTERS`], `reduce(partials)` does in a second launch.
+///
+/// # Safety
+/// As [`tiled::launch`] for `[A, B, C]` (of `input`'s elements, C of the type `finish.out` names);
+/// `plan` was resolved for `g` with partial products of `S`; `reduce` sums `plan.parts` of them
+/// into C.
+#[allow(clippy::too_many_arguments)] // the operands, the plan and how C is finished
+pub(super) unsafe fn stream_weights<S: Copy>(
+    kernels: &Kernels,
+    stream: &Arc<CudaStream>,
+    workspace: &Workspace,
+    g: &Gemm,
+    [pa, pb, pc]: [u64; 3],
+    plan: &Skinny,
+    input: &str,
+    finish: Finish<S>,
+    reduce: impl FnOnce(u64) -> Result<()>,
+) -> Result<()>
+where
+    SkinnyFinish<S>: DeviceRepr,
+{
     let ShortLong { x, x_strides, w, w_pitch, out_strides: p_strides, short, long, .. } =
         ShortLong::of(g, [pa, pb], g.n);
     let layout = if plan.long_contiguous { "wl" } else { "wk" };
     let cores = if plan.tensor_cores { "tc_" } else { "" };
-    let function = kernels.function(&format!("gemm_skinny_{cores}{layout}_{}_s{}", TIn::NAME, plan.rows))?;
+    let function = kernels.function(&format!("gemm_skinny_{cores}{layout}_{input}_s{}", plan.rows))?;
     let mut guard = workspace.lock();
     let scratch = &mut *guard;
     // SAFETY: the slice launch writes every element of the `parts` m x n partial products
@@ -86,19 +136,14 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: 
     } else {
         (0, None)
     };
-    let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
-    let out = match TOut::NAME {
-        "bf16" => 1,
-        "f16" => 2,
-        _ => 0,
-    };
+    let Finish { alpha, beta, bias, out, act } = finish;
     let finish = SkinnyFinish {
         counters,
         c: pc,
         bias,
         ldc: g.ldc as i64,
-        alpha: g.alpha,
-        beta: g.beta,
+        alpha,
+        beta,
         splits: plan.parts as i32,
         tile: plan.block_cols as i32,
         m: g.m as i32,
@@ -117,12 +162,13 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: 
     // SAFETY: `(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl, fin)` as the skinny entries take
     // them; the plan holds the short side within the kernel's rows and each slice within its
     // staged depth (the tensor-core kernels stage nothing). X and W are A and B (or B and A), which
-    // `validate` checked hold every element of op(A) and op(B) with these leading dimensions; the
-    // kernel reads X's `short` x k and W's k x `long` elements through exactly those strides, and
-    // writes `parts` packed m x n f32 blocks into the workspace grown to hold them above. With
-    // counters (`tiles` of them, zero: allocated zeroed, and each product's finishing blocks
-    // zero theirs again), block x's finish writes C's elements of its tile's columns (C validated
-    // with ldc, of TOut as `out` says) and reads the epilogue's bias (the caller's obligation).
+    // the caller's `validate` checked hold every element of op(A) and op(B) with these leading
+    // dimensions; the kernel reads X's `short` x k and W's k x `long` elements through exactly
+    // those strides, and writes `parts` packed m x n blocks of `S` into the workspace grown to hold
+    // them above. With counters (`tiles` of them, zero: allocated zeroed, and each product's
+    // finishing blocks zero theirs again), block x's finish writes C's elements of its tile's
+    // columns (C validated with ldc, of the type `out` names) and reads the epilogue's bias (the
+    // caller's obligation).
     unsafe {
         launch!(
             stream,
@@ -134,23 +180,21 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: 
     if counters != 0 {
         return Ok(());
     }
-    // SAFETY: the slices above wrote all `parts` partial products; C and the bias are the
-    // caller's (validated, checked).
-    unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
+    reduce(partials)
 }
 
-/// The skinny entries' last argument (`SkinnyFinish` in cuda/gemm_skinny.cu, the same layout): how
-/// each column tile's last block finishes the product, or `counters` 0 when
-/// `gemm_splitk_reduce_<out>` does.
+/// The skinny entries' last argument (`SkinnyFinish<S>` in cuda/gemm_skinny.cu, the same layout):
+/// how each column tile's last block finishes the product, or `counters` 0 when a reduction
+/// kernel does.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-struct SkinnyFinish {
+pub(super) struct SkinnyFinish<S> {
     counters: u64,
     c: u64,
     bias: u64,
     ldc: i64,
-    alpha: f32,
-    beta: f32,
+    alpha: S,
+    beta: S,
     splits: i32,
     tile: i32,
     m: i32,
@@ -159,9 +203,12 @@ struct SkinnyFinish {
     act: i32,
 }
 
-// SAFETY: numbers in the CUDA struct's layout (four 8-byte fields, then eight 4-byte ones: no
-// padding on either side); every bit pattern is a valid value.
-unsafe impl DeviceRepr for SkinnyFinish {}
+// SAFETY: numbers in the CUDA struct's layout (four 8-byte fields, the two f32 scales, then six
+// 4-byte ones: no padding on either side); every bit pattern is a valid value.
+unsafe impl DeviceRepr for SkinnyFinish<f32> {}
+// SAFETY: as above with f64 scales (four 8-byte fields, two f64, six 4-byte ones: 72 bytes, no
+// padding on either side).
+unsafe impl DeviceRepr for SkinnyFinish<f64> {}
 
 /// Runs `g`, whose short side is 1, on `gemm_gemv_<wl|wk>_<in>_<out>_c<cols>` (f32 sums): one
 /// launch per 65 535 batch entries (grid.z) writes `C = epilogue(alpha * x·W + beta * C)`.
