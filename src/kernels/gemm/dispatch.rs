@@ -403,7 +403,7 @@ fn skinny(g: &Gemm, precision: Precision, device: &Device) -> Option<Kernel> {
 /// Slices of k for a skinny product `g` of `rows` rows with `element_bytes` data when `wanted`
 /// slices would fill the multiprocessors: no more than keep the partial products (8 bytes per
 /// output and slice, written and read back) within a quarter of the long operand's bytes, or
-/// than [`SKINNY_SPLIT_MAX`], or than slices `align` deep; never fewer than slices `deepest` deep
+/// than `SKINNY_SPLIT_MAX`, or than slices `align` deep; never fewer than slices `deepest` deep
 /// need. `None` when those are more than grid.y holds.
 pub fn skinny_slices(
     g: &Gemm,
