@@ -94,10 +94,13 @@ const SKINNY_ROWS: [u32; 5] = [1, 2, 4, 8, 16];
 /// ... whose slices of k start a multiple of this many elements apart (X is staged in steps of
 /// 64) ...
 const SKINNY_SLICE_ALIGN: usize = 64;
-/// ... and which the rules take when C's short side is at most this long (an H200 against cuBLAS,
-/// notes/dgemm/decode-h200.log: streaming the weights wins up to 4 rows in both weight layouts,
-/// up to 8 with weights along C's long side).
-const SKINNY_MAX_SHORT: usize = 8;
+/// ... and which the rules take when C's short side is at most this long, `[wk, wl]` (the long
+/// operand read along k, or along C's long side). `prism-gpu tune` on an H200 against the 64-tile
+/// with sliced k (notes/dgemm/tune-decode-h200.log): along C's long side the skinny kernels win up
+/// to 4 rows and lose at 8 on 4096-wide weights (1.16-1.54x slower); along k they win at 1 row and
+/// lose at 4 (1.23x), so 2 is the cut there. Narrower weights keep the skinny kernels longer (8 x
+/// 768 x 768): the table holds those.
+const SKINNY_MAX_SHORT: [usize; 2] = [2, 4];
 
 /// The kernel chosen for one f64 GEMM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -182,11 +185,15 @@ pub fn plan(g: &Gemm, device: &Device) -> PlanF64 {
 /// the slices of k the f32 skinny kernels would take for 8-byte elements.
 fn skinny(g: &Gemm, device: &Device) -> Option<PlanF64> {
     let (short, long) = (g.m.min(g.n), g.m.max(g.n));
-    if g.batch != 1 || short > SKINNY_MAX_SHORT || (long as u128 * g.k as u128) < SKINNY_MIN_WEIGHTS {
+    let long_contiguous = skinny_long_contiguous(g);
+    if g.batch != 1
+        || short > SKINNY_MAX_SHORT[usize::from(long_contiguous)]
+        || (long as u128 * g.k as u128) < SKINNY_MIN_WEIGHTS
+    {
         return None;
     }
     let rows = *SKINNY_ROWS.iter().find(|&&r| r as usize >= short)?;
-    let blocks = long.div_ceil(skinny_cuda_core_tile(skinny_long_contiguous(g), size_of::<f64>()));
+    let blocks = long.div_ceil(skinny_cuda_core_tile(long_contiguous, size_of::<f64>()));
     let wanted = (SKINNY_BLOCKS_PER_SM * device.multiprocessors as usize).div_ceil(blocks);
     let depth = (skinny_staged_depth(rows, size_of::<f64>()), SKINNY_SLICE_ALIGN);
     let splits = skinny_slices(g, rows, size_of::<f64>(), wanted, depth)?;
@@ -678,16 +685,17 @@ mod tests {
     #[test]
     fn decode_products_stream_the_weights() {
         let skinny = |rows, splits| PlanF64::Skinny { rows, splits };
-        // C's short side up to 8, either side, either weight layout: the fewest rows that hold it,
-        // slices that fill the multiprocessors four blocks deep (x 4096 x 4096: 64 blocks of 64
-        // columns with weights along C's long side, 128 of 32 with weights along k).
+        // C's short side up to 4 (weights along its long side) or 2 (along k), either side: the
+        // fewest rows that hold it, slices that fill the multiprocessors four blocks deep (x 4096 x
+        // 4096: 64 blocks of 64 columns along the long side, 128 of 32 along k).
         let plan_of = |g: Gemm| plan(&g, &H100);
         assert_eq!(plan_of(Gemm::new(1, 4096, 4096)), skinny(1, 9));
         assert_eq!(plan_of(Gemm::new(3, 4096, 4096)), skinny(4, 9));
-        assert_eq!(plan_of(Gemm::new(4096, 8, 4096).transposed(true, false)), skinny(8, 9));
+        assert_eq!(plan_of(Gemm::new(4096, 4, 4096).transposed(true, false)), skinny(4, 9));
         assert_eq!(plan_of(Gemm::new(2, 4096, 4096).transposed(false, true)), skinny(2, 5));
         // Wider, batched or small: the tiles.
-        assert!(matches!(plan_of(Gemm::new(9, 4096, 4096)), PlanF64::Dmma { .. }));
+        assert!(matches!(plan_of(Gemm::new(5, 4096, 4096)), PlanF64::Dmma { .. }));
+        assert!(matches!(plan_of(Gemm::new(3, 4096, 4096).transposed(false, true)), PlanF64::Dmma { .. }));
         assert!(matches!(plan_of(Gemm::new(1, 4096, 4096).batched(2, 0, 0, 0)), PlanF64::Dmma { .. }));
         assert_eq!(plan_of(Gemm::new(1, 200, 200)), PlanF64::Simt);
         // What the kernels hold: rows for the short side, X's staged depth per slice, one product.
