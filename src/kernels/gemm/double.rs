@@ -18,12 +18,14 @@ use super::plan::{cut_k, layout_char, Skinny};
 use super::split::{stream_weights, Finish, KSlices};
 use super::table::{self, Choice, Class, Tuned};
 use super::tiled::{launch_common, CommonKernel};
+use super::tuning::SPLITS;
 use super::{device, function_with_smem, grow, Gemm, GemmF64, Workspace, BLOCK};
 use crate::driver::{CudaStream, CudaView, CudaViewMut};
 use crate::error::{Error, Result};
 use crate::kernels::args::{CheckedPtr as _, CheckedPtrMut as _};
 use crate::kernels::grid::GRID_YZ_MAX;
 use crate::kernels::{grid, launch, Kernels};
+use crate::spec::shape;
 
 /// One DMMA kernel family of `cuda/gemm_f64.cu` (a `DmTile` there) and what the rules' cost model
 /// knows of it (fitted to `prism-gpu tune` on an H100; on the H200 with the 128 x 64 tile, no
@@ -244,20 +246,14 @@ pub fn candidates(g: &Gemm, device: &Device) -> Vec<PlanF64> {
     let mut all = vec![plan(g, device), PlanF64::Simt];
     let short = g.m.min(g.n);
     for &rows in SKINNY_ROWS.iter().filter(|&&r| r as usize >= short).take(2) {
-        let splits = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
-        all.extend(splits.map(|splits| PlanF64::Skinny { rows, splits }));
+        all.extend(SPLITS.into_iter().filter(|&s| s <= 64).map(|splits| PlanF64::Skinny { rows, splits }));
     }
     let sms = device.multiprocessors as usize;
     for tile in DMMA_TILES {
         all.push(PlanF64::Dmma { tile, splits: 1 });
         if tiles(g, tile) < 4 * sms {
-            let splits = [2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
-            all.extend(
-                splits
-                    .into_iter()
-                    .filter(|&s| s <= max_splits(g))
-                    .map(|splits| PlanF64::Dmma { tile, splits }),
-            );
+            let sliced = SPLITS.into_iter().filter(|&s| (2..=max_splits(g)).contains(&s));
+            all.extend(sliced.map(|splits| PlanF64::Dmma { tile, splits }));
         }
     }
     let mut cuts = Vec::new();
@@ -365,10 +361,8 @@ fn skinny_launch(g: &Gemm, rows: u32, splits: u32) -> std::result::Result<Skinny
     if depth > deepest {
         return Err(format!("at least {} slices (at most {deepest} deep)", g.k.div_ceil(deepest)));
     }
-    let workspace = [g.m, g.n, size_of::<f64>()]
-        .into_iter()
-        .try_fold(parts, usize::checked_mul)
-        .ok_or("partial products that fit the address space")?;
+    let workspace = shape::elements("gemm plan", "workspace", &[parts, g.m, g.n, size_of::<f64>()])
+        .map_err(|_| "partial products that fit the address space")?;
     let long_contiguous = skinny_long_contiguous(g);
     Ok(Skinny {
         rows,

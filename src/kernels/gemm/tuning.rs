@@ -58,8 +58,8 @@ pub fn candidates_of<TIn: Element, TOut: Element>(
     Ok(candidates(g, precision, &device, tma, max_workspace))
 }
 
-/// The slice counts tried for split-K and skinny plans (and the rules' own).
-const SPLITS: [u32; 16] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
+/// The slice counts tried for split-K and skinny plans (and the rules' own), f64's included.
+pub(super) const SPLITS: [u32; 16] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
 
 /// [`candidates_of`] for a validated, non-empty `g` (k >= 1) at `precision` on `device`.
 pub fn candidates(
