@@ -129,6 +129,35 @@ fn small_skinny_deep_split_k() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn sm90_split_k_every_layout_with_a_short_last_slice() {
+    // The sm_90 kernels' partial products over 2-8 slices of k at each tile width (32-aligned
+    // depths: k = 4136 in 3 slices is 2 x 1408 + 1320, in 8 it is 7 x 544 + 328, so the last one
+    // runs by its own launch), each layout (TF32 `nn` through registers; `tn` is not offered),
+    // sides off the tiles, scaled, padded pitches that TMA still reads; 16-bit to 16-bit and to
+    // f32 outputs. Only sm_90 devices offer them.
+    use prism_gpu::raw::kernels::gemm::tuning::{self, Kernel, Plan, SplitOn};
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    let sm90_split = |p: &Plan| matches!(p.kernel, Kernel::SplitK { splits: ..=8, on: SplitOn::Sm90 { .. } });
+    let mut runs = 0;
+    for (m, n, k) in [(56, 1000, 4136), (200, 72, 2056)] {
+        for (ta, tb) in TRANSPOSES {
+            for spec in [Spec::new(m, n, k), Spec::new(m, n, k).scaled(0.75, -0.5).padded([8, 16, 8])] {
+                let spec = spec.trans(ta, tb);
+                runs +=
+                    candidates_where::<f32, f32>(&rt, &spec.precision(Precision::Tf32), &mut rng, sm90_split);
+                let (bf, hf) = (spec.precision(Precision::Bf16), spec.precision(Precision::F16));
+                runs += candidates_where::<bf16, bf16>(&rt, &bf, &mut rng, sm90_split);
+                runs += candidates_where::<f16, f32>(&rt, &hf, &mut rng, sm90_split);
+            }
+        }
+    }
+    let sm90 = tuning::device(rt.gpu().unwrap().kernels()).unwrap().sm90;
+    assert_eq!(runs > 0, sm90, "{runs} runs on a device with sm90 = {sm90}");
+    println!("{runs} sm_90 split-K runs checked");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn small_skinny_short_sides_every_layout() {
     // C's short side 1-16 as m and as n, so both operands take both roles (X staged, W streamed
     // along its long side or along k); k past one staged slice (2048 up to 4 rows, 1024 at 8, 512
@@ -582,7 +611,7 @@ fn batches_of_small_f32_matrices_on_the_32_tiles() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_kernel_that_cannot_run_the_gemm_is_an_error() {
-    use prism_gpu::raw::kernels::gemm::tuning::{self, Feed, Kernel};
+    use prism_gpu::raw::kernels::gemm::tuning::{self, Feed, Kernel, SplitOn};
     use prism_gpu::raw::kernels::gemm::Workspace;
     let rt = gpu();
     let ops = rt.gpu().unwrap();
@@ -595,7 +624,7 @@ fn a_kernel_that_cannot_run_the_gemm_is_an_error() {
         Kernel::Simt32,
         Kernel::Sm90 { bn: 64, a: Feed::Transpose, b: Feed::InPlace },
         Kernel::Skinny { rows: 1, splits: 1 },
-        Kernel::SplitK { splits: 4, mma: false },
+        Kernel::SplitK { splits: 4, on: SplitOn::Simt64 },
     ] {
         let run = tuning::gemm_with_kernel(
             ops.kernels(),

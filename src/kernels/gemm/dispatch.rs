@@ -64,13 +64,13 @@ pub enum Kernel {
     /// `gemm_mma_*`: mma.sync tensor cores (sm_80+).
     Mma,
     /// One GEMM whose tiles would leave most multiprocessors idle, split along k: `splits`
-    /// partial products (`gemm_mma_<in>_f32` when `mma`, else `gemm_simt64_f32_f32`) into an f32
-    /// workspace, summed into C by `gemm_splitk_reduce_<out>`.
+    /// partial products on the kernels `on` names into an f32 workspace, summed into C by
+    /// `gemm_splitk_reduce_<out>`.
     SplitK {
         /// Slices of k (the last one may be shorter).
         splits: u32,
-        /// TF32, BF16 or FP16 on mma.sync (otherwise exact fp32 on the CUDA cores).
-        mma: bool,
+        /// The kernels of the partial products.
+        on: SplitOn,
     },
     /// `gemm_skinny_*`: C's short side at most 16 long; the long operand streamed once, through
     /// the CUDA cores (f32 data) or the tensor cores (16-bit data, `gemm_skinny_tc_*`), k in
@@ -97,6 +97,22 @@ pub enum Kernel {
         a: Feed,
         /// How B reaches the kernel.
         b: Feed,
+    },
+}
+
+/// The kernels that compute a split-K plan's partial products (f32 out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SplitOn {
+    /// `gemm_simt64_f32_f32`: exact fp32 on the CUDA cores.
+    Simt64,
+    /// `gemm_mma_<in>_f32`: TF32, BF16 or FP16 on mma.sync.
+    Mma,
+    /// `gemm_sm90_<in>_f32_*_n<bn>`: TF32, BF16 or FP16 on TMA + wgmma, both operands read in
+    /// place, the slices as the kernel's batch entries (a product whose few wide tiles would
+    /// stream the long operand through a few multiprocessors).
+    Sm90 {
+        /// Output tile width: 256, 128 or 64.
+        bn: u32,
     },
 }
 
@@ -636,7 +652,7 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Op
     if g.batch != 1 {
         return None;
     }
-    let tile_rows = if mma { TILE_M } else { SIMT64_TILE_M };
+    let (tile_rows, on) = if mma { (TILE_M, SplitOn::Mma) } else { (SIMT64_TILE_M, SplitOn::Simt64) };
     let tiles = g.m.div_ceil(tile_rows) * g.n.div_ceil(TILE_M);
     let sms = device.multiprocessors as usize;
     if tiles * 2 > sms {
@@ -654,7 +670,7 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Op
         _ => SPLIT_MAX,
     };
     let splits = (SPLIT_BLOCKS_PER_SM * sms / tiles).min(g.k / min_depth).min(most);
-    (splits >= 2).then_some(Kernel::SplitK { splits: splits as u32, mma })
+    (splits >= 2).then_some(Kernel::SplitK { splits: splits as u32, on })
 }
 
 /// The narrowest sm_90 output tile.
@@ -740,21 +756,24 @@ mod tests {
     fn deep_products_of_few_outputs_split_k() {
         // One tile, 4096 deep or more: slices of at least 64, up to 64.
         let g = Gemm::new(64, 64, 8192);
-        assert_eq!(heuristic(&g, Precision::F32, &H100, ALIGNED), Kernel::SplitK { splits: 64, mma: false });
+        assert_eq!(
+            heuristic(&g, Precision::F32, &H100, ALIGNED),
+            Kernel::SplitK { splits: 64, on: SplitOn::Simt64 }
+        );
         for p in [Precision::Tf32, Precision::Bf16] {
-            assert_eq!(heuristic(&g, p, &H100, ALIGNED), Kernel::SplitK { splits: 64, mma: true });
+            assert_eq!(heuristic(&g, p, &H100, ALIGNED), Kernel::SplitK { splits: 64, on: SplitOn::Mma });
         }
         let deepest = Gemm::new(64, 64, 131_072);
         assert_eq!(
             heuristic(&deepest, Precision::F16, &H100, ALIGNED),
-            Kernel::SplitK { splits: 64, mma: true }
+            Kernel::SplitK { splits: 64, on: SplitOn::Mma }
         );
         // TF32 on sm_90 splits outputs of up to an eighth of a wave of 128 x 64 tiles (135168).
         let tf32 = |g: Gemm| heuristic(&g, Precision::Tf32, &H100, ALIGNED);
-        assert_eq!(tf32(Gemm::new(41, 185, 2913)), Kernel::SplitK { splits: 45, mma: true });
-        assert_eq!(tf32(Gemm::new(128, 1024, 8192)), Kernel::SplitK { splits: 16, mma: true });
+        assert_eq!(tf32(Gemm::new(41, 185, 2913)), Kernel::SplitK { splits: 45, on: SplitOn::Mma });
+        assert_eq!(tf32(Gemm::new(128, 1024, 8192)), Kernel::SplitK { splits: 16, on: SplitOn::Mma });
         // Fewer than 2048 deep: slices of at least 256.
-        assert_eq!(tf32(Gemm::new(41, 185, 2000)), Kernel::SplitK { splits: 7, mma: true });
+        assert_eq!(tf32(Gemm::new(41, 185, 2000)), Kernel::SplitK { splits: 7, on: SplitOn::Mma });
         assert!(matches!(tf32(Gemm::new(128, 1280, 8192)), Kernel::Sm90 { .. }));
         // Batched: the small kernel (the split takes one product).
         let batched = Gemm::new(64, 64, 8192).batched(2, 0, 0, 64 * 64);
@@ -865,7 +884,10 @@ mod tests {
 
     #[test]
     fn skinny_deep_f32_gemms_split_k() {
-        let split = |splits, mma| Kernel::SplitK { splits, mma };
+        let split = |splits, mma: bool| Kernel::SplitK {
+            splits,
+            on: if mma { SplitOn::Mma } else { SplitOn::Simt64 },
+        };
         let g = Gemm::new(64, 8192, 8192); // 64 tiles of 64x128 (or 128x128): 4 slices fill 2 x 132
         assert_eq!(heuristic(&g, Precision::F32, &H100, ALIGNED), split(4, false));
         assert_eq!(heuristic(&g, Precision::Tf32, &H100, ALIGNED), sm90(64, false, false)); // see below
@@ -937,7 +959,7 @@ mod tests {
 
     #[test]
     fn skinny_deep_sixteen_bit_gemms_split_k_on_mma() {
-        let split = |splits| Kernel::SplitK { splits, mma: true };
+        let split = |splits| Kernel::SplitK { splits, on: SplitOn::Mma };
         // 2^17 outputs (16 tiles of 128 x 64 for 132 multiprocessors): 32 mma.sync tiles, 8 slices.
         let g = Gemm::new(32, 4096, 16384);
         assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), split(8));

@@ -315,7 +315,7 @@ unsafe fn execute<TIn: Element, TOut: Element>(
         }
         Launch::SplitK(split) => {
             // SAFETY: the caller's obligations, with the plan resolved for this GEMM.
-            unsafe { split::split_k::<TIn, TOut>(call, split) }?;
+            unsafe { split::split_k::<TIn, TOut>(call, device, split) }?;
             Ok(true)
         }
         Launch::Skinny(skinny) => {

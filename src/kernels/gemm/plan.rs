@@ -9,7 +9,7 @@ use std::fmt;
 
 use super::dispatch::{
     skinny_depth, skinny_long_contiguous, skinny_on_tensor_cores, skinny_rows, skinny_slice_align,
-    skinny_tile, sm90_tile, Device, Feed, Kernel, TmaReady, GEMV_COLS, SIMT32_TILE, SIMT64X64_TILE,
+    skinny_tile, sm90_tile, Device, Feed, Kernel, SplitOn, TmaReady, GEMV_COLS, SIMT32_TILE, SIMT64X64_TILE,
     SIMT64_TILE_M, SIMT_TILE_N, TILE_M, TMA_FAST_PITCH, TRANSPOSE_TILE,
 };
 use super::spec::{Gemm, Precision};
@@ -111,8 +111,8 @@ pub enum Launch {
     /// One kernel of a [`Family`] over the whole problem (batches and rows chunked to the grid's
     /// limits).
     Tiled(Family),
-    /// Batch 1, k in slices: the family's f32 partial products into the workspace, summed into C
-    /// by `gemm_splitk_reduce_<out>`.
+    /// Batch 1, k in slices: f32 partial products into the workspace, summed into C by
+    /// `gemm_splitk_reduce_<out>`.
     SplitK(SplitK),
     /// Batch 1, C's short side at most 16: `gemm_skinny_*` slices, then the reduction.
     Skinny(Skinny),
@@ -126,13 +126,23 @@ pub enum Launch {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SplitK {
     /// The kernels of the partial products (f32 out).
-    pub family: Family,
+    pub partials: Partials,
     /// Depth of every slice but the last (a multiple of 32).
     pub depth: usize,
     /// Slices: `k / depth` full ones, then the rest (if any).
     pub parts: usize,
     /// Workspace bytes (the partial products).
     pub workspace: usize,
+}
+
+/// The kernels of a split-K plan's partial products: a tiled family's, or the sm_90a kernel's
+/// (both operands read in place, so the plan holds for every slice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partials {
+    /// One of the common argument list's families.
+    Tiled(Family),
+    /// TMA + wgmma.
+    Sm90(Sm90),
 }
 
 /// A skinny launch: X (the short side's operand) staged or read in place, W (the long one)
@@ -274,20 +284,29 @@ impl Kernel {
                     Err(why) => return invalid(why),
                 }
             }
-            Kernel::SplitK { splits, mma } => {
+            Kernel::SplitK { splits, on } => {
                 if g.batch != 1 {
                     return invalid("one product (batch 1) for split-K".into());
                 }
                 if !(2..=MAX_SPLITS).contains(&splits) {
                     return invalid(format!("2 to {MAX_SPLITS} slices"));
                 }
-                let family = match family(if mma { Family::Mma } else { Family::Simt64 }) {
-                    Ok(f) => f,
+                let partials = match on {
+                    SplitOn::Simt64 => family(Family::Simt64).map(Partials::Tiled),
+                    SplitOn::Mma => family(Family::Mma).map(Partials::Tiled),
+                    // In place: the slices are views of the caller's operands, so TMA reads them
+                    // as it reads the whole (cut_k's 32-element depths keep their starts aligned).
+                    SplitOn::Sm90 { bn } => {
+                        sm90(g, precision, device, tma, bn, [Feed::InPlace; 2])?.map(Partials::Sm90)
+                    }
+                };
+                let partials = match partials {
+                    Ok(p) => p,
                     Err(why) => return invalid(why),
                 };
                 let (depth, parts) = cut_k(g.k, splits as usize, SPLIT_SLICE_ALIGN);
                 let workspace = bytes(&[parts, g.m, g.n, size_of::<f32>()])?;
-                Launch::SplitK(SplitK { family, depth, parts, workspace })
+                Launch::SplitK(SplitK { partials, depth, parts, workspace })
             }
             Kernel::Skinny { rows, splits } => {
                 let short = g.m.min(g.n);
@@ -463,7 +482,7 @@ impl fmt::Display for Feed {
 }
 
 /// The kernel as the tuning table writes it: `small`, `simt`, `simt64`, `simt32`, `mma`,
-/// `splitk simt64|mma splits=S`, `skinny rows=R splits=S`, `gemv cols=C`, `sm90 bn=B a=FEED b=FEED`.
+/// `splitk simt64|mma|sm90 bn=B splits=S`, `skinny rows=R splits=S`, `gemv cols=C`, `sm90 bn=B a=FEED b=FEED`.
 impl fmt::Display for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -473,12 +492,21 @@ impl fmt::Display for Kernel {
             Kernel::Simt64x64 => f.write_str("simt64x64"),
             Kernel::Simt32 => f.write_str("simt32"),
             Kernel::Mma => f.write_str("mma"),
-            Kernel::SplitK { splits, mma } => {
-                write!(f, "splitk {} splits={splits}", if *mma { "mma" } else { "simt64" })
-            }
+            Kernel::SplitK { splits, on } => write!(f, "splitk {on} splits={splits}"),
             Kernel::Skinny { rows, splits } => write!(f, "skinny rows={rows} splits={splits}"),
             Kernel::Gemv { cols } => write!(f, "gemv cols={cols}"),
             Kernel::Sm90 { bn, a, b } => write!(f, "sm90 bn={bn} a={a} b={b}"),
+        }
+    }
+}
+
+/// `simt64`, `mma` or `sm90 bn=B`.
+impl fmt::Display for SplitOn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SplitOn::Simt64 => f.write_str("simt64"),
+            SplitOn::Mma => f.write_str("mma"),
+            SplitOn::Sm90 { bn } => write!(f, "sm90 bn={bn}"),
         }
     }
 }
@@ -512,13 +540,15 @@ impl std::str::FromStr for Kernel {
             ["simt64x64"] => Kernel::Simt64x64,
             ["simt32"] => Kernel::Simt32,
             ["mma"] => Kernel::Mma,
-            ["splitk", family, splits] => {
-                let mma = match *family {
-                    "mma" => true,
-                    "simt64" => false,
-                    other => return Err(format!("split-K runs on `mma` or `simt64`, not `{other}`")),
-                };
-                Kernel::SplitK { splits: number(splits, "splits")?, mma }
+            ["splitk", "mma", splits] => Kernel::SplitK { splits: number(splits, "splits")?, on: SplitOn::Mma },
+            ["splitk", "simt64", splits] => {
+                Kernel::SplitK { splits: number(splits, "splits")?, on: SplitOn::Simt64 }
+            }
+            ["splitk", "sm90", bn, splits] => {
+                Kernel::SplitK { splits: number(splits, "splits")?, on: SplitOn::Sm90 { bn: number(bn, "bn")? } }
+            }
+            ["splitk", other, ..] => {
+                return Err(format!("split-K runs on `mma`, `simt64` or `sm90 bn=B`, not `{other}`"))
             }
             ["skinny", rows, splits] => {
                 Kernel::Skinny { rows: number(rows, "rows")?, splits: number(splits, "splits")? }
@@ -527,7 +557,7 @@ impl std::str::FromStr for Kernel {
             ["sm90", bn, a, b] => Kernel::Sm90 { bn: number(bn, "bn")?, a: feed(a, "a")?, b: feed(b, "b")? },
             _ => {
                 return Err(format!(
-                    "unknown kernel `{text}` (small, simt, simt64, simt32, mma, splitk mma|simt64 splits=S, \
+                    "unknown kernel `{text}` (small, simt, simt64, simt32, mma, splitk mma|simt64|sm90 bn=B splits=S, \
                      skinny rows=R splits=S, gemv cols=C, sm90 bn=B a=FEED b=FEED)"
                 ))
             }
@@ -558,7 +588,9 @@ impl Kernel {
             Kernel::Gemv { cols } if !GEMV_COLS.contains(&cols) => {
                 Err(format!("gemv blocks take 8, 16, 32 or 64 columns, not {cols}"))
             }
-            Kernel::Sm90 { bn, .. } if !SM90_WIDTHS.contains(&bn) => {
+            Kernel::Sm90 { bn, .. } | Kernel::SplitK { on: SplitOn::Sm90 { bn }, .. }
+                if !SM90_WIDTHS.contains(&bn) =>
+            {
                 Err(format!("sm90 tiles are 256, 128 or 64 wide, not {bn}"))
             }
             _ => Ok(()),
@@ -589,7 +621,12 @@ mod tests {
         assert_eq!(launch(Gemm::new(4096, 4096, 4096), F16, &VOLTA), Launch::Tiled(Family::Simt));
         // Split-K: 64x8192x8192 f32, 4 slices of 2048 on simt64; 32x4096x16384 bf16, 8 of 2048.
         let split = |family, depth, parts, m: usize, n: usize| {
-            Launch::SplitK(SplitK { family, depth, parts, workspace: parts * m * n * 4 })
+            Launch::SplitK(SplitK {
+                partials: Partials::Tiled(family),
+                depth,
+                parts,
+                workspace: parts * m * n * 4,
+            })
         };
         assert_eq!(launch(Gemm::new(64, 8192, 8192), F32, &H100), split(Family::Simt64, 2048, 4, 64, 8192));
         assert_eq!(launch(Gemm::new(32, 4096, 16384), Bf16, &H100), split(Family::Mma, 2048, 8, 32, 4096));
@@ -710,8 +747,23 @@ mod tests {
         assert!(err(Kernel::Mma, g, Precision::F32, &H100, ALIGNED).contains("TF32, BF16 or FP16"));
         assert!(err(Kernel::Simt64, g, Precision::Bf16, &H100, ALIGNED).contains("f32 data"));
         // Split-K and skinny: one product; skinny rows cover the short side, slices its depth.
-        let split = Kernel::SplitK { splits: 4, mma: true };
+        let split = Kernel::SplitK { splits: 4, on: SplitOn::Mma };
         assert!(err(split, batched, Precision::Bf16, &H100, ALIGNED).contains("batch 1"));
+        // On sm_90: what its kernel needs, both operands read in place.
+        let split = Kernel::SplitK { splits: 4, on: SplitOn::Sm90 { bn: 128 } };
+        assert!(err(split, batched, Precision::Bf16, &H100, ALIGNED).contains("batch 1"));
+        assert!(err(split, g, Precision::Bf16, &A100, ALIGNED).contains("sm_90 device"));
+        assert!(err(split, g, Precision::F16, &H100, unaligned).contains("b=inplace only"));
+        assert!(err(split, tn, Precision::Tf32, &H100, ALIGNED).contains("no tn kernel"));
+        let decode = Gemm::new(64, 4096, 4096);
+        let Ok(Plan { launch: Launch::SplitK(plan), .. }) =
+            split.resolve(&decode, Precision::Bf16, &H100, ALIGNED)
+        else {
+            panic!("{split} runs 64x4096x4096 bf16 on an H100");
+        };
+        let Partials::Sm90(sm90) = plan.partials else { panic!("{plan:?}") };
+        assert_eq!((plan.depth, plan.parts, plan.workspace), (1024, 4, 4 * 64 * 4096 * 4));
+        assert_eq!((sm90.tile, sm90.tiles, sm90.workspace()), ((128, 128), 32, 0));
         let skinny = |rows, splits| Kernel::Skinny { rows, splits };
         let decode = Gemm::new(2, 4096, 4096);
         assert!(err(skinny(1, 4), decode, Precision::F32, &H100, ALIGNED).contains("short side (2)"));
@@ -740,8 +792,9 @@ mod tests {
     #[test]
     fn kernels_read_back_what_they_write() {
         let with_options = [
-            Kernel::SplitK { splits: 4, mma: true },
-            Kernel::SplitK { splits: 64, mma: false },
+            Kernel::SplitK { splits: 4, on: SplitOn::Mma },
+            Kernel::SplitK { splits: 64, on: SplitOn::Simt64 },
+            Kernel::SplitK { splits: 6, on: SplitOn::Sm90 { bn: 128 } },
             Kernel::Skinny { rows: 16, splits: 196 },
             Kernel::Gemv { cols: 32 },
             Kernel::Sm90 { bn: 128, a: Feed::Transpose, b: Feed::Repitch },
@@ -756,7 +809,9 @@ mod tests {
         for (bad, why) in [
             ("sm90 bn=96 a=inplace b=inplace", "256, 128 or 64"),
             ("sm90 bn=64 a=copy b=inplace", "a=inplace|transpose|repitch"),
-            ("splitk simt splits=4", "`mma` or `simt64`"),
+            ("splitk simt splits=4", "`mma`, `simt64` or `sm90 bn=B`"),
+            ("splitk sm90 bn=32 splits=4", "256, 128 or 64"),
+            ("splitk sm90 splits=4", "`sm90 bn=B`, not `sm90`"),
             ("splitk mma splits=1", "2 to 256"),
             ("splitk mma splits=257", "2 to 256"),
             ("skinny rows=3 splits=2", "1, 2, 4, 8 or 16"),

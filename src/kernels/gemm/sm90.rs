@@ -40,7 +40,39 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
     device: &Device,
     plan: &Sm90,
 ) -> Result<()> {
-    let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, pc], epilogue } = *call;
+    let need = plan.workspace();
+    let mut scratch = call.workspace.lock();
+    // SAFETY: each launch's transposes and copies write every element that its GEMM reads (rows x
+    // k of each entry, or the stored matrix) before the GEMM runs; the pitch padding is never read
+    // (TMA stops at the matrix edge).
+    unsafe { grow(&mut scratch.bytes, call.stream, need) }?;
+    // The guard orders the workspace writes after the buffer's earlier uses and records them.
+    let (scratch_base, _write_scratch) = match scratch.bytes.as_mut() {
+        Some(ws) if need > 0 => {
+            let (base, guard) = ws.checked_ptr_mut(call.stream)?;
+            (base, Some(guard))
+        }
+        _ => (0, None),
+    };
+    let regions = [scratch_base, scratch_base + plan.regions[0] as u64];
+    // SAFETY: the caller's obligations; the regions are the plan's, in the workspace grown above
+    // and held while the lock is.
+    unsafe { launch_in::<TIn, TOut>(call, device, plan, regions) }
+}
+
+/// [`launch`] with the workspace regions of A's and B's copies at device addresses `regions`
+/// (unused by operands read in place; the caller holds the workspace).
+///
+/// # Safety
+/// As [`launch`]; `regions` hold `plan.regions` bytes each, for nothing else until the work
+/// enqueued on the call's stream is done.
+pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
+    call: &Call<'_>,
+    device: &Device,
+    plan: &Sm90,
+    regions: [u64; 2],
+) -> Result<()> {
+    let Call { kernels, stream, g, precision, operands: [pa, pb, pc], epilogue, .. } = *call;
     let [feed_a, feed_b] = plan.feeds;
     let es = plan.dtype.size();
     let io = format!("{}_{}", input_name::<TIn>(precision), TOut::NAME);
@@ -53,21 +85,6 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
     let (tile_rows, tile_cols) = plan.tile;
     let (m, n, k, ldc, stride_c) = (g.m as i32, g.n as i32, g.k as i32, g.ldc as i32, g.stride_c as i64);
     let staged_ld = plan.staged_ld;
-    let need = plan.workspace();
-    let mut scratch = workspace.lock();
-    // SAFETY: each launch's transposes and copies write every element that its GEMM reads (rows x
-    // k of each entry, or the stored matrix) before the GEMM runs; the pitch padding is never read
-    // (TMA stops at the matrix edge).
-    unsafe { grow(&mut scratch.bytes, stream, need) }?;
-    // The guard orders the workspace writes after the buffer's earlier uses and records them.
-    let (scratch_base, _write_scratch) = match scratch.bytes.as_mut() {
-        Some(ws) if need > 0 => {
-            let (base, guard) = ws.checked_ptr_mut(stream)?;
-            (base, Some(guard))
-        }
-        _ => (0, None),
-    };
-    let regions = [scratch_base, scratch_base + plan.regions[0] as u64];
 
     for z0 in (0..g.batch).step_by(GRID_YZ_MAX) {
         let entries = (g.batch - z0).min(GRID_YZ_MAX);

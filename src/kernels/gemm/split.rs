@@ -1,5 +1,5 @@
 //! The launches that slice k: split-K (one GEMM whose tiles leave most multiprocessors idle, run as
-//! f32 partial products on a [`Family`]'s kernels) and the skinny kernels (C's short side at most
+//! f32 partial products on a tiled family's or the sm_90a kernels) and the skinny kernels (C's short side at most
 //! 16: the long operand streamed once), both summed into C by `gemm_splitk_reduce_<out>` with the
 //! epilogue; and the one-launch GEMV beside them (C's short side 1, k not sliced).
 
@@ -7,8 +7,9 @@ use std::mem::size_of;
 
 use std::sync::Arc;
 
-use super::plan::{Gemv, Skinny, SplitK};
-use super::{grow, tiled, Call, Element, Gemm, RawEpilogue, Workspace, BLOCK};
+use super::dispatch::Device;
+use super::plan::{Gemv, Partials, Skinny, SplitK};
+use super::{grow, sm90, tiled, Call, Element, Gemm, RawEpilogue, Workspace, BLOCK};
 use crate::driver::{CudaStream, DeviceRepr, LaunchConfig};
 use crate::error::Result;
 use crate::kernels::args::CheckedPtrMut as _;
@@ -17,15 +18,19 @@ use crate::kernels::workspace::{zeroed_counters, COUNTERS};
 use crate::kernels::{launch, Kernels};
 
 /// Runs a batch-1 `g` as `plan.parts` f32 partial products over slices of k (packed m x n matrices
-/// in `workspace`, through the family's batch dimension; the last, shorter slice by its own
+/// in `workspace`, through the kernels' batch dimension; the last, shorter slice by its own
 /// launch), then `gemm_splitk_reduce_<out>` writes `C = epilogue(alpha * sum + beta * C)` summing
 /// in slice order.
 ///
 /// # Safety
-/// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g` and `precision`.
-pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &SplitK) -> Result<()> {
+/// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g` and `precision`
+/// on `device`.
+pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
+    call: &Call<'_>,
+    device: &Device,
+    plan: &SplitK,
+) -> Result<()> {
     let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, _], .. } = *call;
-    let depth = plan.depth;
     let mut scratch = workspace.lock();
     // SAFETY: the partial launches write every element of the `parts` m x n matrices before
     // the reduction reads them.
@@ -33,26 +38,29 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(call: &Call<'_>, plan:
     let (partials, _write_partials) = scratch.bytes.as_mut().expect("grown above").checked_ptr_mut(stream)?;
 
     let none = RawEpilogue::default();
-    let slices = KSlices::of(g, depth);
+    // One launch of the partial products of `slices` (batch entries) into `at`'s third address.
+    // Both arms: `slices` are batch entries of `g`'s operands (entry z `depth` further along k),
+    // inside the validated operands, written to the workspace grown above for `parts` packed m x n
+    // f32 products.
+    let run = |slices: &Gemm, at: [u64; 3]| match plan.partials {
+        // SAFETY: as said above the match.
+        Partials::Tiled(family) => unsafe {
+            tiled::launch::<TIn, f32>(kernels, stream, family, precision, slices, at, &none)
+        },
+        Partials::Sm90(sm90) => {
+            let call = Call { g: slices, operands: at, epilogue: &none, ..*call };
+            // SAFETY: as said above the match; the plan reads both operands in place (no workspace
+            // regions), resolved for `g`, whose m, n, layout and operands the slices share.
+            unsafe { sm90::launch_in::<TIn, f32>(&call, device, &sm90, [0, 0]) }
+        }
+    };
+    let slices = KSlices::of(g, plan.depth);
     if let Some(full) = &slices.full {
-        // SAFETY: the slices are batch entries of depth `depth` inside the validated operands
-        // (entry z starts z * depth along k), written to the workspace grown for `parts` packed
-        // m x n f32 products.
-        unsafe {
-            tiled::launch::<TIn, f32>(
-                kernels,
-                stream,
-                plan.family,
-                precision,
-                full,
-                [pa, pb, partials],
-                &none,
-            )
-        }?;
+        run(full, [pa, pb, partials])?;
     }
     if let Some((last, at)) = slices.last_at([pa, pb, partials], [size_of::<TIn>(), size_of::<f32>()]) {
-        // SAFETY: the last, shorter slice of k, after the full ones, into the last partial product.
-        unsafe { tiled::launch::<TIn, f32>(kernels, stream, plan.family, precision, &last, at, &none) }?;
+        // The last, shorter slice of k, after the full ones, into the last partial product.
+        run(&last, at)?;
     }
     // SAFETY: the launches above write all `parts` partial products; C and the bias are the
     // caller's (validated, checked).

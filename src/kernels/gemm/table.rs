@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 /// neighbours only.
 pub const REACH: f64 = 1.25;
 
-use super::dispatch::{Device, Kernel};
+use super::dispatch::{Device, Kernel, SplitOn};
 use super::double::PlanF64;
 use super::plan::layout_char;
 use super::spec::{Gemm, Precision};
@@ -188,11 +188,13 @@ impl std::str::FromStr for Entry {
 fn kernel_suits(kernel: Kernel, precision: Precision) -> bool {
     use super::dispatch::Feed;
     match kernel {
-        Kernel::Simt64 | Kernel::Simt64x64 | Kernel::Simt32 | Kernel::SplitK { mma: false, .. } => {
+        Kernel::Simt64 | Kernel::Simt64x64 | Kernel::Simt32 | Kernel::SplitK { on: SplitOn::Simt64, .. } => {
             matches!(precision, Precision::F32 | Precision::Tf32)
         }
         Kernel::Gemv { .. } => true,
-        Kernel::Mma | Kernel::SplitK { mma: true, .. } => precision != Precision::F32,
+        Kernel::Mma | Kernel::SplitK { on: SplitOn::Mma | SplitOn::Sm90 { .. }, .. } => {
+            precision != Precision::F32
+        }
         Kernel::Sm90 { a, b, .. } => {
             precision != Precision::F32
                 && (precision == Precision::Tf32 || (a != Feed::Transpose && b != Feed::Transpose))
@@ -375,7 +377,10 @@ mod tests {
         assert_eq!(table.nearest(&class(bf16, (false, true), false, (1, 4096, 4096))), None);
         assert_eq!(table.nearest(&class(bf16, (false, false), true, (1, 4096, 4096))), None);
         let f32nt = table.nearest(&class(Tuned::Gemm(Precision::F32), (false, true), true, (300, 220, 260)));
-        assert_eq!(f32nt.map(|e| e.choice), Some(Choice::Kernel(Kernel::SplitK { splits: 4, mma: false })));
+        assert_eq!(
+            f32nt.map(|e| e.choice),
+            Some(Choice::Kernel(Kernel::SplitK { splits: 4, on: SplitOn::Simt64 }))
+        );
     }
 
     #[test]

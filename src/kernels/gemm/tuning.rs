@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-pub use super::dispatch::{Device, Feed, Kernel, TmaReady};
+pub use super::dispatch::{Device, Feed, Kernel, SplitOn, TmaReady};
 pub use super::double::PlanF64;
 pub use super::plan::{Launch, Plan};
 pub use super::table::{Choice, Class, Entry, Table, Tuned};
@@ -72,7 +72,9 @@ pub fn candidates(
     let mut kernels = vec![super::dispatch::heuristic(g, precision, device, tma)];
     kernels.extend(Kernel::WITHOUT_OPTIONS);
     for splits in SPLITS.into_iter().filter(|s| (2..=MAX_SPLITS).contains(s)) {
-        kernels.extend([Kernel::SplitK { splits, mma: true }, Kernel::SplitK { splits, mma: false }]);
+        let on =
+            [SplitOn::Mma, SplitOn::Simt64].into_iter().chain(SM90_WIDTHS.map(|bn| SplitOn::Sm90 { bn }));
+        kernels.extend(on.map(|on| Kernel::SplitK { splits, on }));
     }
     for &rows in skinny_rows(precision) {
         // The fewest slices that stage k, then the listed counts above it.
@@ -333,12 +335,12 @@ mod tests {
         let decode = candidates(&Gemm::new(1, 4096, 4096), Precision::Bf16, &H100, ALIGNED, usize::MAX);
         assert!(decode.iter().any(|c| c.kernel == Kernel::Skinny { rows: 16, splits: 8 }));
         assert!(decode.iter().any(|c| matches!(c.kernel, Kernel::Sm90 { bn: 64, .. })));
-        assert!(decode.iter().any(|c| c.kernel == Kernel::SplitK { splits: 64, mma: true }));
+        assert!(decode.iter().any(|c| c.kernel == Kernel::SplitK { splits: 64, on: SplitOn::Mma }));
         assert!(!decode.iter().any(|c| c.kernel == Kernel::Simt64));
         // The workspace cap drops split-K's larger partial products.
         let capped = candidates(&Gemm::new(1024, 1024, 8192), Precision::F32, &H100, ALIGNED, 16 << 20);
         assert!(capped.iter().all(|c| c.workspace() <= 16 << 20));
-        assert!(capped.iter().any(|c| c.kernel == Kernel::SplitK { splits: 4, mma: false }));
-        assert!(!capped.iter().any(|c| c.kernel == Kernel::SplitK { splits: 6, mma: false }));
+        assert!(capped.iter().any(|c| c.kernel == Kernel::SplitK { splits: 4, on: SplitOn::Simt64 }));
+        assert!(!capped.iter().any(|c| c.kernel == Kernel::SplitK { splits: 6, on: SplitOn::Simt64 }));
     }
 }
