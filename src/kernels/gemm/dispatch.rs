@@ -4,7 +4,7 @@
 //! hand-written rules. Pure logic, so the rules are tested without a GPU; notes/gemm.md has the
 //! measurements behind them.
 
-use super::plan::Plan;
+use super::plan::{Plan, MAX_SPLITS};
 use super::spec::{Gemm, Precision};
 use super::table::{self, Choice, Class, Table, Tuned};
 use super::BLOCK;
@@ -509,6 +509,9 @@ pub fn heuristic(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady)
         return Kernel::Small;
     }
     let tensor_cores = device.tensor_cores();
+    if let Some(plan) = sm90_split(g, precision, device, tma) {
+        return plan;
+    }
     if let Some(plan) = split_k(g, precision, device, tma) {
         return plan;
     }
@@ -673,6 +676,42 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Op
     (splits >= 2).then_some(Kernel::SplitK { splits: splits as u32, on })
 }
 
+/// Split-K on the sm_90 kernels for a TF32 or 16-bit product (batch 1, both operands read in
+/// place, k at least [`SM90_SPLIT_MIN_K`]) whose sm_90 tiles fill at most half of the
+/// multiprocessors: as many slices as fill one wave with the tiles, each at least
+/// [`SM90_SPLIT_MIN_DEPTH`] deep, as the kernel's batch entries. Unsplit, such products stream their
+/// long operand through a few multiprocessors. H100 `tune` (notes/gemm-tune/), best split against
+/// these rules before it, TFLOP/s: bf16 64x4096x4096 70 -> 92 (sm_90 unsplit; cuBLAS 94),
+/// 32x4096x4096 39 -> 46 and 64x4096x12288 102 -> 125 (split on mma.sync), 512x1024x4096
+/// 176 -> 197, 256x256x65536 135 -> 218; TF32 64x4096x12288 62 -> 77, 512x1024x4096 98 -> 141.
+fn sm90_split(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Option<Kernel> {
+    if !device.sm90 || g.batch != 1 || !(tma.a && tma.b) || g.k < SM90_SPLIT_MIN_K {
+        return None;
+    }
+    let b_mn_major = !g.trans_b;
+    let bn_side = if bn_spans_rows(precision, b_mn_major) { g.m } else { g.n };
+    let bn = if bn_side >= SM90_SPLIT_WIDE_MIN_SIDE { 128 } else { SM90_MIN_BN as u32 };
+    let (rows, cols) = sm90_tile(precision, b_mn_major, bn);
+    let tiles = g.m.div_ceil(rows) * g.n.div_ceil(cols);
+    let sms = device.multiprocessors as usize;
+    if tiles * 2 > sms {
+        return None;
+    }
+    let splits = (sms / tiles).min(g.k / SM90_SPLIT_MIN_DEPTH).min(MAX_SPLITS as usize);
+    let kernel = Kernel::SplitK { splits: splits as u32, on: SplitOn::Sm90 { bn } };
+    (splits >= 2 && kernel.resolve(g, precision, device, tma).is_ok()).then_some(kernel)
+}
+
+/// sm_90 split-K needs k at least this deep (512x1024x1024 and 64x3072x768 bf16 ran fastest
+/// unsplit) ...
+const SM90_SPLIT_MIN_K: usize = 2048;
+/// ... and slices at least this deep (four k steps of 16-bit, eight of TF32: 128x128x16384 ran
+/// fastest in 32-64 slices) ...
+const SM90_SPLIT_MIN_DEPTH: usize = 256;
+/// ... on tiles 128 wide where that side of C is at least this long, else 64 (512x1024x4096:
+/// 128 wide in four slices, 4096x64x4096: 64 wide in four).
+const SM90_SPLIT_WIDE_MIN_SIDE: usize = 1024;
+
 /// The narrowest sm_90 output tile.
 const SM90_MIN_BN: usize = 64;
 
@@ -760,21 +799,41 @@ mod tests {
             heuristic(&g, Precision::F32, &H100, ALIGNED),
             Kernel::SplitK { splits: 64, on: SplitOn::Simt64 }
         );
+        // On mma.sync where the sm_90 kernels cannot read both operands in place; there, slices
+        // of at least 256 (up to a wave of them: 64x64x131072 in 132, which cut_k makes 128 of
+        // 1024).
+        let b_unreadable = TmaReady { a: true, b: false };
         for p in [Precision::Tf32, Precision::Bf16] {
-            assert_eq!(heuristic(&g, p, &H100, ALIGNED), Kernel::SplitK { splits: 64, on: SplitOn::Mma });
+            assert_eq!(
+                heuristic(&g, p, &H100, b_unreadable),
+                Kernel::SplitK { splits: 64, on: SplitOn::Mma }
+            );
+            assert_eq!(heuristic(&g, p, &A100, ALIGNED), Kernel::SplitK { splits: 64, on: SplitOn::Mma });
+            let sm90 = Kernel::SplitK { splits: 32, on: SplitOn::Sm90 { bn: 64 } };
+            assert_eq!(heuristic(&g, p, &H100, ALIGNED), sm90);
         }
         let deepest = Gemm::new(64, 64, 131_072);
         assert_eq!(
-            heuristic(&deepest, Precision::F16, &H100, ALIGNED),
+            heuristic(&deepest, Precision::F16, &H100, b_unreadable),
             Kernel::SplitK { splits: 64, on: SplitOn::Mma }
         );
-        // TF32 on sm_90 splits outputs of up to an eighth of a wave of 128 x 64 tiles (135168).
+        assert_eq!(
+            heuristic(&deepest, Precision::F16, &H100, ALIGNED),
+            Kernel::SplitK { splits: 132, on: SplitOn::Sm90 { bn: 64 } }
+        );
+        // TF32 on sm_90: at least 2048 deep, on the sm_90 kernels (64 x 128 tiles, B through
+        // registers); `tn` (no in-place kernel) on mma.sync, outputs of up to an eighth of a wave of
+        // 128 x 64 tiles (135168).
         let tf32 = |g: Gemm| heuristic(&g, Precision::Tf32, &H100, ALIGNED);
-        assert_eq!(tf32(Gemm::new(41, 185, 2913)), Kernel::SplitK { splits: 45, on: SplitOn::Mma });
-        assert_eq!(tf32(Gemm::new(128, 1024, 8192)), Kernel::SplitK { splits: 16, on: SplitOn::Mma });
-        // Fewer than 2048 deep: slices of at least 256.
+        let sm90_split = |bn, splits| Kernel::SplitK { splits, on: SplitOn::Sm90 { bn } };
+        assert_eq!(tf32(Gemm::new(41, 185, 2913)), sm90_split(64, 11));
+        assert_eq!(tf32(Gemm::new(128, 1024, 8192)), sm90_split(64, 8));
+        assert_eq!(tf32(Gemm::new(128, 1280, 8192)), sm90_split(64, 6));
+        let tn = |m, n, k| tf32(Gemm::new(m, n, k).transposed(true, false));
+        assert_eq!(tn(41, 185, 2913), Kernel::SplitK { splits: 45, on: SplitOn::Mma });
+        assert_eq!(tn(128, 1024, 8192), Kernel::SplitK { splits: 16, on: SplitOn::Mma });
+        // Fewer than 2048 deep: on mma.sync, slices of at least 256.
         assert_eq!(tf32(Gemm::new(41, 185, 2000)), Kernel::SplitK { splits: 7, on: SplitOn::Mma });
-        assert!(matches!(tf32(Gemm::new(128, 1280, 8192)), Kernel::Sm90 { .. }));
         // Batched: the small kernel (the split takes one product).
         let batched = Gemm::new(64, 64, 8192).batched(2, 0, 0, 64 * 64);
         assert_eq!(heuristic(&batched, Precision::F32, &H100, ALIGNED), Kernel::Small);
@@ -890,7 +949,9 @@ mod tests {
         };
         let g = Gemm::new(64, 8192, 8192); // 64 tiles of 64x128 (or 128x128): 4 slices fill 2 x 132
         assert_eq!(heuristic(&g, Precision::F32, &H100, ALIGNED), split(4, false));
-        assert_eq!(heuristic(&g, Precision::Tf32, &H100, ALIGNED), sm90(64, false, false)); // see below
+        // TF32 on sm_90: 64 tiles of 64 x 128 (B through registers), two slices.
+        let tf32_split = Kernel::SplitK { splits: 2, on: SplitOn::Sm90 { bn: 64 } };
+        assert_eq!(heuristic(&g, Precision::Tf32, &H100, ALIGNED), tf32_split);
         assert_eq!(heuristic(&Gemm::new(40, 300, 1500), Precision::F32, &H100, ALIGNED), split(11, false));
         assert_eq!(heuristic(&Gemm::new(70, 200, 1100), Precision::Tf32, &A100, ALIGNED), split(4, true));
         assert_eq!(
@@ -904,16 +965,19 @@ mod tests {
         assert_eq!(heuristic(&Gemm::new(1024, 1024, 8192), Precision::F32, &H100, ALIGNED), Kernel::Simt64);
         let batched = Gemm::new(64, 8192, 8192).batched(2, 0, 0, 64 * 8192);
         assert_eq!(heuristic(&batched, Precision::F32, &H100, ALIGNED), Kernel::Simt64);
-        assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
+        let bf16_split = Kernel::SplitK { splits: 2, on: SplitOn::Sm90 { bn: 128 } };
+        assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), bf16_split);
         let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false, shared_optin: 98_304 };
         assert_eq!(heuristic(&g, Precision::Tf32, &volta, ALIGNED), Kernel::Simt);
-        // TF32 on sm_90: split only where n is short and A is transposed first (tn).
+        // TF32 on sm_90: split on mma.sync only where n is short and A is transposed first (tn); the
+        // other layouts' few tiles split on the sm_90 kernels (64 tiles: two slices).
         let tf32 = |g: Gemm, device: &Device| heuristic(&g, Precision::Tf32, device, ALIGNED);
+        let sm90_split = |bn| Kernel::SplitK { splits: 2, on: SplitOn::Sm90 { bn } };
         assert_eq!(tf32(Gemm::new(1024, 1024, 1024), &H100), sm90(64, false, false));
         assert_eq!(tf32(Gemm::new(512, 512, 4096), &A100), split(13, true));
-        assert_eq!(tf32(g.transposed(false, true), &H100), sm90(64, false, false));
+        assert_eq!(tf32(g.transposed(false, true), &H100), sm90_split(128));
         assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, false), &H100), split(4, true));
-        assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, true), &H100), sm90(64, false, false));
+        assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, true), &H100), sm90_split(64));
     }
 
     #[test]
@@ -960,22 +1024,32 @@ mod tests {
     #[test]
     fn skinny_deep_sixteen_bit_gemms_split_k_on_mma() {
         let split = |splits| Kernel::SplitK { splits, on: SplitOn::Mma };
-        // 2^17 outputs (16 tiles of 128 x 64 for 132 multiprocessors): 32 mma.sync tiles, 8 slices.
+        // Operands the sm_90 kernels cannot read in place (else they split, below). 2^17 outputs
+        // (16 tiles of 128 x 64 for 132 multiprocessors): 32 mma.sync tiles, 8 slices.
         let g = Gemm::new(32, 4096, 16384);
-        assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), split(8));
-        assert_eq!(heuristic(&g, Precision::F16, &H100, ALIGNED), split(8));
+        let b_unreadable = TmaReady { a: true, b: false };
+        assert_eq!(heuristic(&g, Precision::Bf16, &H100, b_unreadable), split(8));
+        assert_eq!(heuristic(&g, Precision::F16, &H100, b_unreadable), split(8));
         assert_eq!(heuristic(&g, Precision::Bf16, &A100, ALIGNED), split(6));
         // 8 tiles: as many slices as keep the partial products within 8 MiB.
-        assert_eq!(heuristic(&Gemm::new(128, 1024, 8192), Precision::F16, &H100, ALIGNED), split(16));
-        // More outputs (sm_90 tiles 32 of 128 x 64, or 128), or batched: the sm_90 kernel.
+        let few_tiles = Gemm::new(128, 1024, 8192);
+        assert_eq!(heuristic(&few_tiles, Precision::F16, &H100, b_unreadable), split(16));
+        // Read in place: on the sm_90 kernels, 128 wide from 1024 columns, a wave of slices.
+        let sm90_split = |bn, splits| Kernel::SplitK { splits, on: SplitOn::Sm90 { bn } };
+        assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), sm90_split(128, 4));
+        assert_eq!(heuristic(&few_tiles, Precision::F16, &H100, ALIGNED), sm90_split(128, 16));
+        assert_eq!(heuristic(&Gemm::new(4096, 64, 4096), Precision::Bf16, &H100, ALIGNED), sm90_split(64, 4));
+        // Shallower than 2048, or tiles past half a wave: unsplit.
         assert_eq!(
-            heuristic(&Gemm::new(512, 512, 2048), Precision::Bf16, &H100, ALIGNED),
+            heuristic(&Gemm::new(512, 1024, 1024), Precision::Bf16, &H100, ALIGNED),
             sm90(64, false, false)
         );
         assert_eq!(
-            heuristic(&Gemm::new(64, 8192, 8192), Precision::Bf16, &H100, ALIGNED),
+            heuristic(&Gemm::new(64, 14336, 4096), Precision::Bf16, &H100, ALIGNED),
             sm90(64, false, false)
         );
+        // 32 tiles of 128 x 64: four slices. Batched: the sm_90 kernel unsplit.
+        assert_eq!(heuristic(&Gemm::new(512, 512, 2048), Precision::Bf16, &H100, ALIGNED), sm90_split(64, 4));
         let batched = g.batched(2, 0, 0, 32 * 4096);
         assert_eq!(heuristic(&batched, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
     }
@@ -1041,7 +1115,7 @@ mod tests {
         let bf = |m, n, k| heuristic(&Gemm::new(m, n, k), Precision::Bf16, &H100, ALIGNED);
         assert_eq!(bf(1024, 1024, 1024), sm90(64, false, false)); // 64 tiles of 128x128: too few
         assert_eq!(bf(2048, 2048, 2048), sm90(256, false, false)); // 128 tiles of 128x256
-        assert_eq!(bf(64, 8192, 8192), sm90(64, false, false));
+        assert_eq!(bf(64, 8192, 8192), Kernel::SplitK { splits: 2, on: SplitOn::Sm90 { bn: 128 } }); // 64 tiles
         assert_eq!(bf(1000, 1000, 1000), sm90(64, false, false));
         assert_eq!(bf(16384, 128, 1024), sm90(128, false, false)); // n too narrow for 256
         assert_eq!(bf(100_000, 64, 64), sm90(64, false, false));

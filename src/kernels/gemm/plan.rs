@@ -619,7 +619,8 @@ mod tests {
         assert_eq!(launch(Gemm::new(1024, 1024, 512), F32, &H100), Launch::Tiled(Family::Simt64));
         assert_eq!(launch(Gemm::new(4096, 4096, 4096), Bf16, &A100), Launch::Tiled(Family::Mma));
         assert_eq!(launch(Gemm::new(4096, 4096, 4096), F16, &VOLTA), Launch::Tiled(Family::Simt));
-        // Split-K: 64x8192x8192 f32, 4 slices of 2048 on simt64; 32x4096x16384 bf16, 8 of 2048.
+        // Split-K: 64x8192x8192 f32, 4 slices of 2048 on simt64; 32x4096x16384 bf16 on an A100, 6 of
+        // 2752 (5 of them, then 2624) on mma.sync.
         let split = |family, depth, parts, m: usize, n: usize| {
             Launch::SplitK(SplitK {
                 partials: Partials::Tiled(family),
@@ -629,9 +630,20 @@ mod tests {
             })
         };
         assert_eq!(launch(Gemm::new(64, 8192, 8192), F32, &H100), split(Family::Simt64, 2048, 4, 64, 8192));
-        assert_eq!(launch(Gemm::new(32, 4096, 16384), Bf16, &H100), split(Family::Mma, 2048, 8, 32, 4096));
-        // 41x185x2913 TF32 (2 tiles): 31 slices of 96 (the last 33).
-        assert_eq!(launch(Gemm::new(41, 185, 2913), Tf32, &H100), split(Family::Mma, 96, 31, 41, 185));
+        assert_eq!(launch(Gemm::new(32, 4096, 16384), Bf16, &A100), split(Family::Mma, 2752, 6, 32, 4096));
+        // On sm_90 the sm_90 kernels take the slices: 32 tiles of 128 x 128, 4 slices of 4096.
+        assert!(matches!(
+            launch(Gemm::new(32, 4096, 16384), Bf16, &H100),
+            Launch::SplitK(SplitK {
+                partials: Partials::Sm90(Sm90 { bn: 128, tiles: 32, .. }),
+                depth: 4096,
+                parts: 4,
+                ..
+            })
+        ));
+        // 41x185x2913 TF32 tn (2 tiles; no in-place sm_90 kernel): 31 slices of 96 (the last 33).
+        let tn = Gemm::new(41, 185, 2913).transposed(true, false);
+        assert_eq!(launch(tn, Tf32, &H100), split(Family::Mma, 96, 31, 41, 185));
         // Skinny: decode bf16 x W for two tokens on the tensor cores (4 slices of 1024, 8 rows), W
         // read along n;
         // x W^T in f32 on the CUDA cores and in f16 on the tensor cores.
