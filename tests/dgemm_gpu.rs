@@ -15,6 +15,7 @@ use prism_gpu::cublas::{result, Asum, AsumConfig, CudaBlas, Gemm as _, GemmConfi
 use prism_gpu::driver::{CudaContext, CudaStream};
 use prism_gpu::raw::kernels::gemm::{tuning, Workspace};
 use prism_gpu::raw::kernels::Kernels;
+use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Gemm, ProductionGpuRuntime};
 
 /// f64 rounding of k-term dot products, relative to their bound (k up to ~2000: about k * 2^-53
@@ -66,23 +67,14 @@ fn large_products_on_the_tensor_cores() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_candidate_kernel_deep_skinny_and_small() {
-    let (rt, mut rng) = (gpu(), fresh_rng("dgemm gpu candidates"));
-    let ops = rt.gpu().expect("a GPU runtime");
-    let (kernels, stream) = (ops.kernels(), ops.stream());
-    let workspace = Workspace::default();
-    let mut runs = 0;
     let shapes =
         [(64, 64, 20_000), (1, 700, 3001), (13, 1000, 2049), (183, 103, 647), (130, 67, 1500), (300, 9, 777)];
-    for (round, shape) in shapes.into_iter().enumerate() {
-        for (t, trans) in TRANSPOSES.into_iter().enumerate() {
-            let scales = [(1.0, 0.0), (0.75, -0.5)][(round + t) % 2];
-            let case = case(&mut rng, shape, trans, 3, 1, (false, false), scales);
-            runs += every_candidate(&case, kernels, stream, &workspace);
-        }
-    }
-    // A batch with a broadcast A (slices are not offered for batches).
-    let batched = case(&mut rng, (100, 200, 600), (true, false), 2, 3, (true, false), (0.5, 1.0));
-    runs += every_candidate(&batched, kernels, stream, &workspace);
+    let scales = [(1.0, 0.0), (0.75, -0.5)];
+    // And a batch with a broadcast A (slices are not offered for batches).
+    let batch = |rng: &mut SplitMix64| {
+        vec![case(rng, (100, 200, 600), (true, false), 2, 3, (true, false), (0.5, 1.0))]
+    };
+    let runs = candidates_in_every_layout("dgemm gpu candidates", &shapes, &scales, |_| true, batch);
     println!("{runs} candidate runs checked");
 }
 
@@ -93,27 +85,35 @@ fn every_candidate_kernel_deep_skinny_and_small() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn skinny_kernels_both_sides_every_layout() {
-    let (rt, mut rng) = (gpu(), fresh_rng("dgemm gpu skinny"));
-    let ops = rt.gpu().expect("a GPU runtime");
-    let (kernels, stream) = (ops.kernels(), ops.stream());
-    let workspace = Workspace::default();
-    let mut runs = 0;
-    for (round, shape) in
-        [(1, 301, 700), (3, 257, 129), (8, 130, 1000), (16, 67, 300), (297, 5, 413), (129, 1, 70)]
-            .into_iter()
-            .enumerate()
-    {
-        for (t, trans) in TRANSPOSES.into_iter().enumerate() {
-            let scales = [(1.0, 0.0), (0.75, -0.5), (-2.0, 1.0)][(round + t) % 3];
-            let case = case(&mut rng, shape, trans, 3, 1, (false, false), scales);
-            runs += every_candidate_where(&case, kernels, stream, &workspace, |p| p.starts_with("skinny"));
-        }
-    }
+    let shapes = [(1, 301, 700), (3, 257, 129), (8, 130, 1000), (16, 67, 300), (297, 5, 413), (129, 1, 70)];
+    let scales = [(1.0, 0.0), (0.75, -0.5), (-2.0, 1.0)];
+    let skinny = |p: &str| p.starts_with("skinny");
+    let runs = candidates_in_every_layout("dgemm gpu skinny", &shapes, &scales, skinny, |_| Vec::new());
     println!("{runs} skinny runs checked");
 }
 
-fn every_candidate(case: &Case, kernels: &Kernels, stream: &Arc<CudaStream>, workspace: &Workspace) -> usize {
-    every_candidate_where(case, kernels, stream, workspace, |_| true)
+/// Runs the candidates `keep` accepts on each of `shapes` in every layout (the scales taking turns,
+/// A's and B's leading dimensions padded by 3), then on `more(rng)`'s cases: the number of runs.
+fn candidates_in_every_layout(
+    label: &str,
+    shapes: &[(usize, usize, usize)],
+    scales: &[(f64, f64)],
+    keep: impl Fn(&str) -> bool,
+    more: impl Fn(&mut SplitMix64) -> Vec<Case>,
+) -> usize {
+    let (rt, mut rng) = (gpu(), fresh_rng(label));
+    let ops = rt.gpu().expect("a GPU runtime");
+    let (kernels, stream) = (ops.kernels(), ops.stream());
+    let workspace = Workspace::default();
+    let mut cases = Vec::new();
+    for (round, &shape) in shapes.iter().enumerate() {
+        for (t, trans) in TRANSPOSES.into_iter().enumerate() {
+            let scales = scales[(round + t) % scales.len()];
+            cases.push(case(&mut rng, shape, trans, 3, 1, (false, false), scales));
+        }
+    }
+    cases.extend(more(&mut rng));
+    cases.iter().map(|case| every_candidate_where(case, kernels, stream, &workspace, &keep)).sum()
 }
 
 /// Runs the candidates of `case` whose names `keep` accepts (at least one) and checks each.
