@@ -697,7 +697,17 @@ fn sm90_split(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) ->
     if tiles * 2 > sms {
         return None;
     }
-    let splits = (sms / tiles).min(g.k / SM90_SPLIT_MIN_DEPTH).min(MAX_SPLITS as usize);
+    // 16-bit: the partial products' round trip (8 bytes per output and slice) stays within a
+    // quarter of the operands' bytes (TF32's kernels are slower per byte, so the slices' extra
+    // multiprocessors pay more: 512x1024x4096 ran fastest in 4 slices, where bf16 ran unsplit).
+    let most = match precision {
+        Precision::Bf16 | Precision::F16 => {
+            let operands = (g.m * g.k + g.k * g.n) * 2;
+            operands / (SM90_SPLIT_PARTIALS_SHARE * 8 * g.m * g.n)
+        }
+        _ => MAX_SPLITS as usize,
+    };
+    let splits = (sms / tiles).min(g.k / SM90_SPLIT_MIN_DEPTH).min(most).min(MAX_SPLITS as usize);
     let kernel = Kernel::SplitK { splits: splits as u32, on: SplitOn::Sm90 { bn } };
     (splits >= 2 && kernel.resolve(g, precision, device, tma).is_ok()).then_some(kernel)
 }
@@ -708,9 +718,13 @@ const SM90_SPLIT_MIN_K: usize = 2048;
 /// ... and slices at least this deep (four k steps of 16-bit, eight of TF32: 128x128x16384 ran
 /// fastest in 32-64 slices) ...
 const SM90_SPLIT_MIN_DEPTH: usize = 256;
-/// ... on tiles 128 wide where that side of C is at least this long, else 64 (512x1024x4096:
-/// 128 wide in four slices, 4096x64x4096: 64 wide in four).
-const SM90_SPLIT_WIDE_MIN_SIDE: usize = 1024;
+/// ... on tiles 128 wide where that side of C is at least this long, else 64 (TF32 512x768x3072:
+/// 101 TFLOP/s 128 wide in four slices, 44 on 64-wide tiles in two; 4096x64x4096: 64 wide) ...
+const SM90_SPLIT_WIDE_MIN_SIDE: usize = 512;
+/// ... and, 16-bit, with partial products whose round trip is at most 1 / this of the operands'
+/// bytes (H100 `tune`, bf16 128x4096x4096: 139 TFLOP/s in four slices, 8 MiB of partials twice for
+/// 34 MiB of operands, against 183 unsplit on 64-wide tiles; 64x4096x4096 fastest in four).
+const SM90_SPLIT_PARTIALS_SHARE: usize = 4;
 
 /// The narrowest sm_90 output tile.
 const SM90_MIN_BN: usize = 64;
@@ -803,13 +817,15 @@ mod tests {
         // of at least 256 (up to a wave of them: 64x64x131072 in 132, which cut_k makes 128 of
         // 1024).
         let b_unreadable = TmaReady { a: true, b: false };
-        for p in [Precision::Tf32, Precision::Bf16] {
+        // In place on sm_90: TF32 in 32 slices of 256; bf16 in 16, whose partials' round trip
+        // (2 MiB) is a quarter of the operands' bytes.
+        for (p, sm90_splits) in [(Precision::Tf32, 32), (Precision::Bf16, 16)] {
             assert_eq!(
                 heuristic(&g, p, &H100, b_unreadable),
                 Kernel::SplitK { splits: 64, on: SplitOn::Mma }
             );
             assert_eq!(heuristic(&g, p, &A100, ALIGNED), Kernel::SplitK { splits: 64, on: SplitOn::Mma });
-            let sm90 = Kernel::SplitK { splits: 32, on: SplitOn::Sm90 { bn: 64 } };
+            let sm90 = Kernel::SplitK { splits: sm90_splits, on: SplitOn::Sm90 { bn: 64 } };
             assert_eq!(heuristic(&g, p, &H100, ALIGNED), sm90);
         }
         let deepest = Gemm::new(64, 64, 131_072);
@@ -1037,7 +1053,12 @@ mod tests {
         // Read in place: on the sm_90 kernels, 128 wide from 1024 columns, a wave of slices.
         let sm90_split = |bn, splits| Kernel::SplitK { splits, on: SplitOn::Sm90 { bn } };
         assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), sm90_split(128, 4));
-        assert_eq!(heuristic(&few_tiles, Precision::F16, &H100, ALIGNED), sm90_split(128, 16));
+        assert_eq!(heuristic(&few_tiles, Precision::F16, &H100, ALIGNED), sm90_split(128, 4)); // partials' cap
+                                                                                               // 128 rows on 4096-wide weights: two slices, the most whose partials stay in a quarter.
+        assert_eq!(
+            heuristic(&Gemm::new(128, 4096, 4096), Precision::Bf16, &H100, ALIGNED),
+            sm90_split(128, 2)
+        );
         assert_eq!(heuristic(&Gemm::new(4096, 64, 4096), Precision::Bf16, &H100, ALIGNED), sm90_split(64, 4));
         // Shallower than 2048, or tiles past half a wave: unsplit.
         assert_eq!(
@@ -1048,8 +1069,13 @@ mod tests {
             heuristic(&Gemm::new(64, 14336, 4096), Precision::Bf16, &H100, ALIGNED),
             sm90(64, false, false)
         );
-        // 32 tiles of 128 x 64: four slices. Batched: the sm_90 kernel unsplit.
-        assert_eq!(heuristic(&Gemm::new(512, 512, 2048), Precision::Bf16, &H100, ALIGNED), sm90_split(64, 4));
+        // 512x512x2048: the partials' round trip (2 MiB a slice) would pass a quarter of the
+        // operands' 4 MiB, so unsplit (the table holds the H100's measured four slices). Batched: the
+        // sm_90 kernel unsplit.
+        assert_eq!(
+            heuristic(&Gemm::new(512, 512, 2048), Precision::Bf16, &H100, ALIGNED),
+            sm90(64, false, false)
+        );
         let batched = g.batched(2, 0, 0, 32 * 4096);
         assert_eq!(heuristic(&batched, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
     }
