@@ -677,7 +677,7 @@ fn split_k(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) -> Op
 }
 
 /// Split-K on the sm_90 kernels for a TF32 or 16-bit product (batch 1, both operands read in
-/// place, k at least [`SM90_SPLIT_MIN_K`]) whose sm_90 tiles fill at most half of the
+/// place, k at least [`SM90_SPLIT_MIN_K`]) whose narrowest sm_90 tiles fill at most half of the
 /// multiprocessors: as many slices as fill one wave with the tiles, each at least
 /// [`SM90_SPLIT_MIN_DEPTH`] deep, as the kernel's batch entries. Unsplit, such products stream their
 /// long operand through a few multiprocessors. H100 `tune` (notes/gemm-tune/), best split against
@@ -691,12 +691,17 @@ fn sm90_split(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) ->
     let b_mn_major = !g.trans_b;
     let bn_side = if bn_spans_rows(precision, b_mn_major) { g.m } else { g.n };
     let bn = if bn_side >= SM90_SPLIT_WIDE_MIN_SIDE { 128 } else { SM90_MIN_BN as u32 };
-    let (rows, cols) = sm90_tile(precision, b_mn_major, bn);
-    let tiles = g.m.div_ceil(rows) * g.n.div_ceil(cols);
+    let tiles = |bn: u32| {
+        let (rows, cols) = sm90_tile(precision, b_mn_major, bn);
+        g.m.div_ceil(rows) * g.n.div_ceil(cols)
+    };
+    // Not where the narrowest tiles unsplit would fill more than half a wave (H100 sweep, bf16
+    // 128x8192x8192: 1.03x cuBLAS on 128 of them, 0.87x in two slices of 64 wider ones).
     let sms = device.multiprocessors as usize;
-    if tiles * 2 > sms {
+    if tiles(SM90_MIN_BN as u32) * 2 > sms {
         return None;
     }
+    let tiles = tiles(bn);
     // 16-bit: the partial products' round trip (8 bytes per output and slice) stays within a
     // quarter of the operands' bytes (TF32's kernels are slower per byte, so the slices' extra
     // multiprocessors pay more: 512x1024x4096 ran fastest in 4 slices, where bf16 ran unsplit).
@@ -981,17 +986,19 @@ mod tests {
         assert_eq!(heuristic(&Gemm::new(1024, 1024, 8192), Precision::F32, &H100, ALIGNED), Kernel::Simt64);
         let batched = Gemm::new(64, 8192, 8192).batched(2, 0, 0, 64 * 8192);
         assert_eq!(heuristic(&batched, Precision::F32, &H100, ALIGNED), Kernel::Simt64);
-        let bf16_split = Kernel::SplitK { splits: 2, on: SplitOn::Sm90 { bn: 128 } };
-        assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), bf16_split);
+        // 16-bit: 128 tiles of 128 x 64 nearly fill a wave unsplit (the table holds the H100's
+        // measured two slices for this shape).
+        assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), sm90(64, false, false));
         let volta = Device { capability: (7, 0), multiprocessors: 80, sm90: false, shared_optin: 98_304 };
         assert_eq!(heuristic(&g, Precision::Tf32, &volta, ALIGNED), Kernel::Simt);
         // TF32 on sm_90: split on mma.sync only where n is short and A is transposed first (tn); the
-        // other layouts' few tiles split on the sm_90 kernels (64 tiles: two slices).
+        // other layouts' few tiles split on the sm_90 kernels (64 tiles of 128 x 64: two slices; 128
+        // fill most of a wave unsplit).
         let tf32 = |g: Gemm, device: &Device| heuristic(&g, Precision::Tf32, device, ALIGNED);
         let sm90_split = |bn| Kernel::SplitK { splits: 2, on: SplitOn::Sm90 { bn } };
         assert_eq!(tf32(Gemm::new(1024, 1024, 1024), &H100), sm90(64, false, false));
         assert_eq!(tf32(Gemm::new(512, 512, 4096), &A100), split(13, true));
-        assert_eq!(tf32(g.transposed(false, true), &H100), sm90_split(128));
+        assert_eq!(tf32(g.transposed(false, true), &H100), sm90(64, false, false));
         assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, false), &H100), split(4, true));
         assert_eq!(tf32(Gemm::new(8192, 64, 8192).transposed(true, true), &H100), sm90_split(64));
     }
@@ -1141,7 +1148,7 @@ mod tests {
         let bf = |m, n, k| heuristic(&Gemm::new(m, n, k), Precision::Bf16, &H100, ALIGNED);
         assert_eq!(bf(1024, 1024, 1024), sm90(64, false, false)); // 64 tiles of 128x128: too few
         assert_eq!(bf(2048, 2048, 2048), sm90(256, false, false)); // 128 tiles of 128x256
-        assert_eq!(bf(64, 8192, 8192), Kernel::SplitK { splits: 2, on: SplitOn::Sm90 { bn: 128 } }); // 64 tiles
+        assert_eq!(bf(64, 8192, 8192), sm90(64, false, false));
         assert_eq!(bf(1000, 1000, 1000), sm90(64, false, false));
         assert_eq!(bf(16384, 128, 1024), sm90(128, false, false)); // n too narrow for 256
         assert_eq!(bf(100_000, 64, 64), sm90(64, false, false));
