@@ -428,7 +428,8 @@ pub fn skinny_slices(
     wanted: usize,
     (deepest, align): (usize, usize),
 ) -> Option<u32> {
-    let traffic = g.k * element_bytes / (32 * rows as usize);
+    // Per column of C's long side: k elements of W, `rows` outputs per slice.
+    let traffic = slices_within_partials_budget(g.k * element_bytes, rows as usize);
     let needed = g.k.div_ceil(deepest);
     if needed > GRID_YZ_MAX {
         return None; // the slices are grid.y
@@ -702,13 +703,14 @@ fn sm90_split(g: &Gemm, precision: Precision, device: &Device, tma: TmaReady) ->
         return None;
     }
     let tiles = tiles(bn);
-    // 16-bit: the partial products' round trip (8 bytes per output and slice) stays within a
-    // quarter of the operands' bytes (TF32's kernels are slower per byte, so the slices' extra
-    // multiprocessors pay more: 512x1024x4096 ran fastest in 4 slices, where bf16 ran unsplit).
+    // 16-bit: the partials' round trip within a quarter of the operands' bytes (H100 `tune`, bf16
+    // 128x4096x4096: 139 TFLOP/s in four slices, 8 MiB of partials twice for 34 MiB of operands,
+    // against 183 unsplit on 64-wide tiles; 64x4096x4096 fastest in four). Not TF32: its kernels
+    // are slower per byte, so the slices' extra multiprocessors pay more (512x1024x4096 ran
+    // fastest in 4 slices, where bf16 ran unsplit).
     let most = match precision {
         Precision::Bf16 | Precision::F16 => {
-            let operands = (g.m * g.k + g.k * g.n) * 2;
-            operands / (SM90_SPLIT_PARTIALS_SHARE * 8 * g.m * g.n)
+            slices_within_partials_budget((g.m * g.k + g.k * g.n) * 2, g.m * g.n)
         }
         _ => MAX_SPLITS as usize,
     };
@@ -724,12 +726,15 @@ const SM90_SPLIT_MIN_K: usize = 2048;
 /// fastest in 32-64 slices) ...
 const SM90_SPLIT_MIN_DEPTH: usize = 256;
 /// ... on tiles 128 wide where that side of C is at least this long, else 64 (TF32 512x768x3072:
-/// 101 TFLOP/s 128 wide in four slices, 44 on 64-wide tiles in two; 4096x64x4096: 64 wide) ...
+/// 101 TFLOP/s 128 wide in four slices, 44 on 64-wide tiles in two; 4096x64x4096: 64 wide).
 const SM90_SPLIT_WIDE_MIN_SIDE: usize = 512;
-/// ... and, 16-bit, with partial products whose round trip is at most 1 / this of the operands'
-/// bytes (H100 `tune`, bf16 128x4096x4096: 139 TFLOP/s in four slices, 8 MiB of partials twice for
-/// 34 MiB of operands, against 183 unsplit on 64-wide tiles; 64x4096x4096 fastest in four).
-const SM90_SPLIT_PARTIALS_SHARE: usize = 4;
+
+/// The most slices of k whose f32 partial products (8 bytes per output and slice, written and read
+/// back) move at most a quarter of `operand_bytes`, for `outputs` outputs per slice (both may count
+/// per column of C, as the skinny kernels' do).
+fn slices_within_partials_budget(operand_bytes: usize, outputs: usize) -> usize {
+    operand_bytes / (4 * 8 * outputs)
+}
 
 /// The narrowest sm_90 output tile.
 const SM90_MIN_BN: usize = 64;
@@ -1060,8 +1065,8 @@ mod tests {
         // Read in place: on the sm_90 kernels, 128 wide from 1024 columns, a wave of slices.
         let sm90_split = |bn, splits| Kernel::SplitK { splits, on: SplitOn::Sm90 { bn } };
         assert_eq!(heuristic(&g, Precision::Bf16, &H100, ALIGNED), sm90_split(128, 4));
-        assert_eq!(heuristic(&few_tiles, Precision::F16, &H100, ALIGNED), sm90_split(128, 4)); // partials' cap
-                                                                                               // 128 rows on 4096-wide weights: two slices, the most whose partials stay in a quarter.
+        // The partials' cap: four slices here; two for 128 rows on 4096-wide weights.
+        assert_eq!(heuristic(&few_tiles, Precision::F16, &H100, ALIGNED), sm90_split(128, 4));
         assert_eq!(
             heuristic(&Gemm::new(128, 4096, 4096), Precision::Bf16, &H100, ALIGNED),
             sm90_split(128, 2)

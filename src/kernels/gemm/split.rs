@@ -1,7 +1,8 @@
 //! The launches that slice k: split-K (one GEMM whose tiles leave most multiprocessors idle, run as
-//! f32 partial products on a tiled family's or the sm_90a kernels) and the skinny kernels (C's short side at most
-//! 16: the long operand streamed once), both summed into C by `gemm_splitk_reduce_<out>` with the
-//! epilogue; and the one-launch GEMV beside them (C's short side 1, k not sliced).
+//! f32 partial products on a tiled family's or the sm_90a kernels) and the skinny kernels (C's
+//! short side at most 16: the long operand streamed once), both summed into C by
+//! `gemm_splitk_reduce_<out>` with the epilogue; and the one-launch GEMV beside them (C's short side
+//! 1, k not sliced).
 
 use std::mem::size_of;
 

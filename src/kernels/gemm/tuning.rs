@@ -336,6 +336,8 @@ mod tests {
         assert!(decode.iter().any(|c| c.kernel == Kernel::Skinny { rows: 16, splits: 8 }));
         assert!(decode.iter().any(|c| matches!(c.kernel, Kernel::Sm90 { bn: 64, .. })));
         assert!(decode.iter().any(|c| c.kernel == Kernel::SplitK { splits: 64, on: SplitOn::Mma }));
+        let sm90_split = Kernel::SplitK { splits: 4, on: SplitOn::Sm90 { bn: 256 } };
+        assert!(decode.iter().any(|c| c.kernel == sm90_split));
         assert!(!decode.iter().any(|c| c.kernel == Kernel::Simt64));
         // The workspace cap drops split-K's larger partial products.
         let capped = candidates(&Gemm::new(1024, 1024, 8192), Precision::F32, &H100, ALIGNED, 16 << 20);
