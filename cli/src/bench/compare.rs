@@ -70,10 +70,11 @@ pub fn agree(
 }
 
 /// Defines `median_ms(stream, settings, inner, once)`: the median milliseconds of `inner`
-/// back-to-back `once()` per sample, CUDA events, after `settings.warmup` samples of warm-up. A
-/// macro because each side of an API bench (`caller!` in cublas_api and cublaslt_api) expands it
-/// against its own crate's driver: `Arc`, `CudaStream`, `CUevent_flags`, `Settings`, `Res` and `err`
-/// must be in scope where it is used.
+/// back-to-back `once()` per sample, CUDA events, after `settings.warmup` samples of warm-up, each
+/// sample queued behind a [`Gate`](super::timing::Gate) as [`time_gpu`](super::time_gpu) does. A macro
+/// because each side of a benchmark (`caller!` in cublas_api and cublaslt_api, the cuBLAS anchor in
+/// gemm) expands it against its own crate's driver: `Arc`, `CudaStream`, `CUevent_flags`, `Settings`,
+/// `Res`, `err` and that crate's `driver` as `driver_api` must be in scope where it is used.
 macro_rules! event_median_ms {
     () => {
         pub fn median_ms(
@@ -88,18 +89,28 @@ macro_rules! event_median_ms {
             for _ in 0..settings.warmup * inner {
                 once()?;
             }
+            stream.synchronize().map_err(err)?;
             let mut samples = Vec::new();
             for _ in 0..settings.repeats.max(1) {
+                ctx.bind_to_thread().map_err(err)?;
+                let gate = $crate::bench::timing::Gate::close(|hold, state| {
+                    // SAFETY: `hold` makes no CUDA call and `state` stays alive until it has run
+                    // (`Gate`).
+                    unsafe {
+                        driver_api::result::stream::launch_host_function(stream.cu_stream(), hold, state)
+                    }
+                    .map_err(err)
+                })?;
                 start.record(stream).map_err(err)?;
                 for _ in 0..inner {
                     once()?;
                 }
                 end.record(stream).map_err(err)?;
+                gate.open().map_err(err)?;
                 end.synchronize().map_err(err)?;
                 samples.push(f64::from(start.elapsed_ms(&end).map_err(err)?));
             }
-            samples.sort_by(f64::total_cmp);
-            Ok(samples[samples.len() / 2])
+            Ok($crate::bench::timing::Measured::from_samples(samples).median_ms)
         }
     };
 }

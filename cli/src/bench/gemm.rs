@@ -298,7 +298,9 @@ pub(crate) mod cublas {
     use cudarc::cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType};
     use cudarc::cublas::{result as blas, CudaBlas};
     use cudarc::driver::sys::CUevent_flags;
-    use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
+    use cudarc::driver::{
+        self as driver_api, CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
+    };
     use half::{bf16, f16};
 
     use super::{narrow, Gemm, Precision, Settings, Timed, CHECK_MAX_OUTPUTS};
@@ -357,36 +359,12 @@ pub(crate) mod cublas {
         }
     }
 
-    /// Median milliseconds of `inner` back-to-back calls of `once` per sample, after warm-up,
-    /// timed with CUDA events on `stream`.
-    fn median_ms(
-        stream: &Arc<CudaStream>,
-        settings: Settings,
-        inner: usize,
-        mut once: impl FnMut() -> std::result::Result<(), String>,
-    ) -> std::result::Result<f64, String> {
-        let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
-        let ctx = stream.context();
-        let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
-        let (start, end) =
-            (ctx.new_event(flags).map_err(|e| err(&e))?, ctx.new_event(flags).map_err(|e| err(&e))?);
-        for _ in 0..settings.warmup * inner {
-            once()?;
-        }
-        let mut samples = Vec::with_capacity(settings.repeats);
-        for _ in 0..settings.repeats.max(1) {
-            start.record(stream).map_err(|e| err(&e))?;
-            for _ in 0..inner {
-                once()?;
-            }
-            end.record(stream).map_err(|e| err(&e))?;
-            end.synchronize().map_err(|e| err(&e))?;
-            samples.push(f64::from(start.elapsed_ms(&end).map_err(|e| err(&e))?));
-        }
-        samples.sort_by(f64::total_cmp);
-        let half = samples.len() / 2;
-        Ok(if samples.len() % 2 == 1 { samples[half] } else { (samples[half - 1] + samples[half]) / 2.0 })
+    type Res<T> = std::result::Result<T, String>;
+    fn err(e: impl std::fmt::Debug) -> String {
+        format!("{e:?}")
     }
+    super::super::compare::event_median_ms!();
+
     use prism_gpu::raw::kernels::gemm::Element;
 
     /// cuBLAS on device 0, or why it could not be set up.

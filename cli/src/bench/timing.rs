@@ -1,7 +1,9 @@
-//! Timing: warm-up, repeats, medians.
+//! Timing: warm-up, repeats, medians, and the gate that holds a stream while a repeat is queued.
 
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use prism_gpu::driver::CudaStream;
 use prism_gpu::Result;
@@ -48,7 +50,8 @@ impl Measured {
 
 /// Times GPU work on `stream` with CUDA events around each repeat. `run(i)` enqueues one repeat;
 /// `i` counts every call (warm-up included) so callers can rotate through several input sets and
-/// keep them from sitting in L2.
+/// keep them from sitting in L2. Each repeat is queued behind a [`Gate`], so the events time the
+/// GPU's work alone.
 pub fn time_gpu(
     stream: &Arc<CudaStream>,
     settings: Settings,
@@ -63,13 +66,109 @@ pub fn time_gpu(
     stream.synchronize()?;
     let mut samples = Vec::with_capacity(settings.repeats);
     for i in 0..settings.repeats.max(1) {
+        ctx.bind_to_thread()?;
+        let gate = Gate::close(|hold, state| {
+            // SAFETY: `hold` makes no CUDA call and `state` stays alive until it has run (`Gate`).
+            unsafe {
+                prism_gpu::driver::result::stream::launch_host_function(stream.cu_stream(), hold, state)
+            }
+        })?;
         start.record(stream)?;
         run(settings.warmup + i)?;
         end.record(stream)?;
+        gate.open().map_err(|why| prism_gpu::Error::Shape {
+            op: "bench timing",
+            expected: "work that does not wait for its own stream".into(),
+            got: why.into(),
+        })?;
         end.synchronize()?;
         samples.push(f64::from(start.elapsed_ms(&end)?));
     }
     Ok(Measured::from_samples(samples))
+}
+
+/// Holds a stream at a host function until [`Gate::open`], so that a repeat is wholly queued before
+/// the GPU reaches its start event: the events then time the GPU's work, not the host's submission of
+/// it nor an idle GPU's launch latency, which differ between the libraries compared (nvbench holds
+/// the stream the same way, with a kernel). Work queued behind a gate must not wait for that stream
+/// (a synchronizing call would wait for the gate): the host function gives up after [`GATE_LIMIT`] and
+/// [`Gate::open`] reports it.
+pub(crate) struct Gate {
+    state: Option<Box<GateState>>,
+}
+
+#[derive(Default)]
+struct GateState {
+    open: AtomicBool,
+    gave_up: AtomicBool,
+    done: AtomicBool,
+}
+
+/// How long the held stream waits for [`Gate::open`] (far beyond queuing any repeat).
+const GATE_LIMIT: Duration = Duration::from_secs(2);
+
+/// The host function: waits until the gate opens (or [`GATE_LIMIT`] passes), then lets the stream go on.
+///
+/// # Safety
+/// `state` must point to a live `GateState` until this function has set its `done`.
+unsafe extern "C" fn hold(state: *mut c_void) {
+    // SAFETY: `Gate::close` passes its boxed state, which `Gate` frees only once `done` is set.
+    let state = unsafe { &*(state as *const GateState) };
+    let since = Instant::now();
+    while !state.open.load(Ordering::Acquire) {
+        if since.elapsed() > GATE_LIMIT {
+            state.gave_up.store(true, Ordering::Relaxed);
+            break;
+        }
+        std::hint::spin_loop();
+    }
+    state.done.store(true, Ordering::Release);
+}
+
+impl Gate {
+    /// Holds a stream: `enqueue(hold, state)` must queue `hold(state)` on it as a host function.
+    pub(crate) fn close<E>(
+        enqueue: impl FnOnce(unsafe extern "C" fn(*mut c_void), *mut c_void) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Gate, E> {
+        let state = Box::<GateState>::default();
+        enqueue(hold, &*state as *const GateState as *mut c_void)?;
+        Ok(Gate { state: Some(state) })
+    }
+
+    /// Lets the stream go on once it has reached the gate; an error if the gate had given up waiting
+    /// (the work queued behind it waited for the stream).
+    pub(crate) fn open(mut self) -> std::result::Result<(), &'static str> {
+        match self.release() {
+            None => Err("the stream did not reach the gate"),
+            Some(state) if state.gave_up.load(Ordering::Relaxed) => {
+                Err("the stream was held for the whole gate limit: the timed work waited for its own stream")
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Opens the gate and waits for the host function to finish; the state, or `None` where the stream
+    /// did not reach the gate within [`GATE_LIMIT`] (a failed context), whose state is then leaked, since
+    /// the host function may still read it.
+    fn release(&mut self) -> Option<Box<GateState>> {
+        let state = self.state.take()?;
+        state.open.store(true, Ordering::Release);
+        let since = Instant::now();
+        while !state.done.load(Ordering::Acquire) {
+            if since.elapsed() > GATE_LIMIT {
+                std::mem::forget(state);
+                return None;
+            }
+            std::thread::yield_now();
+        }
+        Some(state)
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.release();
+    }
 }
 
 /// Times host-side work (launch submission, allocation) with the monotonic clock. `run(i)` does
@@ -90,6 +189,30 @@ pub fn time_host(settings: Settings, mut run: impl FnMut(usize) -> Result<()>) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gate_holds_its_host_function_until_opened() {
+        let (returned, has_returned) = std::sync::mpsc::channel();
+        let gate = Gate::close(|hold, state| {
+            let state = state as usize;
+            std::thread::spawn(move || {
+                // SAFETY: the gate keeps its state alive until `hold` has set `done`.
+                unsafe { hold(state as *mut c_void) };
+                returned.send(()).unwrap();
+            });
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        let early = has_returned.recv_timeout(Duration::from_millis(100));
+        assert!(early.is_err(), "the host function returned before the gate opened");
+        gate.open().unwrap();
+        has_returned.recv_timeout(GATE_LIMIT).unwrap();
+    }
+
+    #[test]
+    fn a_gate_that_could_not_be_queued_reports_why() {
+        assert_eq!(Gate::close(|_, _| Err("no stream")).err(), Some("no stream"));
+    }
 
     #[test]
     fn medians_of_odd_and_even_counts() {
