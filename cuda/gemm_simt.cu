@@ -367,15 +367,38 @@ PRISM_KERNEL void __launch_bounds__(256)
 
 // Split-K finish: C[i][j] = alpha * sum_s part[s][i][j] + beta * C[i][j] over `splits` packed m x n partial
 // products (f32, one after another), summed in split order, then the fused epilogue (batch 1), rounded once to
-// C's type. beta == 0 never reads C. Grid-stride over the outputs: block 256, any grid. gemm_splitk_reduce_<C's type>.
+// C's type. beta == 0 never reads C. Four consecutive outputs per thread, grid-stride: 16-byte loads of each
+// slice when m * n is a multiple of 4 (every slice then starts 16-byte aligned), several slices' loads in
+// flight ahead of the in-order sums, and C's row and column found once per four. Block 256, any grid.
+// gemm_splitk_reduce_<C's type>.
 template <typename TO>
 __device__ __forceinline__ void splitk_reduce(int m, int n, int splits, const float *part, float alpha, float beta,
                                               TO *C, int ldc, const Epilogue<TO> &epi) {
     const long long outputs = (long long)m * n;
-    for (long long at = blockIdx.x * 256ll + threadIdx.x; at < outputs; at += (long long)gridDim.x * 256) {
-        float sum = 0.f;
-        for (int s = 0; s < splits; ++s) sum += part[s * outputs + at];
-        epilogue_store(C + (at / n) * ldc + at % n, sum, alpha, beta, (int)(at % n), epi);
+    const bool vec = outputs % 4 == 0 && prism_aligned16(part);
+    for (long long at = (blockIdx.x * 256ll + threadIdx.x) * 4; at < outputs; at += (long long)gridDim.x * 1024) {
+        float sum[4] = {0.f, 0.f, 0.f, 0.f};
+        const int count = (int)min(outputs - at, 4ll);
+        if (vec) {
+#pragma unroll 4
+            for (int s = 0; s < splits; ++s) {
+                const float4 v = *reinterpret_cast<const float4 *>(part + s * outputs + at);
+                sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
+            }
+        } else {
+#pragma unroll 4
+            for (int s = 0; s < splits; ++s)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (e < count) sum[e] += part[s * outputs + at + e];
+        }
+        long long row = at / n;
+        int col = (int)(at - row * n);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            if (e < count) epilogue_store(C + row * ldc + col, sum[e], alpha, beta, col, epi);
+            if (++col == n) col = 0, ++row;
+        }
     }
 }
 #define SPLITK_REDUCE(SFX, TO)                                                                                  \
@@ -412,22 +435,59 @@ EPILOGUE_PASS(bf16, __nv_bfloat16)
 EPILOGUE_PASS(f16, __half)
 
 // Copies `rows` rows of `width` bytes from src (rows src_pitch bytes apart) to dst (dst_pitch apart): the
-// 128-byte-pitch copies of the sm_90 path. 16-byte moves when width, both pitches and both addresses are
-// multiples of 16, else 2-byte moves (the callers' elements are 2 or 4 bytes). Grid-stride over rows
-// (blockIdx.x + k * gridDim.x), threads along the row; block 256.
-PRISM_KERNEL void __launch_bounds__(256)
-    gemm_copy_rows(long long rows, long long width, const unsigned char *src, long long src_pitch, unsigned char *dst,
-                   long long dst_pitch) {
-    const bool vec = ((width | src_pitch | dst_pitch | (long long)src | (long long)dst) & 15) == 0;
-    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-        const unsigned char *s = src + r * src_pitch;
-        unsigned char *d = dst + r * dst_pitch;
-        if (vec) {
-            for (long long i = threadIdx.x * 16ll; i < width; i += 256 * 16ll)
-                *reinterpret_cast<uint4 *>(d + i) = *reinterpret_cast<const uint4 *>(s + i);
+// 128-byte-pitch copies of the sm_90 path. The rows are cut into 16-byte chunks, numbered over all rows so
+// that a few long rows or many short ones spread over the whole grid (grid-stride, block 256). A chunk is
+// read in the widest units the source's alignment allows (ALIGN bytes: the least alignment of src and
+// src_pitch) and written with one 16-byte store when dst and dst_pitch are multiples of 16; a row's last,
+// shorter chunk and a misaligned destination move 2 bytes at a time (the callers' elements are 2 or 4
+// bytes, so width and both pitches are even).
+template <int ALIGN, typename Index>
+__device__ __forceinline__ void copy_row_chunks(Index rows, Index width, const unsigned char *src, Index src_pitch,
+                                                unsigned char *dst, Index dst_pitch) {
+    const Index per_row = (width + 15) / 16;
+    const Index chunks = rows * per_row;
+    const bool wide_stores = (((unsigned long long)dst | (unsigned long long)dst_pitch) & 15) == 0;
+    for (Index c = blockIdx.x * (Index)256 + threadIdx.x; c < chunks; c += (Index)gridDim.x * 256) {
+        const Index r = c / per_row, at = (c - r * per_row) * 16;
+        const unsigned char *s = src + r * src_pitch + at;
+        unsigned char *d = dst + r * dst_pitch + at;
+        if (wide_stores && at + 16 <= width) {
+            constexpr int UNITS = 16 / ALIGN;
+            using Unit = typename std::conditional<
+                ALIGN == 16, uint4,
+                typename std::conditional<ALIGN == 8, uint2,
+                                          typename std::conditional<ALIGN == 4, unsigned, unsigned short>::type>::type>::type;
+            union {
+                Unit unit[UNITS];
+                uint4 whole;
+            } v;
+#pragma unroll
+            for (int u = 0; u < UNITS; ++u) v.unit[u] = reinterpret_cast<const Unit *>(s)[u];
+            *reinterpret_cast<uint4 *>(d) = v.whole;
         } else {
-            for (long long i = threadIdx.x * 2ll; i < width; i += 256 * 2ll)
+            const Index end = min(width - at, (Index)16);
+            for (Index i = 0; i < end; i += 2)
                 *reinterpret_cast<unsigned short *>(d + i) = *reinterpret_cast<const unsigned short *>(s + i);
         }
     }
+}
+template <typename Index>
+__device__ __forceinline__ void copy_rows_in(Index rows, Index width, const unsigned char *src, Index src_pitch,
+                                             unsigned char *dst, Index dst_pitch) {
+    const unsigned long long bits = (unsigned long long)src | (unsigned long long)src_pitch;
+    if ((bits & 15) == 0) copy_row_chunks<16>(rows, width, src, src_pitch, dst, dst_pitch);
+    else if ((bits & 7) == 0) copy_row_chunks<8>(rows, width, src, src_pitch, dst, dst_pitch);
+    else if ((bits & 3) == 0) copy_row_chunks<4>(rows, width, src, src_pitch, dst, dst_pitch);
+    else copy_row_chunks<2>(rows, width, src, src_pitch, dst, dst_pitch);
+}
+PRISM_KERNEL void __launch_bounds__(256)
+    gemm_copy_rows(long long rows, long long width, const unsigned char *src, long long src_pitch, unsigned char *dst,
+                   long long dst_pitch) {
+    // 32-bit chunk arithmetic (its divisions are far cheaper) wherever every offset fits.
+    const long long chunks = rows * ((width + 15) / 16) + (long long)gridDim.x * 256;
+    const long long span = max(rows * max(src_pitch, dst_pitch), chunks * 16);
+    if (span < (1ll << 32))
+        copy_rows_in<unsigned>(rows, width, src, src_pitch, dst, dst_pitch);
+    else
+        copy_rows_in<unsigned long long>(rows, width, src, src_pitch, dst, dst_pitch);
 }

@@ -343,8 +343,8 @@ unsafe fn reduce_partials<TOut: Element>(call: &Call<'_>, parts: usize, partials
     let name = format!("gemm_splitk_reduce_{}", TOut::NAME);
     let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
-    // One output per thread per step, blocks of 256 (the kernel's own block size).
-    let cfg = grid::elementwise(g.m * g.n, grid::Step::Scalar);
+    // Four outputs per thread per step, blocks of 256 (the kernel's own block size).
+    let cfg = grid::elementwise(g.m * g.n, grid::Step::Vector);
     // SAFETY: `(m, n, splits, part, alpha, beta, C, ldc, bias, act)`: reads the `parts` packed
     // m x n partial products, writes C's m x n block (batch 1), reads n bias values: the caller's
     // obligations.
