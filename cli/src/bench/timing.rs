@@ -50,8 +50,8 @@ impl Measured {
 
 /// Times GPU work on `stream` with CUDA events around each repeat. `run(i)` enqueues one repeat;
 /// `i` counts every call (warm-up included) so callers can rotate through several input sets and
-/// keep them from sitting in L2. Each repeat is queued behind a [`Gate`], so the events time the
-/// GPU's work alone.
+/// keep them from sitting in L2. Each repeat is queued behind a gate (a host function that holds
+/// the stream until the repeat is queued), so the events time the GPU's work alone.
 pub fn time_gpu(
     stream: &Arc<CudaStream>,
     settings: Settings,
