@@ -333,7 +333,8 @@ impl ShortLong {
 }
 
 /// `gemm_splitk_reduce_<out>`: `C = epilogue(alpha * sum + beta * C)` of the call's batch-1 `g`
-/// from `parts` packed m x n f32 partial products at device address `partials`, summed in order.
+/// from `parts` packed m x n f32 partial products at device address `partials`, summed in a fixed
+/// order (each lane's slices in order, then the lanes by a fixed tree).
 ///
 /// # Safety
 /// `partials` must hold the `parts` products (written, in stream order, before this launch) and
@@ -341,22 +342,32 @@ impl ShortLong {
 unsafe fn reduce_partials<TOut: Element>(call: &Call<'_>, parts: usize, partials: u64) -> Result<()> {
     let Call { kernels, stream, g, operands: [_, _, c], epilogue, .. } = *call;
     let name = format!("gemm_splitk_reduce_{}", TOut::NAME);
-    let (m, n, parts, ldc) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32);
+    let lanes = reduce_lanes(g.m * g.n, parts, kernels.multiprocessors());
+    let (m, n, parts, ldc, lanes_arg) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32, lanes as i32);
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
-    // Four outputs per thread per step, blocks of 256 (the kernel's own block size).
-    let cfg = grid::elementwise(g.m * g.n, grid::Step::Vector);
-    // SAFETY: `(m, n, splits, part, alpha, beta, C, ldc, bias, act)`: reads the `parts` packed
-    // m x n partial products, writes C's m x n block (batch 1), reads n bias values: the caller's
-    // obligations.
+    // `lanes` threads per output, blocks of 256 (the kernel's own block size).
+    let cfg = grid::elementwise((g.m * g.n).saturating_mul(lanes), grid::Step::Scalar);
+    // SAFETY: `(m, n, splits, lanes, part, alpha, beta, C, ldc, bias, act)` with lanes a power of
+    // two up to 32: reads the `parts` packed m x n partial products, writes C's m x n block (batch
+    // 1), reads n bias values: the caller's obligations.
     unsafe {
         launch!(
             kernels,
             stream,
             &name,
             cfg,
-            [&m, &n, &parts, &partials, &g.alpha, &g.beta, &c, &ldc, &bias, &act]
+            [&m, &n, &parts, &lanes_arg, &partials, &g.alpha, &g.beta, &c, &ldc, &bias, &act]
         )
     }
+}
+
+/// Threads that sum each output of the split-K reduction: one where the outputs alone fill every
+/// multiprocessor (2048 threads each), else the fewest powers of two that do, up to a warp and no
+/// more than the slices (64 x 64 outputs in 132 slices: 32).
+fn reduce_lanes(outputs: usize, slices: usize, multiprocessors: u32) -> usize {
+    let full = multiprocessors as usize * 2048;
+    let wanted = full.div_ceil(outputs.max(1)).next_power_of_two();
+    wanted.min(slices.next_power_of_two()).clamp(1, 32)
 }
 
 /// The slices of k of a batch-1 GEMM `g`, `depth` deep (a multiple of 32 keeps every slice's start
@@ -403,5 +414,21 @@ impl KSlices {
         self.last.map(|(g, [oa, ob, op])| {
             (g, [a + (oa * es_in) as u64, b + (ob * es_in) as u64, p + (op * es_part) as u64])
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reduce_lanes;
+
+    #[test]
+    fn the_reduction_spreads_few_outputs_over_more_lanes() {
+        // 132 multiprocessors: 270336 threads fill them.
+        assert_eq!(reduce_lanes(64 * 4096, 4, 132), 2);
+        assert_eq!(reduce_lanes(512 * 1024, 4, 132), 1);
+        assert_eq!(reduce_lanes(64 * 64, 132, 132), 32);
+        assert_eq!(reduce_lanes(64 * 64, 3, 132), 4, "no more lanes than slices, rounded up");
+        assert_eq!(reduce_lanes(1, 1, 132), 1);
+        assert_eq!(reduce_lanes(0, 8, 132), 8);
     }
 }
