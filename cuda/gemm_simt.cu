@@ -367,14 +367,43 @@ PRISM_KERNEL void __launch_bounds__(256)
 
 // Split-K finish: C[i][j] = alpha * sum_s part[s][i][j] + beta * C[i][j] over `splits` packed m x n partial
 // products (f32, one after another), then the fused epilogue (batch 1), rounded once to C's type. beta == 0
-// never reads C. `lanes` threads of a warp (a power of two up to 32) sum each output, so that a few outputs
-// in many slices still fill the GPU: lane l adds slices l, l + lanes, ... in order and a fixed shuffle tree
-// adds the lanes' sums, so every run rounds alike. Grid-stride over warps: block 256, any grid.
-// gemm_splitk_reduce_<C's type>.
+// never reads C. Every run rounds alike. Grid-stride, block 256, any grid. gemm_splitk_reduce_<C's type>.
+// - lanes == 1 (outputs enough to fill the GPU): four consecutive outputs per thread, their slices summed
+//   in order, with 16-byte loads when m * n is a multiple of 4 (every slice then starts 16-byte aligned);
+// - lanes > 1 (a power of two up to 32; few outputs in many slices): `lanes` threads of a warp per output,
+//   lane l adding slices l, l + lanes, ... in order, then a fixed shuffle tree adding the lanes' sums.
 template <typename TO>
 __device__ __forceinline__ void splitk_reduce(int m, int n, int splits, int lanes, const float *part, float alpha,
                                               float beta, TO *C, int ldc, const Epilogue<TO> &epi) {
     const long long outputs = (long long)m * n;
+    if (lanes == 1) {
+        const bool vec = outputs % 4 == 0 && prism_aligned16(part);
+        for (long long at = (blockIdx.x * 256ll + threadIdx.x) * 4; at < outputs; at += (long long)gridDim.x * 1024) {
+            float sum[4] = {0.f, 0.f, 0.f, 0.f};
+            const int count = (int)min(outputs - at, 4ll);
+            if (vec) {
+#pragma unroll 4
+                for (int s = 0; s < splits; ++s) {
+                    const float4 v = *reinterpret_cast<const float4 *>(part + s * outputs + at);
+                    sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
+                }
+            } else {
+#pragma unroll 4
+                for (int s = 0; s < splits; ++s)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        if (e < count) sum[e] += part[s * outputs + at + e];
+            }
+            long long row = at / n;
+            int col = (int)(at - row * n);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                if (e < count) epilogue_store(C + row * ldc + col, sum[e], alpha, beta, col, epi);
+                if (++col == n) col = 0, ++row;
+            }
+        }
+        return;
+    }
     const int per_warp = 32 / lanes;  // outputs per warp
     const int lane = threadIdx.x % 32, slot = lane % per_warp, first = lane / per_warp;
     const long long warps = (long long)gridDim.x * 8;
