@@ -370,8 +370,8 @@ PRISM_KERNEL void __launch_bounds__(256)
 // never reads C. Every run rounds alike. Grid-stride, block 256, any grid. gemm_splitk_reduce_<C's type>.
 // - lanes == 1 (outputs enough to fill the GPU): four consecutive outputs per thread, their slices summed
 //   in order, with 16-byte loads when m * n is a multiple of 4 (every slice then starts 16-byte aligned);
-// - lanes > 1 (a power of two up to 32; few outputs in many slices): `lanes` threads of a warp per output,
-//   lane l adding slices l, l + lanes, ... in order, then a fixed shuffle tree adding the lanes' sums.
+// - lanes > 1 (2, 4 or 8; few outputs in many slices): `lanes` warps of a block per 32 outputs, warp l of
+//   them adding slices l, l + lanes, ... in order, then the first adding the others' sums in order.
 template <typename TO>
 __device__ __forceinline__ void splitk_reduce(int m, int n, int splits, int lanes, const float *part, float alpha,
                                               float beta, TO *C, int ldc, const Epilogue<TO> &epi) {
@@ -404,22 +404,27 @@ __device__ __forceinline__ void splitk_reduce(int m, int n, int splits, int lane
         }
         return;
     }
-    const int per_warp = 32 / lanes;  // outputs per warp
-    const int lane = threadIdx.x % 32, slot = lane % per_warp, first = lane / per_warp;
-    const long long warps = (long long)gridDim.x * 8;
-    for (long long w = blockIdx.x * 8ll + threadIdx.x / 32; w * per_warp < outputs; w += warps) {
-        const long long at = w * per_warp + slot;
+    // Warp w of a block sums slices w % lanes, w % lanes + lanes, ... of 32 consecutive outputs (group
+    // w / lanes), so each load of a warp is 128 contiguous bytes; the block's lanes then add up in order.
+    __shared__ float lane_sums[8][32];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, first = warp % lanes;
+    const long long per_block = 32ll * (8 / lanes);
+    for (long long base = blockIdx.x * per_block; base < outputs; base += (long long)gridDim.x * per_block) {
+        const long long at = base + (warp / lanes) * 32 + lane;
         float sum = 0.f;
         if (at < outputs) {
 #pragma unroll 4
             for (int s = first; s < splits; s += lanes) sum += part[s * outputs + at];
         }
-        for (int d = 16; d >= per_warp; d >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, d);
+        lane_sums[warp][lane] = sum;
+        __syncthreads();
         if (first == 0 && at < outputs) {
+            for (int l = 1; l < lanes; ++l) sum += lane_sums[warp + l][lane];
             const long long row = at / n;
             const int col = (int)(at - row * n);
             epilogue_store(C + row * ldc + col, sum, alpha, beta, col, epi);
         }
+        __syncthreads();
     }
 }
 #define SPLITK_REDUCE(SFX, TO)                                                                                   \

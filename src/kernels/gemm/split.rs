@@ -334,7 +334,7 @@ impl ShortLong {
 
 /// `gemm_splitk_reduce_<out>`: `C = epilogue(alpha * sum + beta * C)` of the call's batch-1 `g`
 /// from `parts` packed m x n f32 partial products at device address `partials`, summed in a fixed
-/// order (each lane's slices in order, then the lanes by a fixed tree).
+/// order (each lane's slices in order, then the lanes' sums in order).
 ///
 /// # Safety
 /// `partials` must hold the `parts` products (written, in stream order, before this launch) and
@@ -345,14 +345,15 @@ unsafe fn reduce_partials<TOut: Element>(call: &Call<'_>, parts: usize, partials
     let lanes = reduce_lanes(g.m * g.n, parts, kernels.multiprocessors());
     let (m, n, parts, ldc, lanes_arg) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32, lanes as i32);
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
-    // One thread per four outputs, or `lanes` threads per output; blocks of 256 (the kernel's own).
+    // One thread per four outputs, or `lanes` threads (warps of 32 outputs) per output; blocks of
+    // 256 (the kernel's own).
     let cfg = if lanes == 1 {
         grid::elementwise(g.m * g.n, grid::Step::Vector)
     } else {
         grid::elementwise((g.m * g.n).saturating_mul(lanes), grid::Step::Scalar)
     };
-    // SAFETY: `(m, n, splits, lanes, part, alpha, beta, C, ldc, bias, act)` with lanes a power of
-    // two up to 32: reads the `parts` packed m x n partial products, writes C's m x n block (batch
+    // SAFETY: `(m, n, splits, lanes, part, alpha, beta, C, ldc, bias, act)` with lanes 1, 2, 4 or
+    // 8: reads the `parts` packed m x n partial products, writes C's m x n block (batch
     // 1), reads n bias values: the caller's obligations.
     unsafe {
         launch!(
@@ -367,17 +368,17 @@ unsafe fn reduce_partials<TOut: Element>(call: &Call<'_>, parts: usize, partials
 
 /// Threads that sum each output of the split-K reduction: one (which then takes four outputs)
 /// where the outputs fill a quarter of every multiprocessor's 2048 threads, else the fewest powers
-/// of two that fill them all, up to a warp and no more than the slices (64 x 64 outputs in 132
-/// slices: 32). On the H200, bf16 64 x 4096 x 4096 in 4 slices ran at 122 TFLOP/s with four
-/// outputs per thread and 100 with two lanes per output; 64 x 64 x 131072 in 132 slices at 51 with
-/// four outputs per thread and 67 with 32 lanes.
+/// of two that fill them all, up to 8 (the warps of a block) and no more than the slices (64 x 64
+/// outputs in 132 slices: 8). On the H200 (gated), four outputs per thread ran bf16 64 x 4096 x
+/// 4096 in 4 slices at 122 TFLOP/s, and 64 x 64 x 131072 in 132 slices at 51, where 32 threads of
+/// a warp per output reached 67 (but lost on mid-size outputs: their loads spanned 32 slices).
 fn reduce_lanes(outputs: usize, slices: usize, multiprocessors: u32) -> usize {
     let full = multiprocessors as usize * 2048;
     if outputs >= full / 4 {
         return 1;
     }
     let wanted = full.div_ceil(outputs.max(1)).next_power_of_two();
-    wanted.min(slices.next_power_of_two()).clamp(1, 32)
+    wanted.min(slices.next_power_of_two()).clamp(1, 8)
 }
 
 /// The slices of k of a batch-1 GEMM `g`, `depth` deep (a multiple of 32 keeps every slice's start
@@ -439,7 +440,7 @@ mod tests {
         assert_eq!(reduce_lanes(256 * 512, 4, 132), 1);
         assert_eq!(reduce_lanes(128 * 256, 8, 132), 8);
         assert_eq!(reduce_lanes(512 * 1024, 4, 132), 1);
-        assert_eq!(reduce_lanes(64 * 64, 132, 132), 32);
+        assert_eq!(reduce_lanes(64 * 64, 132, 132), 8);
         assert_eq!(reduce_lanes(64 * 64, 3, 132), 4, "no more lanes than slices, rounded up");
         assert_eq!(reduce_lanes(1, 1, 132), 1);
         assert_eq!(reduce_lanes(0, 8, 132), 8);
