@@ -439,6 +439,35 @@ fn large_slow_or_unreadable_pitches_are_copied() {
     }
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sm90_tail_rows_split_along_k_in_every_layout() {
+    // The rows of tiles that fill whole waves on the sm_90 kernels, the other rows split along k
+    // (2-8 slices, some with a shorter last one): on 132 multiprocessors 1200 x 1700 is 10 x 14
+    // tiles of 128 x 128 (9 rows in the first launch, 48 rows split) or 10 x 27 of 128 x 64, and
+    // 300 x 4100 is 3 x 65 tiles of 128 x 64 (2 rows, then 44); each layout, scaled, padded
+    // pitches that TMA still reads; 16-bit to 16-bit and to f32, and TF32. Only sm_90 devices
+    // offer them.
+    use prism_gpu::raw::kernels::gemm::tuning::{self, Kernel, Plan};
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    let tail = |p: &Plan| matches!(p.kernel, Kernel::Sm90Tail { splits: ..=8, .. });
+    let mut runs = 0;
+    for (m, n, k) in [(1200, 1700, 136), (300, 4100, 200)] {
+        for (ta, tb) in TRANSPOSES {
+            for spec in [Spec::new(m, n, k), Spec::new(m, n, k).scaled(0.75, -0.5).padded([8, 16, 8])] {
+                let spec = spec.trans(ta, tb);
+                runs += candidates_where::<f32, f32>(&rt, &spec.precision(Precision::Tf32), &mut rng, tail);
+                let (bf, hf) = (spec.precision(Precision::Bf16), spec.precision(Precision::F16));
+                runs += candidates_where::<bf16, bf16>(&rt, &bf, &mut rng, tail);
+                runs += candidates_where::<f16, f32>(&rt, &hf, &mut rng, tail);
+            }
+        }
+    }
+    let sm90 = tuning::device(rt.gpu().unwrap().kernels()).unwrap().sm90;
+    assert_eq!(runs > 0, sm90, "{runs} runs on a device with sm90 = {sm90}");
+    println!("{runs} sm_90 tail runs checked");
+}
+
 /// Every kernel the tuner may pick for `spec` (its candidates), run through
 /// `tuning::gemm_with_kernel`, against the f64 reference; and a kernel that cannot compute it is
 /// an error, not a launch.

@@ -98,6 +98,16 @@ pub enum Kernel {
         /// How B reaches the kernel.
         b: Feed,
     },
+    /// `gemm_sm90_*` for one product whose tiles fill whole waves of the multiprocessors and part
+    /// of one more (both operands read in place): the rows of tiles that fill the whole waves in
+    /// one launch, the other rows split along k into `splits` slices on the same kernels (as
+    /// `splitk sm90`), so that the last wave's few tiles do not hold the GPU for a tile's time.
+    Sm90Tail {
+        /// Output tile width: 256, 128 or 64.
+        bn: u32,
+        /// Slices of k of the last rows.
+        splits: u32,
+    },
 }
 
 /// The kernels that compute a split-K plan's partial products (f32 out).

@@ -333,6 +333,20 @@ unsafe fn execute<TIn: Element, TOut: Element>(
             unsafe { sm90::launch::<TIn, TOut>(call, device, sm90) }?;
             Ok(true)
         }
+        Launch::Sm90Tail(plan) => {
+            let (head, rest, [skip_a, skip_c]) = g.split_rows(plan.head_rows);
+            let [pa, pb, pc] = operands;
+            let first = Call { g: &head, ..*call };
+            // SAFETY: the caller's obligations; the head is `g`'s first rows (same operands), and
+            // the plan was resolved for it.
+            unsafe { sm90::launch::<TIn, TOut>(&first, device, &plan.head) }?;
+            let (a, c) = (pa + (skip_a * size_of::<TIn>()) as u64, pc + (skip_c * size_of::<TOut>()) as u64);
+            let last = Call { g: &rest, operands: [a, pb, c], ..*call };
+            // SAFETY: the caller's obligations; the rest is `g`'s other rows, from A's and C's
+            // element offsets of its first row, and the plan was resolved for it.
+            unsafe { split::split_k::<TIn, TOut>(&last, device, &plan.tail) }?;
+            Ok(true)
+        }
     }
 }
 

@@ -120,6 +120,8 @@ pub enum Launch {
     Gemv(Gemv),
     /// The sm_90a TMA + wgmma kernels.
     Sm90(Sm90),
+    /// The sm_90a kernels over whole waves of tiles, then split-K over the other rows.
+    Sm90Tail(Sm90Tail),
 }
 
 /// A split-K launch.
@@ -199,6 +201,18 @@ pub struct Sm90 {
     pub regions: [usize; 2],
 }
 
+/// An sm_90a launch over C's first rows (whole waves of tiles), then split-K on the sm_90a kernels
+/// over the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sm90Tail {
+    /// The first launch, over C's first `head_rows` rows (both operands in place).
+    pub head: Sm90,
+    /// Rows of the first launch: a multiple of the tile's.
+    pub head_rows: usize,
+    /// The split-K launch over the other rows.
+    pub tail: SplitK,
+}
+
 impl Sm90 {
     /// The workspace's whole size.
     pub fn workspace(&self) -> usize {
@@ -220,6 +234,7 @@ impl Plan {
             Launch::Skinny(s) => s.workspace,
             Launch::Gemv(_) => 0,
             Launch::Sm90(s) => s.workspace(),
+            Launch::Sm90Tail(s) => s.head.workspace().max(s.tail.workspace),
         }
     }
 }
@@ -357,9 +372,48 @@ impl Kernel {
                 Ok(Err(why)) => return invalid(why),
                 Err(e) => return Err(e),
             },
+            Kernel::Sm90Tail { bn, splits } => {
+                if g.batch != 1 {
+                    return invalid("one product (batch 1) for sm90 tail".into());
+                }
+                let in_place = |g: &Gemm| sm90(g, precision, device, tma, bn, [Feed::InPlace; 2]);
+                let whole = match in_place(g)? {
+                    Ok(plan) => plan,
+                    Err(why) => return invalid(why),
+                };
+                let head_rows = whole_wave_rows(g, &whole, device.multiprocessors);
+                if head_rows == 0 || head_rows >= g.m {
+                    return invalid(
+                        "tiles that fill whole waves (in whole rows of tiles) and part of one more".into(),
+                    );
+                }
+                let (first, rest, _) = g.split_rows(head_rows);
+                let head = match in_place(&first)? {
+                    Ok(plan) => plan,
+                    Err(why) => return invalid(why),
+                };
+                let split = Kernel::SplitK { splits, on: SplitOn::Sm90 { bn } };
+                let tail = match split.resolve(&rest, precision, device, tma)?.launch {
+                    Launch::SplitK(tail) => tail,
+                    _ => unreachable!("split-K resolves to a split-K launch"),
+                };
+                Launch::Sm90Tail(Sm90Tail { head, head_rows, tail })
+            }
         };
         Ok(Plan { kernel: self, launch })
     }
+}
+
+/// The rows of C (a multiple of the tile's) whose tiles fill whole waves of `multiprocessors`
+/// blocks under `plan` (one block per multiprocessor): 0 when the tiles fill less than one wave or
+/// exactly whole waves.
+fn whole_wave_rows(g: &Gemm, plan: &Sm90, multiprocessors: u32) -> usize {
+    let (tile_rows, tile_cols) = plan.tile;
+    let (wave, per_row) = (multiprocessors.max(1) as usize, g.n.div_ceil(tile_cols));
+    if plan.tiles % wave == 0 {
+        return 0;
+    }
+    plan.tiles / wave * wave / per_row * tile_rows
 }
 
 /// k (at least 1) cut into `splits` slices whose depth is a multiple of `align`: (the depth of
@@ -482,7 +536,8 @@ impl fmt::Display for Feed {
 }
 
 /// The kernel as the tuning table writes it: `small`, `simt`, `simt64`, `simt32`, `mma`,
-/// `splitk simt64|mma|sm90 bn=B splits=S`, `skinny rows=R splits=S`, `gemv cols=C`, `sm90 bn=B a=FEED b=FEED`.
+/// `splitk simt64|mma|sm90 bn=B splits=S`, `skinny rows=R splits=S`, `gemv cols=C`, `sm90 bn=B a=FEED b=FEED`,
+/// `sm90 bn=B tail splits=S`.
 impl fmt::Display for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -496,6 +551,7 @@ impl fmt::Display for Kernel {
             Kernel::Skinny { rows, splits } => write!(f, "skinny rows={rows} splits={splits}"),
             Kernel::Gemv { cols } => write!(f, "gemv cols={cols}"),
             Kernel::Sm90 { bn, a, b } => write!(f, "sm90 bn={bn} a={a} b={b}"),
+            Kernel::Sm90Tail { bn, splits } => write!(f, "sm90 bn={bn} tail splits={splits}"),
         }
     }
 }
@@ -554,11 +610,14 @@ impl std::str::FromStr for Kernel {
                 Kernel::Skinny { rows: number(rows, "rows")?, splits: number(splits, "splits")? }
             }
             ["gemv", cols] => Kernel::Gemv { cols: number(cols, "cols")? },
+            ["sm90", bn, "tail", splits] => {
+                Kernel::Sm90Tail { bn: number(bn, "bn")?, splits: number(splits, "splits")? }
+            }
             ["sm90", bn, a, b] => Kernel::Sm90 { bn: number(bn, "bn")?, a: feed(a, "a")?, b: feed(b, "b")? },
             _ => {
                 return Err(format!(
                     "unknown kernel `{text}` (small, simt, simt64, simt32, mma, splitk mma|simt64|sm90 bn=B splits=S, \
-                     skinny rows=R splits=S, gemv cols=C, sm90 bn=B a=FEED b=FEED)"
+                     skinny rows=R splits=S, gemv cols=C, sm90 bn=B a=FEED b=FEED, sm90 bn=B tail splits=S)"
                 ))
             }
         };
@@ -575,7 +634,9 @@ impl Kernel {
     /// Whether the options name a kernel that exists (whatever the shape and device).
     pub(crate) fn check_options(self) -> std::result::Result<(), String> {
         match self {
-            Kernel::SplitK { splits, .. } if !(2..=MAX_SPLITS).contains(&splits) => {
+            Kernel::SplitK { splits, .. } | Kernel::Sm90Tail { splits, .. }
+                if !(2..=MAX_SPLITS).contains(&splits) =>
+            {
                 Err(format!("split-K takes 2 to {MAX_SPLITS} slices, not {splits}"))
             }
             // The CUDA-core kernels' row counts include the tensor-core ones.
@@ -588,7 +649,9 @@ impl Kernel {
             Kernel::Gemv { cols } if !GEMV_COLS.contains(&cols) => {
                 Err(format!("gemv blocks take 8, 16, 32 or 64 columns, not {cols}"))
             }
-            Kernel::Sm90 { bn, .. } | Kernel::SplitK { on: SplitOn::Sm90 { bn }, .. }
+            Kernel::Sm90 { bn, .. }
+            | Kernel::Sm90Tail { bn, .. }
+            | Kernel::SplitK { on: SplitOn::Sm90 { bn }, .. }
                 if !SM90_WIDTHS.contains(&bn) =>
             {
                 Err(format!("sm90 tiles are 256, 128 or 64 wide, not {bn}"))
@@ -792,6 +855,31 @@ mod tests {
         assert!(
             err(Kernel::Gemv { cols: 12 }, row, Precision::F32, &H100, ALIGNED).contains("[8, 16, 32, 64]")
         );
+        // sm90 tail: whole waves of tiles in whole rows, then the other rows split along k.
+        let tail = Kernel::Sm90Tail { bn: 128, splits: 11 };
+        let square = Gemm::new(1536, 1536, 1536);
+        let Ok(Plan { launch: Launch::Sm90Tail(plan), .. }) =
+            tail.resolve(&square, Precision::Bf16, &H100, ALIGNED)
+        else {
+            panic!("{tail} runs 1536^3 bf16 on an H100");
+        };
+        // 12 x 12 tiles of 128 x 128 on 132 multiprocessors: 11 rows of tiles fill one wave; the
+        // last row's k in 11 slices rounds to 10 of 160 (32-aligned depths).
+        assert_eq!((plan.head_rows, plan.head.tiles, plan.tail.parts, plan.tail.depth), (1408, 132, 10, 160));
+        assert_eq!(plan.tail.workspace, 10 * 128 * 1536 * 4);
+        assert!(
+            err(tail, g, Precision::Bf16, &H100, ALIGNED).contains("part of one more"),
+            "64 tiles: no wave"
+        );
+        let exact = Gemm::new(1408, 1536, 1536);
+        assert!(
+            err(tail, exact, Precision::Bf16, &H100, ALIGNED).contains("part of one more"),
+            "one whole wave"
+        );
+        assert!(err(tail, square, Precision::Bf16, &A100, ALIGNED).contains("sm_90 device"));
+        assert!(err(tail, square.batched(2, 0, 0, 1536 * 1536), Precision::Bf16, &H100, ALIGNED)
+            .contains("batch 1"));
+        assert!(err(tail, square, Precision::F16, &H100, unaligned).contains("b=inplace only"));
         // Anything runs Small and Simt.
         for device in [H100, A100, VOLTA] {
             for p in [Precision::F32, Precision::Tf32, Precision::Bf16, Precision::F16] {
@@ -810,6 +898,7 @@ mod tests {
             Kernel::Skinny { rows: 16, splits: 196 },
             Kernel::Gemv { cols: 32 },
             Kernel::Sm90 { bn: 128, a: Feed::Transpose, b: Feed::Repitch },
+            Kernel::Sm90Tail { bn: 256, splits: 12 },
         ];
         for kernel in Kernel::WITHOUT_OPTIONS.into_iter().chain(with_options) {
             assert_eq!(kernel.to_string().parse::<Kernel>(), Ok(kernel), "{kernel}");
@@ -829,6 +918,8 @@ mod tests {
             ("skinny rows=3 splits=2", "1, 2, 4, 8 or 16"),
             ("skinny rows=4 splits=x", "not a number"),
             ("gemv cols=12", "8, 16, 32 or 64"),
+            ("sm90 bn=32 tail splits=4", "256, 128 or 64"),
+            ("sm90 bn=128 tail splits=1", "2 to 256"),
             ("cublas", "unknown kernel"),
         ] {
             let e = bad.parse::<Kernel>().unwrap_err();

@@ -167,6 +167,14 @@ pub struct Gemm {
 }
 
 impl Gemm {
+    /// A batch-1 product cut after C's row `rows` (0 < rows < m): the first rows' product, the
+    /// others', and the element offsets of the others' first row in A and in C.
+    pub(crate) fn split_rows(&self, rows: usize) -> (Gemm, Gemm, [usize; 2]) {
+        debug_assert!(self.batch == 1 && 0 < rows && rows < self.m);
+        let skip_a = if self.trans_a { rows } else { rows * self.lda };
+        (Gemm { m: rows, ..*self }, Gemm { m: self.m - rows, ..*self }, [skip_a, rows * self.ldc])
+    }
+
     /// `C = A * B` for packed row-major A (m x k), B (k x n), C (m x n); F32, one matrix.
     pub fn new(m: usize, n: usize, k: usize) -> Self {
         Gemm {

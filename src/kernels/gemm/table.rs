@@ -192,9 +192,9 @@ fn kernel_suits(kernel: Kernel, precision: Precision) -> bool {
             matches!(precision, Precision::F32 | Precision::Tf32)
         }
         Kernel::Gemv { .. } => true,
-        Kernel::Mma | Kernel::SplitK { on: SplitOn::Mma | SplitOn::Sm90 { .. }, .. } => {
-            precision != Precision::F32
-        }
+        Kernel::Mma
+        | Kernel::SplitK { on: SplitOn::Mma | SplitOn::Sm90 { .. }, .. }
+        | Kernel::Sm90Tail { .. } => precision != Precision::F32,
         Kernel::Sm90 { a, b, .. } => {
             precision != Precision::F32
                 && (precision == Precision::Tf32 || (a != Feed::Transpose && b != Feed::Transpose))

@@ -89,6 +89,10 @@ pub fn candidates(
         for a in feeds {
             kernels.extend(feeds.map(|b| Kernel::Sm90 { bn, a, b }));
         }
+        // A partial last wave's rows in up to 32 slices (each of its tiles on a multiprocessor of
+        // its own needs no more).
+        let tails = SPLITS.into_iter().filter(|s| (2..=32).contains(s));
+        kernels.extend(tails.map(|splits| Kernel::Sm90Tail { bn, splits }));
     }
     let mut seen = std::collections::HashSet::new();
     kernels
