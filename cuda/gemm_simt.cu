@@ -368,8 +368,9 @@ PRISM_KERNEL void __launch_bounds__(256)
 // Split-K finish: C[i][j] = alpha * sum_s part[s][i][j] + beta * C[i][j] over `splits` packed m x n partial
 // products (f32, one after another), then the fused epilogue (batch 1), rounded once to C's type. beta == 0
 // never reads C. Every run rounds alike. Grid-stride, block 256, any grid. gemm_splitk_reduce_<C's type>.
-// - lanes == 1 (outputs enough to fill the GPU): four consecutive outputs per thread, their slices summed
-//   in order, with 16-byte loads when m * n is a multiple of 4 (every slice then starts 16-byte aligned);
+// - lanes == 1 (few slices, or outputs enough to fill the GPU): four consecutive outputs per thread, their
+//   slices summed in order, with 16-byte loads when m * n is a multiple of 4 (every slice then starts
+//   16-byte aligned);
 // - lanes > 1 (2, 4 or 8; few outputs in many slices): `lanes` warps of a block per 32 outputs, warp l of
 //   them adding slices l, l + lanes, ... in order, then the first adding the others' sums in order.
 template <typename TO>
