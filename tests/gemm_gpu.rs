@@ -7,6 +7,7 @@ mod gemm_common;
 use gemm_common::*;
 use half::{bf16, f16};
 use prism_gpu::driver::{LaunchConfig, PushKernelArg};
+use prism_gpu::raw::kernels::gemm::tuning::Plan;
 use prism_gpu::raw::kernels::gemm::Element;
 use prism_gpu::rng::SplitMix64;
 use prism_gpu::{Error, Gemm, Precision, ProductionGpuRuntime};
@@ -138,25 +139,35 @@ fn sm90_split_k_every_layout_with_a_short_last_slice() {
     // runs by its own launch), each layout (TF32 `nn` through registers; `tn` is not offered),
     // sides off the tiles, scaled, padded pitches that TMA still reads; 16-bit to 16-bit and to
     // f32 outputs. Only sm_90 devices offer them.
-    use prism_gpu::raw::kernels::gemm::tuning::{self, Kernel, Plan, SplitOn};
-    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    use prism_gpu::raw::kernels::gemm::tuning::{Kernel, SplitOn};
     let sm90_split = |p: &Plan| matches!(p.kernel, Kernel::SplitK { splits: ..=8, on: SplitOn::Sm90 { .. } });
+    sm90_candidates_in_every_layout(&[(56, 1000, 4136), (200, 72, 2056)], sm90_split, "sm_90 split-K");
+}
+
+/// The candidates `keep` selects at each of `shapes`, in every layout, plain and scaled with padded
+/// pitches that TMA still reads, TF32 and 16-bit to 16-bit and to f32, against the f64 reference;
+/// they must run exactly on sm_90 devices (`what` names them in the messages).
+fn sm90_candidates_in_every_layout(
+    shapes: &[(usize, usize, usize)],
+    keep: impl Fn(&Plan) -> bool + Copy,
+    what: &str,
+) {
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     let mut runs = 0;
-    for (m, n, k) in [(56, 1000, 4136), (200, 72, 2056)] {
+    for &(m, n, k) in shapes {
         for (ta, tb) in TRANSPOSES {
             for spec in [Spec::new(m, n, k), Spec::new(m, n, k).scaled(0.75, -0.5).padded([8, 16, 8])] {
                 let spec = spec.trans(ta, tb);
-                runs +=
-                    candidates_where::<f32, f32>(&rt, &spec.precision(Precision::Tf32), &mut rng, sm90_split);
+                runs += candidates_where::<f32, f32>(&rt, &spec.precision(Precision::Tf32), &mut rng, keep);
                 let (bf, hf) = (spec.precision(Precision::Bf16), spec.precision(Precision::F16));
-                runs += candidates_where::<bf16, bf16>(&rt, &bf, &mut rng, sm90_split);
-                runs += candidates_where::<f16, f32>(&rt, &hf, &mut rng, sm90_split);
+                runs += candidates_where::<bf16, bf16>(&rt, &bf, &mut rng, keep);
+                runs += candidates_where::<f16, f32>(&rt, &hf, &mut rng, keep);
             }
         }
     }
-    let sm90 = tuning::device(rt.gpu().unwrap().kernels()).unwrap().sm90;
-    assert_eq!(runs > 0, sm90, "{runs} runs on a device with sm90 = {sm90}");
-    println!("{runs} sm_90 split-K runs checked");
+    let sm90 = prism_gpu::raw::kernels::gemm::tuning::device(rt.gpu().unwrap().kernels()).unwrap().sm90;
+    assert_eq!(runs > 0, sm90, "{runs} {what} runs on a device with sm90 = {sm90}");
+    println!("{runs} {what} runs checked");
 }
 
 #[test]
@@ -448,24 +459,9 @@ fn sm90_tail_rows_split_along_k_in_every_layout() {
     // 300 x 4100 is 3 x 65 tiles of 128 x 64 (2 rows, then 44); each layout, scaled, padded
     // pitches that TMA still reads; 16-bit to 16-bit and to f32, and TF32. Only sm_90 devices
     // offer them.
-    use prism_gpu::raw::kernels::gemm::tuning::{self, Kernel, Plan};
-    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    use prism_gpu::raw::kernels::gemm::tuning::Kernel;
     let tail = |p: &Plan| matches!(p.kernel, Kernel::Sm90Tail { splits: ..=8, .. });
-    let mut runs = 0;
-    for (m, n, k) in [(1200, 1700, 136), (300, 4100, 200)] {
-        for (ta, tb) in TRANSPOSES {
-            for spec in [Spec::new(m, n, k), Spec::new(m, n, k).scaled(0.75, -0.5).padded([8, 16, 8])] {
-                let spec = spec.trans(ta, tb);
-                runs += candidates_where::<f32, f32>(&rt, &spec.precision(Precision::Tf32), &mut rng, tail);
-                let (bf, hf) = (spec.precision(Precision::Bf16), spec.precision(Precision::F16));
-                runs += candidates_where::<bf16, bf16>(&rt, &bf, &mut rng, tail);
-                runs += candidates_where::<f16, f32>(&rt, &hf, &mut rng, tail);
-            }
-        }
-    }
-    let sm90 = tuning::device(rt.gpu().unwrap().kernels()).unwrap().sm90;
-    assert_eq!(runs > 0, sm90, "{runs} runs on a device with sm90 = {sm90}");
-    println!("{runs} sm_90 tail runs checked");
+    sm90_candidates_in_every_layout(&[(1200, 1700, 136), (300, 4100, 200)], tail, "sm_90 tail");
 }
 
 /// Every kernel the tuner may pick for `spec` (its candidates), run through
@@ -480,7 +476,7 @@ fn candidates_where<TIn: Element, TOut: Element>(
     rt: &ProductionGpuRuntime,
     spec: &Spec,
     rng: &mut SplitMix64,
-    keep: impl Fn(&prism_gpu::raw::kernels::gemm::tuning::Plan) -> bool,
+    keep: impl Fn(&Plan) -> bool,
 ) -> usize {
     use prism_gpu::raw::kernels::gemm::{tuning, Workspace};
     let ops = rt.gpu().expect("a GPU runtime");
@@ -545,7 +541,7 @@ fn small_every_candidate_kernel_matches_the_reference() {
     }
     // One row and one column with padded pitches: X strided along k, W's rows unaligned (the GEMV
     // kernels' scalar paths); 16-bit inputs to 16-bit and (the GEMV kernels alone) to f32 outputs.
-    let gemv = |p: &prism_gpu::raw::kernels::gemm::tuning::Plan| matches!(p.kernel, Kernel::Gemv { .. });
+    let gemv = |p: &Plan| matches!(p.kernel, Kernel::Gemv { .. });
     for (ta, tb) in TRANSPOSES {
         for (m, n, k) in [(1, 700, 517), (517, 1, 700)] {
             let spec = Spec::new(m, n, k).trans(ta, tb).padded([3, 5, 2]).scaled(0.75, -0.5);
@@ -599,7 +595,7 @@ fn one_row_batches() -> Vec<Spec> {
 fn batches_of_one_row_products_on_the_gemv_kernels() {
     use prism_gpu::raw::kernels::gemm::tuning::Kernel;
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
-    let gemv = |p: &prism_gpu::raw::kernels::gemm::tuning::Plan| matches!(p.kernel, Kernel::Gemv { .. });
+    let gemv = |p: &Plan| matches!(p.kernel, Kernel::Gemv { .. });
     let mut runs = 0;
     for spec in one_row_batches() {
         runs += candidates_where::<f32, f32>(&rt, &spec, &mut rng, gemv);
