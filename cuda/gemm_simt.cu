@@ -368,8 +368,9 @@ PRISM_KERNEL void __launch_bounds__(256)
 // Split-K finish: C[i][j] = alpha * sum_s part[s][i][j] + beta * C[i][j] over `splits` packed m x n partial
 // products (f32, one after another), then the fused epilogue (batch 1), rounded once to C's type. beta == 0
 // never reads C. Every run rounds alike. Grid-stride, block 256, any grid. gemm_splitk_reduce_<C's type>.
-// - lanes == 1 (few slices, or outputs enough to fill the GPU): one output per thread, its slices summed in
-//   order;
+// - lanes == 1 (few slices, or outputs enough to fill the GPU): four consecutive outputs per thread, their
+//   slices summed in order, with 16-byte loads when m * n is a multiple of 4 (every slice then starts
+//   16-byte aligned);
 // - lanes > 1 (2, 4 or 8; few outputs in many slices): `lanes` warps of a block per 32 outputs, warp l of
 //   them adding slices l, l + lanes, ... in order, then the first adding the others' sums in order.
 template <typename TO>
@@ -377,10 +378,30 @@ __device__ __forceinline__ void splitk_reduce(int m, int n, int splits, int lane
                                               float beta, TO *C, int ldc, const Epilogue<TO> &epi) {
     const long long outputs = (long long)m * n;
     if (lanes == 1) {
-        for (long long at = blockIdx.x * 256ll + threadIdx.x; at < outputs; at += (long long)gridDim.x * 256) {
-            float sum = 0.f;
-            for (int s = 0; s < splits; ++s) sum += part[s * outputs + at];
-            epilogue_store(C + (at / n) * ldc + at % n, sum, alpha, beta, (int)(at % n), epi);
+        const bool vec = outputs % 4 == 0 && prism_aligned16(part);
+        for (long long at = (blockIdx.x * 256ll + threadIdx.x) * 4; at < outputs; at += (long long)gridDim.x * 1024) {
+            float sum[4] = {0.f, 0.f, 0.f, 0.f};
+            const int count = (int)min(outputs - at, 4ll);
+            if (vec) {
+#pragma unroll 4
+                for (int s = 0; s < splits; ++s) {
+                    const float4 v = *reinterpret_cast<const float4 *>(part + s * outputs + at);
+                    sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
+                }
+            } else {
+#pragma unroll 4
+                for (int s = 0; s < splits; ++s)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        if (e < count) sum[e] += part[s * outputs + at + e];
+            }
+            long long row = at / n;
+            int col = (int)(at - row * n);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                if (e < count) epilogue_store(C + row * ldc + col, sum[e], alpha, beta, col, epi);
+                if (++col == n) col = 0, ++row;
+            }
         }
         return;
     }

@@ -120,7 +120,7 @@ fn small_skinny_deep_split_k() {
     }
     // At most 4096 outputs but 4096 deep or more: split (39 slices of 128 on the CUDA cores, 19 of
     // 256 on mma.sync) instead of the small kernel; 51 x 69 is an odd count of outputs (the
-    // reduction's last group of outputs is shorter than a warp).
+    // reduction's path for partial products that are not 16-byte aligned).
     for (ta, tb) in TRANSPOSES {
         for precision in PRECISIONS {
             for (m, n) in [(50, 70), (51, 69)] {

@@ -345,8 +345,13 @@ unsafe fn reduce_partials<TOut: Element>(call: &Call<'_>, parts: usize, partials
     let lanes = reduce_lanes(g.m * g.n, parts, kernels.multiprocessors());
     let (m, n, parts, ldc, lanes_arg) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32, lanes as i32);
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
-    // `lanes` threads (1, or warps of 32 outputs) per output; blocks of 256 (the kernel's own).
-    let cfg = grid::elementwise((g.m * g.n).saturating_mul(lanes), grid::Step::Scalar);
+    // One thread per four outputs, or `lanes` threads (warps of 32 outputs) per output; blocks of
+    // 256 (the kernel's own).
+    let cfg = if lanes == 1 {
+        grid::elementwise(g.m * g.n, grid::Step::Vector)
+    } else {
+        grid::elementwise((g.m * g.n).saturating_mul(lanes), grid::Step::Scalar)
+    };
     // SAFETY: `(m, n, splits, lanes, part, alpha, beta, C, ldc, bias, act)` with lanes 1, 2, 4 or
     // 8: reads the `parts` packed m x n partial products, writes C's m x n block (batch
     // 1), reads n bias values: the caller's obligations.
@@ -361,11 +366,11 @@ unsafe fn reduce_partials<TOut: Element>(call: &Call<'_>, parts: usize, partials
     }
 }
 
-/// Threads that sum each output of the split-K reduction: one for fewer than 32 slices or outputs
-/// that fill a quarter of every multiprocessor's 2048 threads, else 8 (the warps of a block). On
-/// the H200 (gated, TFLOP/s), 8 warps per output against four outputs per thread: TF32 128 x 128 x
-/// 16384 in 64 slices 50.8 against 41.5, bf16 64 x 64 x 131072 in 132 slices 74 against 51; four
-/// outputs per thread lost to one on the H100 at bf16 64 x 4096 x 4096 in 4 slices (111 against 119).
+/// Threads that sum each output of the split-K reduction: one (which then takes four outputs) for
+/// fewer than 32 slices or outputs that fill a quarter of every multiprocessor's 2048 threads, else
+/// 8 (the warps of a block). On the H200 (gated, TFLOP/s, four outputs per thread against 8 warps per output): sgemm
+/// 64 x 768 x 768 in 16 slices 7.9 against 6.0; TF32 128 x 128 x 16384 in 64 slices 41.5 against
+/// 50.8, bf16 64 x 64 x 131072 in 132 slices 51 against 74.
 fn reduce_lanes(outputs: usize, slices: usize, multiprocessors: u32) -> usize {
     if slices < 32 || outputs >= multiprocessors as usize * 2048 / 4 {
         1
