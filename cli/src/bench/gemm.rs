@@ -318,11 +318,10 @@ pub(crate) mod cublas {
             want_result: bool,
         ) -> std::result::Result<(f64, Option<Vec<f64>>), String> {
             let (stream, blas) = self.0.as_ref().map_err(Clone::clone)?;
-            let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
-            let da = stream.clone_htod(a).map_err(|e| err(&e))?;
-            let db = stream.clone_htod(b).map_err(|e| err(&e))?;
+            let da = stream.clone_htod(a).map_err(err)?;
+            let db = stream.clone_htod(b).map_err(err)?;
             // SAFETY: with beta == 0 every GEMM writes all elements before anything reads them.
-            let mut dc: CudaSlice<f64> = unsafe { stream.alloc(m * n) }.map_err(|e| err(&e))?;
+            let mut dc: CudaSlice<f64> = unsafe { stream.alloc(m * n) }.map_err(err)?;
             let dim = |d: usize| i32::try_from(d).map_err(|_| format!("{d} does not fit cuBLAS's int"));
             let (m, n, k) = (dim(m)?, dim(n)?, dim(k)?);
             let (alpha, beta) = (1.0f64, 0.0f64);
@@ -351,10 +350,10 @@ pub(crate) mod cublas {
                         n,
                     )
                 }
-                .map_err(|e| err(&e))
+                .map_err(err)
             };
             let median = median_ms(stream, settings, inner, || once(&mut dc))?;
-            let c = if want_result { Some(stream.clone_dtoh(&dc).map_err(|e| err(&e))?) } else { None };
+            let c = if want_result { Some(stream.clone_dtoh(&dc).map_err(err)?) } else { None };
             Ok((median, c))
         }
     }
@@ -373,8 +372,8 @@ pub(crate) mod cublas {
     impl Anchor {
         pub fn new() -> Self {
             let setup = || -> std::result::Result<_, String> {
-                let stream = CudaContext::new(0).map_err(|e| format!("{e:?}"))?.default_stream();
-                let blas = CudaBlas::new(stream.clone()).map_err(|e| format!("{e:?}"))?;
+                let stream = CudaContext::new(0).map_err(err)?.default_stream();
+                let blas = CudaBlas::new(stream.clone()).map_err(err)?;
                 Ok((stream, blas))
             };
             Anchor(setup())
@@ -422,12 +421,11 @@ pub(crate) mod cublas {
         Timed { a, b, settings, inner }: Timed,
         want_result: bool,
     ) -> std::result::Result<(f64, Option<Vec<f32>>), String> {
-        let err = |e: &dyn std::fmt::Debug| format!("{e:?}");
-        let da = stream.clone_htod(&narrow::<T>(a)).map_err(|e| err(&e))?;
-        let db = stream.clone_htod(&narrow::<T>(b)).map_err(|e| err(&e))?;
+        let da = stream.clone_htod(&narrow::<T>(a)).map_err(err)?;
+        let db = stream.clone_htod(&narrow::<T>(b)).map_err(err)?;
         // SAFETY: with beta == 0 every GEMM writes all batch x m x n elements before anything
         // reads them.
-        let mut dc: CudaSlice<T> = unsafe { stream.alloc(g.batch * g.m * g.n) }.map_err(|e| err(&e))?;
+        let mut dc: CudaSlice<T> = unsafe { stream.alloc(g.batch * g.m * g.n) }.map_err(err)?;
         let dim = |d: usize| i32::try_from(d).map_err(|_| format!("{d} does not fit cuBLAS's int"));
         let stride = |d: usize| i64::try_from(d).map_err(|_| format!("{d} does not fit cuBLAS's int64"));
         let (m, n, k, lda, ldb, ldc) =
@@ -472,11 +470,11 @@ pub(crate) mod cublas {
                     cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                 )
             }
-            .map_err(|e| err(&e))
+            .map_err(err)
         };
         let median = median_ms(stream, settings, inner, once)?;
         let c = if want_result && g.batch * g.m * g.n <= CHECK_MAX_OUTPUTS {
-            Some(stream.clone_dtoh(&dc).map_err(|e| err(&e))?.iter().map(|x| x.to_f32()).collect())
+            Some(stream.clone_dtoh(&dc).map_err(err)?.iter().map(|x| x.to_f32()).collect())
         } else {
             None
         };
