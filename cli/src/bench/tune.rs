@@ -8,7 +8,8 @@
 //! A candidate whose first timed run takes more than [`SLOW`](tuning::SLOW) times the default's median is
 //! reported as slow and not timed further (the small kernel on a large cube would take seconds).
 //! An entry is written only where the best candidate beats the default by more than [`MARGIN`],
-//! so the table holds what the built-in rules get wrong, not repeats of what they get right.
+//! so the table holds what the built-in rules (and the table before the run) get wrong, not repeats
+//! of what they get right.
 
 use std::fmt::Write as _;
 
@@ -342,13 +343,14 @@ pub fn header(device: &str, command: &str) -> String {
          batch: 1 (one product) or many. m n k: the shape measured.\n\
          kernel: small | simt | simt64 | simt64x64 | simt32 | mma | splitk mma|simt64|sm90 bn=B splits=S\n        | skinny rows=R splits=S | gemv cols=C\n        \
          | sm90 bn=256|128|64 a=inplace|transpose|repitch b=inplace|transpose|repitch\n        \
+         | sm90 bn=256|128|64 tail splits=S\n        \
          (f64: simt | dmma [tile=128|64] [splits=S])\n\
          A GEMM uses the entry of its precision, layout and batch class whose m, n and k are each within a\n\
          factor of 1.25 of its own, the nearest by the sum of |ln(ours / entry's)| over m, n, k (the first in\n\
          the file on a tie), when the device can run that kernel for it; otherwise the built-in rules.\n\
          \n\
-         Measured on {device} by `{command}`; entries only where the best kernel beat the built-in\n\
-         rules' choice by more than {:.0}%.",
+         Measured on {device} by `{command}`; entries only where the best kernel beat the shape's plan\n\
+         before the run (the built-in rules and this table) by more than {:.0}%.",
         MARGIN * 100.0
     )
 }
@@ -460,7 +462,9 @@ pub fn run_and_write(options: &Options, command: &str) -> std::process::ExitCode
     if let Some(path) = &options.merge_into {
         let merged = std::fs::read_to_string(path).and_then(|old| {
             let note = format!(
-                "Measured on {device} by `{command}`; entries where the best beat the rules by more than 3%."
+                "Measured on {device} by `{command}`; entries where the best beat the shape's plan before the run \
+                 (the rules and this table) by more than {:.0}%.",
+                MARGIN * 100.0
             );
             std::fs::write(path, merge(&old, &table, &note))
         });

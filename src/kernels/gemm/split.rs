@@ -368,9 +368,9 @@ unsafe fn reduce_partials<TOut: Element>(call: &Call<'_>, parts: usize, partials
 
 /// Threads that sum each output of the split-K reduction: one (which then takes four outputs) for
 /// fewer than 32 slices or outputs that fill a quarter of every multiprocessor's 2048 threads, else
-/// 8 (the warps of a block). On the H200 (gated, TFLOP/s, four outputs per thread against 8 warps per output): sgemm
-/// 64 x 768 x 768 in 16 slices 7.9 against 6.0; TF32 128 x 128 x 16384 in 64 slices 41.5 against
-/// 50.8, bf16 64 x 64 x 131072 in 132 slices 51 against 74.
+/// 8 (the warps of a block). On the H200 (gated, TFLOP/s, four outputs per thread against 8 warps
+/// per output): sgemm 64 x 768 x 768 in 16 slices 7.9 against 6.0; TF32 128 x 128 x 16384 in 64
+/// slices 41.5 against 50.8, bf16 64 x 64 x 131072 in 132 slices 51 against 74.
 fn reduce_lanes(outputs: usize, slices: usize, multiprocessors: u32) -> usize {
     if slices < 32 || outputs >= multiprocessors as usize * 2048 / 4 {
         1
