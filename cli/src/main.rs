@@ -26,6 +26,8 @@ const USAGE: &str =
               --shapes MxNxK,...   shapes (default: decode, vocabulary, small cubes, conv-like, n = 64, squares)
               --precisions a,b     f32, tf32, bf16, f16, f64 (default: all)
               --out PATH           where to write the table (default: only the summary)
+              --merge-into TABLE   merge the run's entries into a checked-in table (tune/sm_90.txt)
+              --candidates PATH    write every timed candidate's figure (tab-separated)
               --repeats N          timed repeats per candidate (default 7, after 2 warm-ups)
   replot FILE [DIR]  redraw the Markdown table and plots of a bench.json (default DIR: its folder)
             cudarc and cuBLAS anchors need the build feature bench-anchors:

@@ -101,19 +101,22 @@ pub struct Options {
     pub out: Option<std::path::PathBuf>,
     /// A checked-in table to merge the run's entries into ([`merge`]).
     pub merge_into: Option<std::path::PathBuf>,
+    /// Where to write every timed candidate's figure ([`candidate_lines`]).
+    pub candidates: Option<std::path::PathBuf>,
     /// Warm-up and repeats per candidate.
     pub settings: Settings,
 }
 
 /// Parses `prism-gpu tune`'s options: `--shapes MxNxK[:LAYOUT][*BATCH],...` ([`parse_shapes`]; `sweep`:
 /// the sweep's shapes), `--precisions f32,tf32,bf16,f16,f64`, `--out PATH`, `--merge-into TABLE`,
-/// `--repeats N`.
+/// `--candidates PATH`, `--repeats N`.
 pub fn parse_args(args: &[&str]) -> std::result::Result<Options, String> {
     let mut options = Options {
         shapes: default_shapes(),
         precisions: Tuned::ALL.to_vec(),
         out: None,
         merge_into: None,
+        candidates: None,
         settings: Settings { warmup: 2, repeats: 7 },
     };
     let mut args = args.iter();
@@ -135,6 +138,7 @@ pub fn parse_args(args: &[&str]) -> std::result::Result<Options, String> {
             }
             "--out" => options.out = Some(value.into()),
             "--merge-into" => options.merge_into = Some(value.into()),
+            "--candidates" => options.candidates = Some(value.into()),
             "--repeats" => {
                 options.settings.repeats = value
                     .parse()
@@ -333,6 +337,29 @@ pub fn line(report: &Report) -> String {
     out
 }
 
+/// Every timed candidate of `report`, one line each: shape, layout, precision, candidate,
+/// milliseconds per GEMM, TFLOP/s, and its time over the fastest's (tab-separated).
+pub fn candidate_lines(report: &Report) -> String {
+    let o = &report.outcome;
+    let (m, n, k) = o.class.shape;
+    let layout = |t: bool| if t { 't' } else { 'n' };
+    let flops = 2.0 * m as f64 * n as f64 * k as f64 * o.batch as f64;
+    let mut out = String::new();
+    for (name, ms) in &o.timings {
+        let _ = writeln!(
+            out,
+            "{m}x{n}x{k}*{}\t{}{}\t{}\t{name}\t{ms:.5}\t{:.2}\t{:.3}",
+            o.batch,
+            layout(o.class.trans_a),
+            layout(o.class.trans_b),
+            o.class.precision.name(),
+            flops / (ms * 1e-3) / 1e12,
+            ms / o.best.1
+        );
+    }
+    out
+}
+
 /// The table file's header: the format, and where and when it was measured.
 pub fn header(device: &str, command: &str) -> String {
     format!(
@@ -428,11 +455,17 @@ pub fn run_and_write(options: &Options, command: &str) -> std::process::ExitCode
             .map_err(|e| format!("could not write {}: {e}", path.display())),
         None => Ok(()),
     };
+    let mut candidates = String::from("shape\tlayout\tprecision\tcandidate\tms\tTFLOP/s\tover best\n");
     let result = run(options, |report| {
         println!("{}", line(report));
         so_far.push(report.clone());
+        candidates.push_str(&candidate_lines(report));
         if written.is_ok() {
             written = write(&so_far);
+        }
+        if let (Some(path), Ok(())) = (&options.candidates, &written) {
+            written = std::fs::write(path, &candidates)
+                .map_err(|e| format!("could not write {}: {e}", path.display()));
         }
     });
     let outcomes = match result {
@@ -512,6 +545,8 @@ mod tests {
             "bf16,f64",
             "--out",
             "t.txt",
+            "--candidates",
+            "c.tsv",
         ])
         .unwrap();
         let batch = Gemm::new(512, 64, 512).batched(32, 512 * 512, 512 * 64, 512 * 64);
@@ -521,6 +556,7 @@ mod tests {
         );
         assert_eq!(o.precisions, vec![Tuned::Gemm(Precision::Bf16), Tuned::F64]);
         assert_eq!(o.out.as_deref(), Some(std::path::Path::new("t.txt")));
+        assert_eq!(o.candidates.as_deref(), Some(std::path::Path::new("c.tsv")));
         assert!(parse_args(&["--precisions", "f8"]).unwrap_err().contains("unknown precision `f8`"));
         assert!(parse_args(&["--shapes"]).unwrap_err().contains("needs a value"));
         assert!(parse_args(&["--fast", "1"]).unwrap_err().contains("unknown option"));
@@ -556,6 +592,7 @@ mod tests {
                 default: ("simt".into(), default_ms),
                 best: (Choice::Kernel(tuning::Kernel::Small), best_ms),
                 timed: 2,
+                timings: vec![("simt".into(), default_ms), ("small".into(), best_ms)],
                 rejected: Vec::new(),
             },
             cublas,
@@ -570,6 +607,12 @@ mod tests {
         assert!(text.contains("| f32 | 2 | 0.35x, 0.25x | 0.50x, 0.25x | 1.41x |"), "{text}");
         assert!(text.contains("| f64 | 1 | - | - | 1.00x |"), "{text}");
         assert!(!text.contains("bf16"), "{text}");
+        // 2 x 8^3 flops in 2 ms and 1 ms: 5.12e-7 and 1.024e-6 TFLOP/s, 2x and 1x the best.
+        let lines = candidate_lines(&report(f32, 2.0, 1.0, None));
+        assert_eq!(
+            lines,
+            "8x8x8*1\tnn\tf32\tsimt\t2.00000\t0.00\t2.000\n8x8x8*1\tnn\tf32\tsmall\t1.00000\t0.00\t1.000\n"
+        );
     }
 
     #[test]

@@ -200,6 +200,8 @@ pub struct Outcome {
     pub best: (Choice, f64),
     /// Candidates timed.
     pub timed: usize,
+    /// Every timed candidate (the default first) with its median milliseconds.
+    pub timings: Vec<(String, f64)>,
     /// Candidates left out, with why (slow, wrong, failed).
     pub rejected: Vec<(String, String)>,
 }
@@ -248,6 +250,7 @@ impl Trial {
             default: (default.to_string(), default_ms),
             best: (default, default_ms),
             timed: 1,
+            timings: vec![(default.to_string(), default_ms)],
             rejected: Vec::new(),
         };
         let first_repeats = if self.screen { Repeats { warmup: 1, repeats: 1 } } else { self.repeats };
@@ -276,6 +279,7 @@ impl Trial {
                 time(candidate, self.repeats, c)?
             };
             outcome.timed += 1;
+            outcome.timings.push((name, ms));
             if ms < outcome.best.1 {
                 outcome.best = (candidate, ms);
             }
