@@ -131,6 +131,104 @@ __device__ __forceinline__ void epilogue_store(TO *c, float sum, float alpha, fl
     scaled_store(c, scale, sum, beta);
 }
 
+// Serial split-K: the product's finish in the slices' own launch(es), in place of gemm_splitk_reduce_<out> (the
+// skinny kernels, the sm_90a kernels' f32 partial products). Once a block has stored its slice of an output
+// tile, it counts itself in the tile's counter; the tile's last block sums the tile's slices in slice order (the
+// reduction kernel's order for four outputs per thread: the same bits), writes C = epilogue(alpha * sum + beta *
+// C) and sets the counter back to zero for the next product on this workspace. Passed by value; the layout
+// matches `SplitFinish` in src/kernels/gemm/split.rs. A: the sums' type, f32 or (f64 data, whose C is f64, with
+// no epilogue) f64.
+template <typename A> struct SplitFinish {
+    unsigned *counters;  // one per output tile, zero between products; null: a reduction kernel finishes
+    const A *partials;   // the `splits` packed m x n partial products, one after another
+    void *C;             // C's m x n block, rows ldc elements apart, of type `out`: 0 f32, 1 bf16, 2 f16 (A f32)
+    const void *bias;    // the epilogue's n values of C's type, or null
+    long long ldc;
+    A alpha, beta;
+    int splits, tile, m, n, out, act;  // tile: the skinny kernels' long-side columns per block
+};
+
+// Sums and stores C's rows [r0, r1) x columns [c0, c1) with threads t of `threads`, V consecutive outputs of a row
+// per item (V = 4: 16-byte loads; the columns and n multiples of 4), four items per thread at a time, so that
+// sixteen loads are in flight.
+template <typename TO, int V, typename A>
+__device__ void finish_rect(const SplitFinish<A> &f, int r0, int r1, int c0, int c1, int t, int threads) {
+    const long long slice = (long long)f.m * f.n;
+    const int groups = (c1 - c0) / V, count = (r1 - r0) * groups;
+    for (int i0 = t; i0 < count; i0 += 4 * threads) {
+        long long at[4];
+        A sum[4][V];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int i = min(i0 + e * threads, count - 1);  // past the end: a repeat, not stored
+            at[e] = (long long)(r0 + i / groups) * f.n + c0 + i % groups * V;
+#pragma unroll
+            for (int v = 0; v < V; ++v) sum[e][v] = 0;
+        }
+        // L2 reads: the other blocks' partial sums are not in this SM's L1.
+#pragma unroll 4
+        for (int z = 0; z < f.splits; ++z) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                if constexpr (V == 4) {
+                    const float4 q = __ldcg(reinterpret_cast<const float4 *>(f.partials + z * slice + at[e]));
+                    sum[e][0] += q.x, sum[e][1] += q.y, sum[e][2] += q.z, sum[e][3] += q.w;
+                } else {
+                    sum[e][0] += __ldcg(f.partials + z * slice + at[e]);
+                }
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            if (i0 + e * threads >= count) break;
+            const long long row = at[e] / f.n;
+            const int col = (int)(at[e] - row * f.n);
+            TO *c = static_cast<TO *>(f.C) + row * f.ldc + col;
+#pragma unroll
+            for (int v = 0; v < V; ++v) {
+                if constexpr (std::is_same_v<A, double>) {
+                    // gemm_f64_splitk_reduce's arithmetic: the same bits whichever finishes.
+                    c[v] = f.beta != 0.0 ? fma(f.alpha, sum[e][v], f.beta * c[v]) : f.alpha * sum[e][v];
+                } else {
+                    const Epilogue<TO> epi{static_cast<const TO *>(f.bias), 0, f.act, f.n};
+                    epilogue_store(c + v, sum[e][v], f.alpha, f.beta, col + v, epi);
+                }
+            }
+        }
+    }
+}
+
+// finish_rect with 16-byte loads where the rectangle and the partial products allow them.
+template <typename TO, typename A>
+__device__ __forceinline__ void finish_rect_widest(const SplitFinish<A> &f, int r0, int r1, int c0, int c1, int t,
+                                                   int threads) {
+    if constexpr (std::is_same_v<A, float>) {
+        if (f.n % 4 == 0 && c0 % 4 == 0 && c1 % 4 == 0 && prism_aligned16(f.partials))
+            return finish_rect<TO, 4>(f, r0, r1, c0, c1, t, threads);
+    }
+    finish_rect<TO, 1>(f, r0, r1, c0, c1, t, threads);
+}
+
+// Called by every thread t of the `threads` that stored the tile's slice (`sync()` waits for all of them), after
+// those stores: counts the slice in `counter` and, in the tile's last block, finishes C's rows [r0, r1) x columns
+// [c0, c1).
+template <typename A, class Sync>
+__device__ __forceinline__ void split_finish(const SplitFinish<A> &f, int counter, int r0, int r1, int c0, int c1,
+                                             int t, int threads, Sync sync) {
+    __shared__ bool last;
+    __threadfence();  // this thread's partial sums, visible to whichever block finishes the tile
+    sync();
+    if (t == 0) last = atomicAdd(f.counters + counter, 1u) == (unsigned)f.splits - 1;
+    sync();
+    if (!last) return;
+    __threadfence();
+    if constexpr (std::is_same_v<A, double>) finish_rect_widest<double>(f, r0, r1, c0, c1, t, threads);
+    else if (f.out == 1) finish_rect_widest<__nv_bfloat16>(f, r0, r1, c0, c1, t, threads);
+    else if (f.out == 2) finish_rect_widest<__half>(f, r0, r1, c0, c1, t, threads);
+    else finish_rect_widest<float>(f, r0, r1, c0, c1, t, threads);
+    if (t == 0) f.counters[counter] = 0;
+}
+
 // The plain store's stand-in for Epilogue: a kernel instantiated with it compiles no epilogue code at all.
 struct NoEpilogue {
     template <int COUNT, bool APPROX = false, class Acc, class Col>

@@ -197,6 +197,18 @@ __device__ __forceinline__ void init_ring(uint64_t (&full)[STAGES], uint64_t (&e
     __syncthreads();
 }
 
+// The plain f32-output kernels finish split-K themselves when `fin` has counters (SplitFinish): after storing tile
+// `tile` (C's rows [r0, r1) x columns [c0, c1) of the slice's partial product), the 256 consumer threads count
+// it and the tile's last slice sums them all into C.
+template <typename TO, class Epi>
+constexpr bool SPLIT_FINISH = std::is_same_v<TO, float> && std::is_same_v<Epi, NoEpilogue>;
+__device__ __forceinline__ void consumers_finish(const SplitFinish<float> &fin, int tile, int r0, int r1, int c0,
+                                                 int c1) {
+    if (fin.counters == nullptr) return;
+    auto sync = [] { asm volatile("bar.sync 1, 256;" ::: "memory"); };  // the consumers only
+    split_finish(fin, tile, r0, r1, c0, c1, (int)threadIdx.x - 128, 256, sync);
+}
+
 // The producer warpgroup: hands its registers to the consumers; thread 0 walks the consumers' tiles and, for
 // each K block, waits for a free stage and has `load(stage address, tile row, tile column, kb, full barrier)`
 // issue that stage's TMA copies (STAGE_BYTES in all).
@@ -234,7 +246,7 @@ template <int BN> struct Sm90Cfg {
 template <int KIND, typename TO, int BN, int TA, int TB, class Epi>
 __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensorMap *tmB, int m, int n, int k,
                                           float alpha, float beta, TO *C, int ldc, long long strideC,
-                                          const Epi &epi) {
+                                          const Epi &epi, const SplitFinish<float> &fin) {
     using Cfg = Sm90Cfg<BN>;
     constexpr int STAGES = Cfg::STAGES;
     constexpr int ES = KIND == 2 ? 4 : 2;
@@ -341,6 +353,8 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
                     store_quad<TO>(Cz, ldc, row0 + 8 * h, col, m, n, v, scale, beta, vec_ok);
                 }
             }
+            if constexpr (SPLIT_FINISH<TO, Epi>)
+                consumers_finish(fin, tile, tm * SM90_BM, min(m, (tm + 1) * SM90_BM), tn * BN, min(n, (tn + 1) * BN));
         }
     }
 }
@@ -361,7 +375,7 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
 template <int BQ, bool R_IS_B, class Epi>
 __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUtensorMap *tmB, int m, int n, int k,
                                              float alpha, float beta, float *C, int ldc, long long strideC,
-                                             const Epi &epi) {
+                                             const Epi &epi, const SplitFinish<float> &fin) {
     using Cfg = Sm90Cfg<BQ>;  // the A_BYTES region holds R's four boxes, the B_BYTES region D's BQ rows
     constexpr int STAGES = Cfg::STAGES;
     constexpr int BK = 32, BP = SM90_BM, BOX = 32 * 128;
@@ -471,22 +485,30 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
                     store_pair<float>(Cz, ldc, p + 1, q, m, n, d[4 * j + 2], d[4 * j + 3], scale, beta, pair_ok);
                 }
             }
+            if constexpr (SPLIT_FINISH<float, Epi>) {
+                const int p0 = tp * BP, q0 = tq * BQ, p1 = min(P, p0 + BP), q1 = min(Q, q0 + BQ);
+                if (R_IS_B) consumers_finish(fin, tile, q0, q1, p0, p1);
+                else consumers_finish(fin, tile, p0, p1, q0, q1);
+            }
         }
     }
 }
 }  // namespace
 
-// Each kernel twice: NAME, the plain GEMM, and NAME_fused, which also takes `bias, biasStride, act` and applies
-// the epilogue in its store.
+// Each kernel twice: NAME, the plain GEMM, which also takes a SplitFinish (null counters unless the f32 entry
+// writes a slice of split-K that it finishes), and NAME_fused, which takes `bias, biasStride, act` instead and
+// applies the epilogue in its store.
 #define SM90_ARGS(TO)                                                                                          \
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int m, int n, int k,      \
         float alpha, float beta, TO *C, int ldc, long long strideC
 #define SM90_EPI_ARGS(TO) const TO *bias, long long biasStride, int act
 #define SM90_PASS &tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC
 #define SM90_PLAIN_AND_FUSED(NAME, TO, BODY)                                                                   \
-    PRISM_KERNEL void __launch_bounds__(384, 1) NAME(SM90_ARGS(TO)) { BODY(SM90_PASS, NoEpilogue{}); }         \
+    PRISM_KERNEL void __launch_bounds__(384, 1) NAME(SM90_ARGS(TO), SplitFinish<float> fin) {                 \
+        BODY(SM90_PASS, NoEpilogue{}, fin);                                                                    \
+    }                                                                                                          \
     PRISM_KERNEL void __launch_bounds__(384, 1) NAME##_fused(SM90_ARGS(TO), SM90_EPI_ARGS(TO)) {              \
-        BODY(SM90_PASS, (Epilogue<TO>{bias, biasStride, act, n}));                                             \
+        BODY(SM90_PASS, (Epilogue<TO>{bias, biasStride, act, n}), SplitFinish<float>{});                       \
     }
 
 #define SM90_ENTRY(NAME, KIND, TIN, TO, BN, TA, TB)                                                            \

@@ -122,3 +122,31 @@ fn gpu_bias_act_pass_on_bf16_matches_the_reference() {
         assert_eq!(ops.download(&c).unwrap(), before);
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_split_k_finished_by_its_slices_applies_the_epilogue() {
+    // 64 x 2048 x 2048 in TF32: on sm_90 devices the rules split k over the sm_90 kernels (8
+    // slices of 16 tiles), and each tile's last slice sums the slices and applies the bias and the
+    // activation in the same launch (no reduction kernel). The plan is checked, then the answers.
+    use prism_gpu::raw::kernels::gemm::tuning::{self, Kernel, SplitOn};
+    use prism_gpu::Gemm;
+    let rt = ProductionGpuRuntime::with_device(0).expect("a CUDA GPU");
+    let ops = rt.gpu().unwrap();
+    let (m, n, k) = (64, 2048, 2048);
+    let mut rng = SplitMix64::from_time();
+    let (a, b, bias) = (rng.vec(m * k, -1.0, 1.0), rng.vec(k * n, -1.0, 1.0), rng.vec(n, -1.0, 1.0));
+    let (da, db) = (ops.upload(&a).unwrap(), ops.upload(&b).unwrap());
+    let g = Gemm::new(m, n, k).with_precision(Precision::Tf32);
+    let plan =
+        tuning::plan_of::<f32, f32>(ops.kernels(), ops.stream(), &g, &da.as_view(), &db.as_view()).unwrap();
+    let sm90 = tuning::device(ops.kernels()).unwrap().sm90;
+    let split_on_sm90 = matches!(plan.kernel, Kernel::SplitK { on: SplitOn::Sm90 { .. }, .. });
+    assert_eq!(split_on_sm90, sm90, "{m}x{n}x{k} TF32 runs {plan} on a device with sm90 = {sm90}");
+    for act in ACTS {
+        let (want, magnitude) = reference(&a, &b, &bias, (m, n, k), act);
+        let got = rt.matmul_bias_act(&a, &b, &bias, (m, n, k), act, Precision::Tf32).unwrap();
+        let err = worst_error(&got, &want, &magnitude);
+        assert!(err <= 5e-3, "{m}x{n}x{k} {act:?} TF32 on {plan}: error {err:.2e} > 5e-3");
+    }
+}

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::dispatch::{Device, Feed, TMA_FAST_PITCH};
 use super::plan::{layout_char, Sm90, SM90_SMEM};
+use super::split::SplitFinish;
 use super::tensor_map::Operand;
 use super::tiled::input_name;
 use super::{function_with_smem, grow, Call, Element, BLOCK};
@@ -57,20 +58,25 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
     let regions = [scratch_base, scratch_base + plan.regions[0] as u64];
     // SAFETY: the caller's obligations; the regions are the plan's, in the workspace grown above
     // and held while the lock is.
-    unsafe { launch_in::<TIn, TOut>(call, device, plan, regions) }
+    unsafe { launch_in::<TIn, TOut>(call, device, plan, regions, &SplitFinish::default()) }
 }
 
 /// [`launch`] with the workspace regions of A's and B's copies at device addresses `regions`
-/// (unused by operands read in place; the caller holds the workspace).
+/// (unused by operands read in place; the caller holds the workspace), and `finish` for a plain
+/// entry (counters 0 unless the launch is split-K's and finishes it).
 ///
 /// # Safety
 /// As [`launch`]; `regions` hold `plan.regions` bytes each, for nothing else until the work
-/// enqueued on the call's stream is done.
+/// enqueued on the call's stream is done. A `finish` with counters: the call writes split-K's
+/// partial products of f32 into `finish.partials` (slice z of this launch at C + z m n), which
+/// holds `finish.splits` of them, with `plan.tiles` counters zero but for this product's earlier
+/// launches, and `finish.c` and its bias are the product's validated C and epilogue.
 pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
     call: &Call<'_>,
     device: &Device,
     plan: &Sm90,
     regions: [u64; 2],
+    finish: &SplitFinish<f32>,
 ) -> Result<()> {
     let Call { kernels, stream, g, precision, operands: [pa, pb, pc], epilogue, .. } = *call;
     let [feed_a, feed_b] = plan.feeds;
@@ -171,10 +177,11 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
             shared_mem_bytes: SM90_SMEM,
         };
         // SAFETY: `(tmA, tmB, m, n, k, alpha, beta, C, ldc, strideC)`, then `(bias, biasStride,
-        // act)` for the `_fused` entry, as the sm_90a entries take them. The maps cover exactly the
-        // validated operands (or the workspace regions, kept while the lock is held) of entries
-        // z0..z0+entries; C and the bias are advanced to entry z0 and hold every m x n block and
-        // bias vector of them (validated, checked).
+        // act)` for the `_fused` entry or the finish for the plain one, as the sm_90a entries take
+        // them. The maps cover exactly the validated operands (or the workspace regions, kept while
+        // the lock is held) of entries z0..z0+entries; C and the bias are advanced to entry z0 and
+        // hold every m x n block and bias vector of them (validated, checked); a finish with
+        // counters is the caller's obligation.
         unsafe {
             launch!(
                 stream,
@@ -182,6 +189,7 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
                 cfg,
                 [&map_a, &map_b, &m, &n, &k, &g.alpha, &g.beta, &c, &ldc, &stride_c],
                 [&bias, &bias_stride, &act] if epilogue.is_active(),
+                [finish] if !epilogue.is_active(),
             )
         }?;
     }
