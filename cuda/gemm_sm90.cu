@@ -197,25 +197,13 @@ __device__ __forceinline__ void init_ring(uint64_t (&full)[STAGES], uint64_t (&e
     __syncthreads();
 }
 
-// The plain f32-output kernels finish split-K themselves when `fin` has counters (SplitFinish): after storing tile
-// `tile` (C's rows [r0, r1) x columns [c0, c1) of the slice's partial product), the 256 consumer threads count
-// it and the tile's last slice sums them all into C.
-template <typename TO, class Epi>
-constexpr bool SPLIT_FINISH = std::is_same_v<TO, float> && std::is_same_v<Epi, NoEpilogue>;
-__device__ __forceinline__ void consumers_finish(const SplitFinish<float> &fin, int tile, int r0, int r1, int c0,
-                                                 int c1) {
-    if (fin.counters == nullptr) return;
-    auto sync = [] { asm volatile("bar.sync 1, 256;" ::: "memory"); };  // the consumers only
-    split_finish(fin, tile, r0, r1, c0, c1, (int)threadIdx.x - 128, 256, sync);
-}
-
 // The producer warpgroup: hands its registers to the consumers; thread 0 walks the consumers' tiles and, for
-// each K block, waits for a free stage and has `load(stage address, tile row, tile column, kb, full barrier)`
-// issue that stage's TMA copies (STAGE_BYTES in all).
+// each K block, waits for a free stage (STAGE_BYTES apart) and has `load(stage address, tile row, tile column,
+// kb, full barrier)` issue that stage's TMA copies (`bytes` in all).
 template <int STAGES, uint32_t STAGE_BYTES, class Load>
 __device__ __forceinline__ void produce(const CUtensorMap *map0, const CUtensorMap *map1, int tiles_m, int tiles_n,
                                         int nk, uint32_t smem, uint64_t (&full)[STAGES], uint64_t (&empty)[STAGES],
-                                        Load load) {
+                                        uint32_t bytes, Load load) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x != 0) return;
     asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)map0) : "memory");
@@ -228,7 +216,7 @@ __device__ __forceinline__ void produce(const CUtensorMap *map0, const CUtensorM
             const int s = it % STAGES;
             mbar_wait(s_u32(&empty[s]), ((uint32_t)(it / STAGES) & 1u) ^ 1u);
             const uint32_t fb = s_u32(&full[s]);
-            mbar_expect_tx(fb, STAGE_BYTES);
+            mbar_expect_tx(fb, bytes);
             load(smem + s * STAGE_BYTES, tm, tn, kb, fb);
         }
     }
@@ -246,7 +234,7 @@ template <int BN> struct Sm90Cfg {
 template <int KIND, typename TO, int BN, int TA, int TB, class Epi>
 __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensorMap *tmB, int m, int n, int k,
                                           float alpha, float beta, TO *C, int ldc, long long strideC,
-                                          const Epi &epi, const SplitFinish<float> &fin) {
+                                          const Epi &epi) {
     using Cfg = Sm90Cfg<BN>;
     constexpr int STAGES = Cfg::STAGES;
     constexpr int ES = KIND == 2 ? 4 : 2;
@@ -265,19 +253,22 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
     const int tiles = tiles_m * tiles_n;
     const int nk = (k + BK - 1) / BK;
     const int z = blockIdx.z;
+    // At most 64 rows (decode): only the first consumer's half of A is loaded (the host encodes K-major A's box
+    // 64 rows high), and the second consumer multiplies nothing; it still passes through every stage.
+    const bool half_a = m <= 64;
 
     init_ring(full_bar, empty_bar);
 
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
-        produce<STAGES, Cfg::STAGE_BYTES>(tmA, tmB, tiles_m, tiles_n, nk, smem, full_bar, empty_bar,
+        const uint32_t bytes = Cfg::STAGE_BYTES - (half_a ? Cfg::A_BYTES / 2 : 0);
+        produce<STAGES, Cfg::STAGE_BYTES>(tmA, tmB, tiles_m, tiles_n, nk, smem, full_bar, empty_bar, bytes,
                                           [&](uint32_t sa, int tm, int tn, int kb, uint32_t fb) {
             const uint32_t sb = sa + Cfg::A_BYTES;
             if (TA == 0) {
                 tma_load_3d(sa, tmA, kb * BK, tm * SM90_BM, z, fb);
             } else {
-#pragma unroll
-                for (int h = 0; h < SM90_BM / 64; ++h)
+                for (int h = 0; h < (half_a ? 1 : SM90_BM / 64); ++h)
                     tma_load_3d(sa + h * 8192, tmA, tm * SM90_BM + h * 64, kb * BK, z, fb);
             }
             if (TB == 1) {
@@ -290,6 +281,7 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int c = wg - 1;  // consumer index: rows c*64 .. c*64+63 of the tile
+        const bool idle = half_a && c == 1;
         const int lt = threadIdx.x % 128;
         const int warp = lt / 32, lane = lt % 32;
         TO *Cz = C + (long long)z * strideC;
@@ -306,19 +298,23 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
                 mbar_wait(s_u32(&full_bar[s]), ph);
                 const uint32_t sa = smem + s * Cfg::STAGE_BYTES + c * 8192;
                 const uint32_t sb = smem + s * Cfg::STAGE_BYTES + Cfg::A_BYTES;
-                reg_fence(d);
-                wg_fence();
+                if (!idle) {
+                    reg_fence(d);
+                    wg_fence();
 #pragma unroll
-                for (int kk = 0; kk < NSTEP; ++kk) {
-                    // K-major: advance 32 bytes inside the 128-byte swizzled line.
-                    // MN-major: advance KSTEP rows of 128 bytes (2 swizzle atoms).
-                    const uint64_t da = TA == 0 ? sdesc(sa + kk * 32, 16, 1024) : sdesc(sa + kk * 2048, 8192, 1024);
-                    const uint64_t db = TB == 1 ? sdesc(sb + kk * 32, 16, 1024) : sdesc(sb + kk * 2048, 8192, 1024);
-                    wgmma_step<KIND, BN, TA, TB>(d, da, db, (kb > 0 || kk > 0) ? 1 : 0);
+                    for (int kk = 0; kk < NSTEP; ++kk) {
+                        // K-major: advance 32 bytes inside the 128-byte swizzled line.
+                        // MN-major: advance KSTEP rows of 128 bytes (2 swizzle atoms).
+                        const uint64_t da =
+                            TA == 0 ? sdesc(sa + kk * 32, 16, 1024) : sdesc(sa + kk * 2048, 8192, 1024);
+                        const uint64_t db =
+                            TB == 1 ? sdesc(sb + kk * 32, 16, 1024) : sdesc(sb + kk * 2048, 8192, 1024);
+                        wgmma_step<KIND, BN, TA, TB>(d, da, db, (kb > 0 || kk > 0) ? 1 : 0);
+                    }
+                    wg_commit();
+                    wg_wait<1>();
+                    reg_fence(d);
                 }
-                wg_commit();
-                wg_wait<1>();
-                reg_fence(d);
                 if (kb > 0 && lane == 0) mbar_arrive(s_u32(&empty_bar[prev_s]));
                 prev_s = s;
             }
@@ -326,10 +322,10 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
             reg_fence(d);
             if (lane == 0) mbar_arrive(s_u32(&empty_bar[prev_s]));
 
-            // Epilogue straight from the accumulators. Thread t of a quad holds columns 8j+2t, +1 of each 8-wide
-            // block j; one exchange with lane t^1 per pair of blocks gives every thread 4 consecutive columns
-            // (even t: block j, columns 2t..2t+3; odd t: block j+1, columns 2(t-1)..), so each warp store covers
-            // 8 rows x 16 contiguous columns (full 32-byte sectors).
+            // Epilogue straight from the accumulators (none for the idle consumer, whose rows are past m). Thread t
+            // of a quad holds columns 8j+2t, +1 of each 8-wide block j; one exchange with lane t^1 per pair of
+            // blocks gives every thread 4 consecutive columns (even t: block j, columns 2t..2t+3; odd t: block j+1,
+            // columns 2(t-1)..), so each warp store covers 8 rows x 16 contiguous columns (full 32-byte sectors).
             const int row0 = tm * SM90_BM + c * 64 + warp * 16 + lane / 4;
             const int t = lane % 4;
             const bool odd = t & 1;
@@ -337,24 +333,24 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
             float scale = alpha;
             epi.template fuse<BN / 2, true>(scale, [&](int i) -> float & { return d[i]; },
                                       [&](int i) { return tn * BN + 8 * (i / 4) + 2 * t + i % 2; });
+            if (!idle) {
 #pragma unroll
-            for (int jp = 0; jp < BN / 16; ++jp) {
-                const int j = 2 * jp;
-                const int col = tn * BN + 8 * j + (odd ? 8 + 2 * (t - 1) : 2 * t);
+                for (int jp = 0; jp < BN / 16; ++jp) {
+                    const int j = 2 * jp;
+                    const int col = tn * BN + 8 * j + (odd ? 8 + 2 * (t - 1) : 2 * t);
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const float a0 = d[4 * j + 2 * h], a1 = d[4 * j + 2 * h + 1];            // block j
-                    const float b0 = d[4 * j + 4 + 2 * h], b1 = d[4 * j + 4 + 2 * h + 1];    // block j+1
-                    const float s0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
-                    const float s1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
-                    float v[4];
-                    if (!odd) { v[0] = a0; v[1] = a1; v[2] = s0; v[3] = s1; }
-                    else { v[0] = s0; v[1] = s1; v[2] = b0; v[3] = b1; }
-                    store_quad<TO>(Cz, ldc, row0 + 8 * h, col, m, n, v, scale, beta, vec_ok);
+                    for (int h = 0; h < 2; ++h) {
+                        const float a0 = d[4 * j + 2 * h], a1 = d[4 * j + 2 * h + 1];            // block j
+                        const float b0 = d[4 * j + 4 + 2 * h], b1 = d[4 * j + 4 + 2 * h + 1];    // block j+1
+                        const float s0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
+                        const float s1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+                        float v[4];
+                        if (!odd) { v[0] = a0; v[1] = a1; v[2] = s0; v[3] = s1; }
+                        else { v[0] = s0; v[1] = s1; v[2] = b0; v[3] = b1; }
+                        store_quad<TO>(Cz, ldc, row0 + 8 * h, col, m, n, v, scale, beta, vec_ok);
+                    }
                 }
             }
-            if constexpr (SPLIT_FINISH<TO, Epi>)
-                consumers_finish(fin, tile, tm * SM90_BM, min(m, (tm + 1) * SM90_BM), tn * BN, min(n, (tn + 1) * BN));
         }
     }
 }
@@ -375,7 +371,7 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
 template <int BQ, bool R_IS_B, class Epi>
 __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUtensorMap *tmB, int m, int n, int k,
                                              float alpha, float beta, float *C, int ldc, long long strideC,
-                                             const Epi &epi, const SplitFinish<float> &fin) {
+                                             const Epi &epi) {
     using Cfg = Sm90Cfg<BQ>;  // the A_BYTES region holds R's four boxes, the B_BYTES region D's BQ rows
     constexpr int STAGES = Cfg::STAGES;
     constexpr int BK = 32, BP = SM90_BM, BOX = 32 * 128;
@@ -398,7 +394,7 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
 
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
-        produce<STAGES, Cfg::STAGE_BYTES>(tmR, tmD, tiles_p, tiles_q, nk, smem, full_bar, empty_bar,
+        produce<STAGES, Cfg::STAGE_BYTES>(tmR, tmD, tiles_p, tiles_q, nk, smem, full_bar, empty_bar, Cfg::STAGE_BYTES,
                                           [&](uint32_t sr, int tp, int tq, int kb, uint32_t fb) {
 #pragma unroll
             for (int h = 0; h < 4; ++h) tma_load_3d(sr + h * BOX, tmR, tp * BP + h * 32, kb * BK, z, fb);
@@ -485,30 +481,22 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
                     store_pair<float>(Cz, ldc, p + 1, q, m, n, d[4 * j + 2], d[4 * j + 3], scale, beta, pair_ok);
                 }
             }
-            if constexpr (SPLIT_FINISH<float, Epi>) {
-                const int p0 = tp * BP, q0 = tq * BQ, p1 = min(P, p0 + BP), q1 = min(Q, q0 + BQ);
-                if (R_IS_B) consumers_finish(fin, tile, q0, q1, p0, p1);
-                else consumers_finish(fin, tile, p0, p1, q0, q1);
-            }
         }
     }
 }
 }  // namespace
 
-// Each kernel twice: NAME, the plain GEMM, which also takes a SplitFinish (null counters unless the f32 entry
-// writes a slice of split-K that it finishes), and NAME_fused, which takes `bias, biasStride, act` instead and
-// applies the epilogue in its store.
+// Each kernel twice: NAME, the plain GEMM, and NAME_fused, which also takes `bias, biasStride, act` and applies
+// the epilogue in its store.
 #define SM90_ARGS(TO)                                                                                          \
     const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int m, int n, int k,      \
         float alpha, float beta, TO *C, int ldc, long long strideC
 #define SM90_EPI_ARGS(TO) const TO *bias, long long biasStride, int act
 #define SM90_PASS &tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC
 #define SM90_PLAIN_AND_FUSED(NAME, TO, BODY)                                                                   \
-    PRISM_KERNEL void __launch_bounds__(384, 1) NAME(SM90_ARGS(TO), SplitFinish<float> fin) {                 \
-        BODY(SM90_PASS, NoEpilogue{}, fin);                                                                    \
-    }                                                                                                          \
+    PRISM_KERNEL void __launch_bounds__(384, 1) NAME(SM90_ARGS(TO)) { BODY(SM90_PASS, NoEpilogue{}); }         \
     PRISM_KERNEL void __launch_bounds__(384, 1) NAME##_fused(SM90_ARGS(TO), SM90_EPI_ARGS(TO)) {              \
-        BODY(SM90_PASS, (Epilogue<TO>{bias, biasStride, act, n}), SplitFinish<float>{});                       \
+        BODY(SM90_PASS, (Epilogue<TO>{bias, biasStride, act, n}));                                             \
     }
 
 #define SM90_ENTRY(NAME, KIND, TIN, TO, BN, TA, TB)                                                            \

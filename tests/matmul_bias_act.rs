@@ -125,10 +125,10 @@ fn gpu_bias_act_pass_on_bf16_matches_the_reference() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn gpu_split_k_finished_by_its_slices_applies_the_epilogue() {
+fn gpu_split_k_on_sm90_applies_the_epilogue() {
     // 64 x 2048 x 2048 in TF32: on sm_90 devices the rules split k over the sm_90 kernels (8
-    // slices of 16 tiles), and each tile's last slice sums the slices and applies the bias and the
-    // activation in the same launch (no reduction kernel). The plan is checked, then the answers.
+    // slices of 16 tiles), and the reduction applies the bias and the activation. The plan is
+    // checked, then the answers.
     use prism_gpu::raw::kernels::gemm::tuning::{self, Kernel, SplitOn};
     use prism_gpu::Gemm;
     let rt = ProductionGpuRuntime::with_device(0).expect("a CUDA GPU");

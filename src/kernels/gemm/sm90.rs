@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use super::dispatch::{Device, Feed, TMA_FAST_PITCH};
 use super::plan::{layout_char, Sm90, SM90_SMEM};
-use super::split::SplitFinish;
-use super::tensor_map::Operand;
+use super::tensor_map::{Dtype, Operand};
 use super::tiled::input_name;
 use super::{function_with_smem, grow, Call, Element, BLOCK};
 use crate::driver::{CudaStream, LaunchConfig};
@@ -58,25 +57,20 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
     let regions = [scratch_base, scratch_base + plan.regions[0] as u64];
     // SAFETY: the caller's obligations; the regions are the plan's, in the workspace grown above
     // and held while the lock is.
-    unsafe { launch_in::<TIn, TOut>(call, device, plan, regions, &SplitFinish::default()) }
+    unsafe { launch_in::<TIn, TOut>(call, device, plan, regions) }
 }
 
 /// [`launch`] with the workspace regions of A's and B's copies at device addresses `regions`
-/// (unused by operands read in place; the caller holds the workspace), and `finish` for a plain
-/// entry (counters 0 unless the launch is split-K's and finishes it).
+/// (unused by operands read in place; the caller holds the workspace).
 ///
 /// # Safety
 /// As [`launch`]; `regions` hold `plan.regions` bytes each, for nothing else until the work
-/// enqueued on the call's stream is done. A `finish` with counters: the call writes split-K's
-/// partial products of f32 into `finish.partials` (slice z of this launch at C + z m n), which
-/// holds `finish.splits` of them, with `plan.tiles` counters zero but for this product's earlier
-/// launches, and `finish.c` and its bias are the product's validated C and epilogue.
+/// enqueued on the call's stream is done.
 pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
     call: &Call<'_>,
     device: &Device,
     plan: &Sm90,
     regions: [u64; 2],
-    finish: &SplitFinish<f32>,
 ) -> Result<()> {
     let Call { kernels, stream, g, precision, operands: [pa, pb, pc], epilogue, .. } = *call;
     let [feed_a, feed_b] = plan.feeds;
@@ -89,6 +83,11 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
     let staging = feed_a == Feed::Transpose || feed_b == Feed::Transpose;
     let transpose = if staging { Some(kernels.function("gemm_transpose_f32")?) } else { None };
     let (tile_rows, tile_cols) = plan.tile;
+    // The kernels that read both operands from shared memory load only A's first 64 rows for at
+    // most 64 rows of C (`half_a` in cuda/gemm_sm90.cu); TF32 `nn` and `tt` read one operand
+    // through registers instead.
+    let through_registers = plan.dtype == Dtype::F32 && ta == tb;
+    let a_box_rows = if g.m <= 64 && !through_registers { 64 } else { tile_rows };
     let (m, n, k, ldc, stride_c) = (g.m as i32, g.n as i32, g.k as i32, g.ldc as i32, g.stride_c as i64);
     let staged_ld = plan.staged_ld;
 
@@ -165,7 +164,7 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
         // Boxes per notes/gemm.md: K-major operands {BK, the tile's side}, MN-major {128 bytes, BK}.
         let (mn_box, bk) = ((TMA_FAST_PITCH as u64 / es) as u32, plan.bk);
         let map_a =
-            if a.trans { map(a, g.k, g.m, mn_box, bk)? } else { map(a, g.m, g.k, bk, tile_rows as u32)? };
+            if a.trans { map(a, g.k, g.m, mn_box, bk)? } else { map(a, g.m, g.k, bk, a_box_rows as u32)? };
         let map_b =
             if b.trans { map(b, g.n, g.k, bk, tile_cols as u32)? } else { map(b, g.k, g.n, mn_box, bk)? };
         let c = pc + (z0 * g.stride_c * size_of::<TOut>()) as u64;
@@ -177,11 +176,10 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
             shared_mem_bytes: SM90_SMEM,
         };
         // SAFETY: `(tmA, tmB, m, n, k, alpha, beta, C, ldc, strideC)`, then `(bias, biasStride,
-        // act)` for the `_fused` entry or the finish for the plain one, as the sm_90a entries take
-        // them. The maps cover exactly the validated operands (or the workspace regions, kept while
-        // the lock is held) of entries z0..z0+entries; C and the bias are advanced to entry z0 and
-        // hold every m x n block and bias vector of them (validated, checked); a finish with
-        // counters is the caller's obligation.
+        // act)` for the `_fused` entry, as the sm_90a entries take them. The maps cover exactly the
+        // validated operands (or the workspace regions, kept while the lock is held) of entries
+        // z0..z0+entries; C and the bias are advanced to entry z0 and hold every m x n block and
+        // bias vector of them (validated, checked).
         unsafe {
             launch!(
                 stream,
@@ -189,7 +187,6 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
                 cfg,
                 [&map_a, &map_b, &m, &n, &k, &g.alpha, &g.beta, &c, &ldc, &stride_c],
                 [&bias, &bias_stride, &act] if epilogue.is_active(),
-                [finish] if !epilogue.is_active(),
             )
         }?;
     }

@@ -9,7 +9,7 @@ use std::mem::size_of;
 use std::sync::Arc;
 
 use super::dispatch::Device;
-use super::plan::{Gemv, Partials, Skinny, Sm90, SplitK};
+use super::plan::{Gemv, Partials, Skinny, SplitK};
 use super::{grow, sm90, tiled, Call, Element, Gemm, RawEpilogue, Workspace, BLOCK};
 use crate::driver::{CudaStream, DeviceRepr, LaunchConfig};
 use crate::error::Result;
@@ -20,9 +20,9 @@ use crate::kernels::{launch, Kernels};
 
 /// Runs a batch-1 `g` as `plan.parts` f32 partial products over slices of k (packed m x n matrices
 /// in `workspace`, through the kernels' batch dimension; the last, shorter slice by its own
-/// launch), then writes `C = epilogue(alpha * sum + beta * C)` summing in slice order: the sm_90a
-/// slices themselves where [`finishes_in_launch`] says so (serial split-K, [`SplitFinish`]),
-/// else `gemm_splitk_reduce_<out>`.
+/// launch), then `gemm_splitk_reduce_<out>` writes `C = epilogue(alpha * sum + beta * C)` summing
+/// in slice order. (Finishing in the slices' own launches, as the skinny kernels do, was slower
+/// here: each tile's last slice reads the others' sums alone; see notes/gemm-splitk-finish.)
 ///
 /// # Safety
 /// As [`tiled::launch`] for the call's operands; `plan` was resolved for its `g` and `precision`
@@ -32,45 +32,12 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
     device: &Device,
     plan: &SplitK,
 ) -> Result<()> {
-    let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, pc], epilogue, .. } = *call;
-    let mut guard = workspace.lock();
-    let scratch = &mut *guard;
+    let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, _], .. } = *call;
+    let mut scratch = workspace.lock();
     // SAFETY: the partial launches write every element of the `parts` m x n matrices before
-    // the finish or the reduction reads them.
+    // the reduction reads them.
     unsafe { grow(&mut scratch.bytes, stream, plan.workspace) }?;
     let (partials, _write_partials) = scratch.bytes.as_mut().expect("grown above").checked_ptr_mut(stream)?;
-    let finish_tiles = match plan.partials {
-        Partials::Sm90(sm90) if finishes_in_launch(g, &sm90, plan.parts) => Some(sm90.tiles),
-        _ => None,
-    };
-    let (counters, write_counters) = match finish_tiles {
-        Some(tiles) => {
-            let (at, guard) =
-                zeroed_counters(&mut scratch.counters, stream, tiles)?.checked_ptr_mut(stream)?;
-            (at, Some(guard))
-        }
-        None => (0, None),
-    };
-    let finish = if counters == 0 {
-        SplitFinish::default()
-    } else {
-        let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
-        SplitFinish {
-            counters,
-            partials,
-            c: pc,
-            bias,
-            ldc: g.ldc as i64,
-            alpha: g.alpha,
-            beta: g.beta,
-            splits: plan.parts as i32,
-            tile: 0,
-            m: g.m as i32,
-            n: g.n as i32,
-            out: out_code::<TOut>(),
-            act,
-        }
-    };
 
     let none = RawEpilogue::default();
     // One launch of the partial products of `slices` (batch entries) into `at`'s third address.
@@ -85,49 +52,21 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
         Partials::Sm90(sm90) => {
             let call = Call { g: slices, operands: at, epilogue: &none, ..*call };
             // SAFETY: as said above the match; the plan reads both operands in place (no workspace
-            // regions), resolved for `g`, whose m, n, layout and operands the slices share. With
-            // counters (`sm90.tiles` of them, zero), the launches' last block of each tile reads
-            // the `parts` partial products and writes C's tile (validated, with ldc) and reads
-            // the bias (the caller's obligation).
-            unsafe { sm90::launch_in::<TIn, f32>(&call, device, &sm90, [0, 0], &finish) }
+            // regions), resolved for `g`, whose m, n, layout and operands the slices share.
+            unsafe { sm90::launch_in::<TIn, f32>(&call, device, &sm90, [0, 0]) }
         }
     };
     let slices = KSlices::of(g, plan.depth);
-    let mut ran = Ok(());
     if let Some(full) = &slices.full {
-        ran = run(full, [pa, pb, partials]);
+        run(full, [pa, pb, partials])?;
     }
-    if let (Ok(()), Some((last, at))) =
-        (&ran, slices.last_at([pa, pb, partials], [size_of::<TIn>(), size_of::<f32>()]))
-    {
+    if let Some((last, at)) = slices.last_at([pa, pb, partials], [size_of::<TIn>(), size_of::<f32>()]) {
         // The last, shorter slice of k, after the full ones, into the last partial product.
-        ran = run(&last, at);
+        run(&last, at)?;
     }
-    if counters != 0 {
-        if ran.is_err() {
-            // A launch that counted its slices may have run before the one that failed: those
-            // counters are not back at zero, so they go (the next product allocates new ones).
-            drop(write_counters);
-            scratch.counters = None;
-        }
-        return ran;
-    }
-    ran?;
     // SAFETY: the launches above write all `parts` partial products; C and the bias are the
     // caller's (validated, checked).
     unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
-}
-
-/// Partial sums' bytes a tile's last slice may read to finish the tile itself: beyond this the
-/// reduction kernel, which spreads the sums over every multiprocessor, is the faster finish.
-const FINISH_BYTES: usize = 256 << 10;
-
-/// Whether split-K's sm_90a slices of `g` under `sm90` finish the product in their own launches
-/// ([`SplitFinish`]): the tiles have counters, and each tile's last slice reads at most
-/// [`FINISH_BYTES`] of the others' partial sums.
-fn finishes_in_launch(g: &Gemm, sm90: &Sm90, parts: usize) -> bool {
-    let tile_outputs = g.m.min(sm90.tile.0) * g.n.min(sm90.tile.1);
-    sm90.tiles <= COUNTERS && (parts - 1).saturating_mul(tile_outputs * size_of::<f32>()) <= FINISH_BYTES
 }
 
 /// C's type as the finishing kernels name it: 0 f32 (or f64), 1 bf16, 2 f16.
@@ -259,11 +198,11 @@ where
     reduce(partials)
 }
 
-/// Serial split-K's finish (`SplitFinish<S>` in cuda/gemm_common.cuh, the same layout), the last
-/// argument of the skinny entries and of the plain sm_90a ones: how each output tile's last block
-/// sums the tile's slices into C, or `counters` 0 when a reduction kernel does (or nothing is split).
+/// Serial split-K's finish (`SplitFinish<S>` in cuda/gemm_common.cuh, the same layout), the skinny
+/// entries' last argument: how each column tile's last block sums the tile's slices into C, or
+/// `counters` 0 when a reduction kernel does.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct SplitFinish<S> {
     counters: u64,
     partials: u64,
@@ -496,38 +435,7 @@ impl KSlices {
 
 #[cfg(test)]
 mod tests {
-    use super::{finishes_in_launch, reduce_lanes, FINISH_BYTES};
-    use crate::kernels::gemm::dispatch::Feed;
-    use crate::kernels::gemm::plan::Sm90;
-    use crate::kernels::gemm::tensor_map::Dtype;
-    use crate::kernels::gemm::Gemm;
-    use crate::kernels::workspace::COUNTERS;
-
-    #[test]
-    fn slices_finish_the_product_where_each_tile_reads_little() {
-        let sm90 = |tile: (usize, usize), tiles| Sm90 {
-            bn: tile.1 as u32,
-            feeds: [Feed::InPlace; 2],
-            read_transposed: (false, false),
-            tile,
-            tiles,
-            dtype: Dtype::Bf16,
-            bk: 64,
-            staged_ld: 0,
-            regions: [0; 2],
-        };
-        // 64 x 4096 in 4 slices of 128-wide tiles (rows 64 of 128 filled): 3 x 32 KiB to read.
-        assert!(finishes_in_launch(&Gemm::new(64, 4096, 4096), &sm90((128, 128), 32), 4));
-        // 256-wide tiles in 8 slices: 7 x 64 KiB, the reduction kernel's.
-        assert!(!finishes_in_launch(&Gemm::new(64, 4096, 4096), &sm90((128, 256), 16), 8));
-        // One 64 x 64 tile in 132 slices.
-        assert!(!finishes_in_launch(&Gemm::new(64, 64, 131072), &sm90((128, 64), 1), 132));
-        // Exactly the limit, and more tiles than counters.
-        let (rows, cols) = (128, FINISH_BYTES / 4 / 128);
-        assert!(finishes_in_launch(&Gemm::new(rows, cols, 4096), &sm90((128, cols), 1), 2));
-        assert!(!finishes_in_launch(&Gemm::new(rows, cols + 1, 4096), &sm90((128, cols + 1), 1), 2));
-        assert!(!finishes_in_launch(&Gemm::new(64, 64, 4096), &sm90((64, 64), COUNTERS + 1), 2));
-    }
+    use super::reduce_lanes;
 
     #[test]
     fn the_reduction_spreads_few_outputs_over_more_lanes() {
