@@ -253,22 +253,26 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
     const int tiles = tiles_m * tiles_n;
     const int nk = (k + BK - 1) / BK;
     const int z = blockIdx.z;
-    // At most 64 rows (decode): only the first consumer's half of A is loaded (the host encodes K-major A's box
-    // 64 rows high), and the second consumer multiplies nothing; it still passes through every stage.
+    // At most 64 rows (decode): A's tile is loaded only as far as C has rows (K-major A: m rounded up to 8, the
+    // height the host encodes in A's box; MN-major A: the first 64-row box), since a stage's bytes, zeros
+    // included, set its time on a short product; the first consumer's other rows of A hold whatever an earlier
+    // stage left (their products land in rows past m, never stored), and the second consumer multiplies
+    // nothing but passes every stage on.
     const bool half_a = m <= 64;
+    const int a_rows = !half_a ? SM90_BM : TA == 0 ? (m + 7) / 8 * 8 : 64;
 
     init_ring(full_bar, empty_bar);
 
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
-        const uint32_t bytes = Cfg::STAGE_BYTES - (half_a ? Cfg::A_BYTES / 2 : 0);
+        const uint32_t bytes = Cfg::B_BYTES + a_rows * 128;
         produce<STAGES, Cfg::STAGE_BYTES>(tmA, tmB, tiles_m, tiles_n, nk, smem, full_bar, empty_bar, bytes,
                                           [&](uint32_t sa, int tm, int tn, int kb, uint32_t fb) {
             const uint32_t sb = sa + Cfg::A_BYTES;
             if (TA == 0) {
                 tma_load_3d(sa, tmA, kb * BK, tm * SM90_BM, z, fb);
             } else {
-                for (int h = 0; h < (half_a ? 1 : SM90_BM / 64); ++h)
+                for (int h = 0; h < a_rows / 64; ++h)
                     tma_load_3d(sa + h * 8192, tmA, tm * SM90_BM + h * 64, kb * BK, z, fb);
             }
             if (TB == 1) {
@@ -289,6 +293,14 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
         int it = 0;
         float d[BN / 2];
         for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            if (idle) {
+                for (int kb = 0; kb < nk; ++kb, ++it) {
+                    const int s = it % STAGES;
+                    mbar_wait(s_u32(&full_bar[s]), (uint32_t)(it / STAGES) & 1u);
+                    if (lane == 0) mbar_arrive(s_u32(&empty_bar[s]));
+                }
+                continue;
+            }
             int tm, tn;
             tile_coords(tile, tiles_m, tiles_n, tm, tn);
             int prev_s = 0;
@@ -298,23 +310,19 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
                 mbar_wait(s_u32(&full_bar[s]), ph);
                 const uint32_t sa = smem + s * Cfg::STAGE_BYTES + c * 8192;
                 const uint32_t sb = smem + s * Cfg::STAGE_BYTES + Cfg::A_BYTES;
-                if (!idle) {
-                    reg_fence(d);
-                    wg_fence();
+                reg_fence(d);
+                wg_fence();
 #pragma unroll
-                    for (int kk = 0; kk < NSTEP; ++kk) {
-                        // K-major: advance 32 bytes inside the 128-byte swizzled line.
-                        // MN-major: advance KSTEP rows of 128 bytes (2 swizzle atoms).
-                        const uint64_t da =
-                            TA == 0 ? sdesc(sa + kk * 32, 16, 1024) : sdesc(sa + kk * 2048, 8192, 1024);
-                        const uint64_t db =
-                            TB == 1 ? sdesc(sb + kk * 32, 16, 1024) : sdesc(sb + kk * 2048, 8192, 1024);
-                        wgmma_step<KIND, BN, TA, TB>(d, da, db, (kb > 0 || kk > 0) ? 1 : 0);
-                    }
-                    wg_commit();
-                    wg_wait<1>();
-                    reg_fence(d);
+                for (int kk = 0; kk < NSTEP; ++kk) {
+                    // K-major: advance 32 bytes inside the 128-byte swizzled line.
+                    // MN-major: advance KSTEP rows of 128 bytes (2 swizzle atoms).
+                    const uint64_t da = TA == 0 ? sdesc(sa + kk * 32, 16, 1024) : sdesc(sa + kk * 2048, 8192, 1024);
+                    const uint64_t db = TB == 1 ? sdesc(sb + kk * 32, 16, 1024) : sdesc(sb + kk * 2048, 8192, 1024);
+                    wgmma_step<KIND, BN, TA, TB>(d, da, db, (kb > 0 || kk > 0) ? 1 : 0);
                 }
+                wg_commit();
+                wg_wait<1>();
+                reg_fence(d);
                 if (kb > 0 && lane == 0) mbar_arrive(s_u32(&empty_bar[prev_s]));
                 prev_s = s;
             }
@@ -322,10 +330,10 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
             reg_fence(d);
             if (lane == 0) mbar_arrive(s_u32(&empty_bar[prev_s]));
 
-            // Epilogue straight from the accumulators (none for the idle consumer, whose rows are past m). Thread t
-            // of a quad holds columns 8j+2t, +1 of each 8-wide block j; one exchange with lane t^1 per pair of
-            // blocks gives every thread 4 consecutive columns (even t: block j, columns 2t..2t+3; odd t: block j+1,
-            // columns 2(t-1)..), so each warp store covers 8 rows x 16 contiguous columns (full 32-byte sectors).
+            // Epilogue straight from the accumulators. Thread t of a quad holds columns 8j+2t, +1 of each 8-wide
+            // block j; one exchange with lane t^1 per pair of blocks gives every thread 4 consecutive columns
+            // (even t: block j, columns 2t..2t+3; odd t: block j+1, columns 2(t-1)..), so each warp store covers
+            // 8 rows x 16 contiguous columns (full 32-byte sectors).
             const int row0 = tm * SM90_BM + c * 64 + warp * 16 + lane / 4;
             const int t = lane % 4;
             const bool odd = t & 1;
@@ -333,22 +341,20 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
             float scale = alpha;
             epi.template fuse<BN / 2, true>(scale, [&](int i) -> float & { return d[i]; },
                                       [&](int i) { return tn * BN + 8 * (i / 4) + 2 * t + i % 2; });
-            if (!idle) {
 #pragma unroll
-                for (int jp = 0; jp < BN / 16; ++jp) {
-                    const int j = 2 * jp;
-                    const int col = tn * BN + 8 * j + (odd ? 8 + 2 * (t - 1) : 2 * t);
+            for (int jp = 0; jp < BN / 16; ++jp) {
+                const int j = 2 * jp;
+                const int col = tn * BN + 8 * j + (odd ? 8 + 2 * (t - 1) : 2 * t);
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const float a0 = d[4 * j + 2 * h], a1 = d[4 * j + 2 * h + 1];            // block j
-                        const float b0 = d[4 * j + 4 + 2 * h], b1 = d[4 * j + 4 + 2 * h + 1];    // block j+1
-                        const float s0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
-                        const float s1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
-                        float v[4];
-                        if (!odd) { v[0] = a0; v[1] = a1; v[2] = s0; v[3] = s1; }
-                        else { v[0] = s0; v[1] = s1; v[2] = b0; v[3] = b1; }
-                        store_quad<TO>(Cz, ldc, row0 + 8 * h, col, m, n, v, scale, beta, vec_ok);
-                    }
+                for (int h = 0; h < 2; ++h) {
+                    const float a0 = d[4 * j + 2 * h], a1 = d[4 * j + 2 * h + 1];            // block j
+                    const float b0 = d[4 * j + 4 + 2 * h], b1 = d[4 * j + 4 + 2 * h + 1];    // block j+1
+                    const float s0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
+                    const float s1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+                    float v[4];
+                    if (!odd) { v[0] = a0; v[1] = a1; v[2] = s0; v[3] = s1; }
+                    else { v[0] = s0; v[1] = s1; v[2] = b0; v[3] = b1; }
+                    store_quad<TO>(Cz, ldc, row0 + 8 * h, col, m, n, v, scale, beta, vec_ok);
                 }
             }
         }

@@ -83,11 +83,11 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
     let staging = feed_a == Feed::Transpose || feed_b == Feed::Transpose;
     let transpose = if staging { Some(kernels.function("gemm_transpose_f32")?) } else { None };
     let (tile_rows, tile_cols) = plan.tile;
-    // The kernels that read both operands from shared memory load only A's first 64 rows for at
-    // most 64 rows of C (`half_a` in cuda/gemm_sm90.cu); TF32 `nn` and `tt` read one operand
-    // through registers instead.
+    // For at most 64 rows of C, the kernels that read both operands from shared memory load A's
+    // tile only as far as C has rows, rounded up to 8 (`a_rows` in cuda/gemm_sm90.cu); TF32 `nn`
+    // and `tt` read one operand through registers instead.
     let through_registers = plan.dtype == Dtype::F32 && ta == tb;
-    let a_box_rows = if g.m <= 64 && !through_registers { 64 } else { tile_rows };
+    let a_box_rows = if g.m <= 64 && !through_registers { g.m.div_ceil(8) * 8 } else { tile_rows };
     let (m, n, k, ldc, stride_c) = (g.m as i32, g.n as i32, g.k as i32, g.ldc as i32, g.stride_c as i64);
     let staged_ld = plan.staged_ld;
 
