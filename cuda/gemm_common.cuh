@@ -198,12 +198,14 @@ __device__ void finish_rect(const SplitFinish<A> &f, int r0, int r1, int c0, int
     }
 }
 
-// finish_rect with 16-byte loads where the rectangle and the partial products allow them.
+// finish_rect with 16-byte loads where the rectangle and the partial products allow them and the rectangle
+// still gives every thread a quad (fewer threads in flight lost a third on 2-row skinny products).
 template <typename TO, typename A>
 __device__ __forceinline__ void finish_rect_widest(const SplitFinish<A> &f, int r0, int r1, int c0, int c1, int t,
                                                    int threads) {
     if constexpr (std::is_same_v<A, float>) {
-        if (f.n % 4 == 0 && c0 % 4 == 0 && c1 % 4 == 0 && prism_aligned16(f.partials))
+        const bool fills = (r1 - r0) * (c1 - c0) >= 4 * threads;
+        if (fills && f.n % 4 == 0 && c0 % 4 == 0 && c1 % 4 == 0 && prism_aligned16(f.partials))
             return finish_rect<TO, 4>(f, r0, r1, c0, c1, t, threads);
     }
     finish_rect<TO, 1>(f, r0, r1, c0, c1, t, threads);

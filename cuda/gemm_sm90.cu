@@ -257,7 +257,7 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
     // height the host encodes in A's box; MN-major A: the first 64-row box), since a stage's bytes, zeros
     // included, set its time on a short product; the first consumer's other rows of A hold whatever an earlier
     // stage left (their products land in rows past m, never stored), and the second consumer multiplies
-    // nothing but passes every stage on.
+    // nothing but passes every stage on (in a loop of its own, so the others' code is as it was).
     const bool half_a = m <= 64;
     const int a_rows = !half_a ? SM90_BM : TA == 0 ? (m + 7) / 8 * 8 : 64;
 
@@ -285,22 +285,20 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int c = wg - 1;  // consumer index: rows c*64 .. c*64+63 of the tile
-        const bool idle = half_a && c == 1;
         const int lt = threadIdx.x % 128;
         const int warp = lt / 32, lane = lt % 32;
+        if (half_a && c == 1) {  // rows past m: pass every stage of every tile on
+            for (int it = 0; it < (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x * nk; ++it) {
+                mbar_wait(s_u32(&full_bar[it % STAGES]), (uint32_t)(it / STAGES) & 1u);
+                if (lane == 0) mbar_arrive(s_u32(&empty_bar[it % STAGES]));
+            }
+            return;
+        }
         TO *Cz = C + (long long)z * strideC;
         const bool vec_ok = ((ldc & 3) == 0) && ((((unsigned long long)Cz) & (4 * sizeof(TO) - 1)) == 0);
         int it = 0;
         float d[BN / 2];
         for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-            if (idle) {
-                for (int kb = 0; kb < nk; ++kb, ++it) {
-                    const int s = it % STAGES;
-                    mbar_wait(s_u32(&full_bar[s]), (uint32_t)(it / STAGES) & 1u);
-                    if (lane == 0) mbar_arrive(s_u32(&empty_bar[s]));
-                }
-                continue;
-            }
             int tm, tn;
             tile_coords(tile, tiles_m, tiles_n, tm, tn);
             int prev_s = 0;
