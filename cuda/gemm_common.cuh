@@ -160,7 +160,7 @@ __device__ void finish_rect(const SplitFinish<A> &f, int r0, int r1, int c0, int
         A sum[4][V];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            const int i = min(i0 + e * threads, count - 1);  // past the end: a repeat, not stored
+            const int i = min(i0 + e * threads, count - 1);  // past the end: neither read nor stored
             at[e] = (long long)(r0 + i / groups) * f.n + c0 + i % groups * V;
 #pragma unroll
             for (int v = 0; v < V; ++v) sum[e][v] = 0;
@@ -170,6 +170,7 @@ __device__ void finish_rect(const SplitFinish<A> &f, int r0, int r1, int c0, int
         for (int z = 0; z < f.splits; ++z) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
+                if (i0 + e * threads >= count) break;
                 if constexpr (V == 4) {
                     const float4 q = __ldcg(reinterpret_cast<const float4 *>(f.partials + z * slice + at[e]));
                     sum[e][0] += q.x, sum[e][1] += q.y, sum[e][2] += q.z, sum[e][3] += q.w;

@@ -230,8 +230,9 @@ template <int BN> struct Sm90Cfg {
 };
 
 // KIND: 0 bf16, 1 f16, 2 tf32.  TA/TB: 1 = operand stored transposed (A: k x m, B: n x k).
-// Epi: Epilogue<TO> (the `_fused` entries) or NoEpilogue (the plain ones, which compile none of it).
-template <int KIND, typename TO, int BN, int TA, int TB, class Epi>
+// SHORT: the `_short` entries, for at most 64 rows of C (below). Epi: Epilogue<TO> (the `_fused` entries) or
+// NoEpilogue (the plain ones, which compile none of it).
+template <int KIND, typename TO, int BN, int TA, int TB, bool SHORT, class Epi>
 __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensorMap *tmB, int m, int n, int k,
                                           float alpha, float beta, TO *C, int ldc, long long strideC,
                                           const Epi &epi) {
@@ -253,13 +254,13 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
     const int tiles = tiles_m * tiles_n;
     const int nk = (k + BK - 1) / BK;
     const int z = blockIdx.z;
-    // At most 64 rows (decode): A's tile is loaded only as far as C has rows (K-major A: m rounded up to 8, the
+    // SHORT (m <= 64, decode): A's tile is loaded only as far as C has rows (K-major A: m rounded up to 8, the
     // height the host encodes in A's box; MN-major A: the first 64-row box), since a stage's bytes, zeros
     // included, set its time on a short product; the first consumer's other rows of A hold whatever an earlier
     // stage left (their products land in rows past m, never stored), and the second consumer multiplies
-    // nothing but passes every stage on (in a loop of its own, so the others' code is as it was).
-    const bool half_a = m <= 64;
-    const int a_rows = !half_a ? SM90_BM : TA == 0 ? (m + 7) / 8 * 8 : 64;
+    // nothing but passes every stage on. Separate entries: with these as runtime branches of one kernel, the
+    // bf16 64- and 128-wide kernels lost 5-10% at m > 64 (H200).
+    const int a_rows = !SHORT ? SM90_BM : TA == 0 ? (m + 7) / 8 * 8 : 64;
 
     init_ring(full_bar, empty_bar);
 
@@ -287,7 +288,7 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
         const int c = wg - 1;  // consumer index: rows c*64 .. c*64+63 of the tile
         const int lt = threadIdx.x % 128;
         const int warp = lt / 32, lane = lt % 32;
-        if (half_a && c == 1) {  // rows past m: pass every stage of every tile on
+        if (SHORT && c == 1) {  // rows past m: pass every stage of every tile on
             for (int it = 0; it < (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x * nk; ++it) {
                 mbar_wait(s_u32(&full_bar[it % STAGES]), (uint32_t)(it / STAGES) & 1u);
                 if (lane == 0) mbar_arrive(s_u32(&empty_bar[it % STAGES]));
@@ -504,7 +505,8 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
     }
 
 #define SM90_ENTRY(NAME, KIND, TIN, TO, BN, TA, TB)                                                            \
-    SM90_PLAIN_AND_FUSED(NAME, TO, (sm90_gemm<KIND, TO, BN, TA, TB>))
+    SM90_PLAIN_AND_FUSED(NAME, TO, (sm90_gemm<KIND, TO, BN, TA, TB, false>))                                    \
+    SM90_PLAIN_AND_FUSED(NAME##_short, TO, (sm90_gemm<KIND, TO, BN, TA, TB, true>))
 
 // TF32 with one MN-major operand: nn (B through registers), tt (A through registers).
 #define SM90_TF32_RS(BQ)                                                                                       \

@@ -78,16 +78,23 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
     let io = format!("{}_{}", input_name::<TIn>(precision), TOut::NAME);
     let fused = if epilogue.is_active() { "_fused" } else { "" };
     let (ta, tb) = plan.read_transposed;
-    let name = format!("gemm_sm90_{io}_{}{}_n{}{fused}", layout_char(ta), layout_char(tb), plan.bn);
+    // At most 64 rows of C: the `_short` entries, which load A's tile only as far as C has rows
+    // (rounded up to 8: A's box below) and leave the second consumer idle; TF32 `nn` and `tt` read
+    // one operand through registers and have none.
+    let through_registers = plan.dtype == Dtype::F32 && ta == tb;
+    let short = g.m <= 64 && !through_registers;
+    let name = format!(
+        "gemm_sm90_{io}_{}{}_n{}{}{fused}",
+        layout_char(ta),
+        layout_char(tb),
+        plan.bn,
+        if short { "_short" } else { "" }
+    );
     let function = function_with_smem(kernels, &name, SM90_SMEM)?;
     let staging = feed_a == Feed::Transpose || feed_b == Feed::Transpose;
     let transpose = if staging { Some(kernels.function("gemm_transpose_f32")?) } else { None };
     let (tile_rows, tile_cols) = plan.tile;
-    // For at most 64 rows of C, the kernels that read both operands from shared memory load A's
-    // tile only as far as C has rows, rounded up to 8 (`a_rows` in cuda/gemm_sm90.cu); TF32 `nn`
-    // and `tt` read one operand through registers instead.
-    let through_registers = plan.dtype == Dtype::F32 && ta == tb;
-    let a_box_rows = if g.m <= 64 && !through_registers { g.m.div_ceil(8) * 8 } else { tile_rows };
+    let a_box_rows = if short { g.m.div_ceil(8) * 8 } else { tile_rows };
     let (m, n, k, ldc, stride_c) = (g.m as i32, g.n as i32, g.k as i32, g.ldc as i32, g.stride_c as i64);
     let staged_ld = plan.staged_ld;
 
