@@ -9,7 +9,7 @@
 // W = op(A)^T. `xs`, `xk` are X's element strides along S and k; W is L-contiguous (`wl` kernels: W(kk, l) at
 // W[kk * wld + l]) or k-contiguous (`wk`: W[l * wld + kk]). Block z of gridDim.y takes k from z * kc and writes
 // its m x n f32 partial product to part + z * m * n, element (s, l) at s * ps + l * pl; the last block of each
-// column tile then sums the tile's slices in order and applies alpha, beta and the epilogue (SplitFinish in gemm_common.cuh),
+// column tile then sums the tile's slices in order and applies alpha, beta and the epilogue (SkinnyFinish below),
 // or, where the host has no tile counters for it, gemm_splitk_reduce_<out> does in a second launch. Grid
 // (ceil(L / tile), splits), block 256, no dynamic shared memory. Deterministic: every sum is taken in a fixed
 // order.
@@ -494,17 +494,63 @@ __device__ __forceinline__ void skinny_tc_wl(int rows, int L, int k, int kc, con
 }
 
 
-// Called by every thread of the block after its stores to part (serial split-K, SplitFinish in gemm_common.cuh):
-// the block's output tile is its `tile` long-side columns (fewer at the end) of all `rows` short-side ones.
+// The product's finish in the slices' own launch (serial split-K), in place of gemm_splitk_reduce_<out>: once a
+// block has stored its slice of a column tile, it counts itself in the tile's counter, and the tile's last block
+// sums the tile's slices in slice order (the reduction kernel's order: the same bits), writes C = epilogue(alpha
+// * sum + beta * C) and sets the counter back to zero for the next product on this workspace. Passed by value;
+// the layout matches `SkinnyFinish` in src/kernels/gemm/split.rs. A: the sums' type, f32 or (f64 data, whose C is
+// f64, with no epilogue) f64.
+template <typename A> struct SkinnyFinish {
+    unsigned *counters;  // one per block of grid.x, zero between products; null: a reduction kernel finishes
+    void *C;             // C's m x n block, rows ldc elements apart, of type `out`: 0 f32, 1 bf16, 2 f16 (A f32)
+    const void *bias;    // the epilogue's n values of C's type, or null
+    long long ldc;
+    A alpha, beta;
+    int splits, tile, m, n, out, act;  // tile: C's long-side columns per block
+};
+
+// Sums and stores this block's tile: its `tile` long-side columns (fewer at the end) of every row, from the
+// `splits` packed m x n partial products at part (element (s, l) of each at s * ps + l * pl).
+template <typename TO, typename A>
+__device__ void finish_tile(const SkinnyFinish<A> &f, const A *part, int rows, int L, long long ps, long long pl) {
+    const long long slice = (long long)f.m * f.n;
+    const int l0 = blockIdx.x * f.tile, cols = min(f.tile, L - l0);
+    auto each = [&](auto store) {
+        for (int i = threadIdx.x; i < rows * cols; i += SK_THREADS) {
+            const long long at = (i / cols) * ps + (long long)(l0 + i % cols) * pl;
+            A sum = 0;
+            // L2 reads: the other blocks' partial sums are not in this SM's L1.
+            for (int z = 0; z < f.splits; ++z) sum += __ldcg(part + z * slice + at);
+            const int col = (int)(at % f.n);
+            store(static_cast<TO *>(f.C) + at / f.n * f.ldc + col, sum, col);
+        }
+    };
+    if constexpr (std::is_same_v<A, double>) {
+        // gemm_f64_splitk_reduce's arithmetic: the same bits whichever finishes.
+        each([&](double *c, double sum, int) { *c = f.beta != 0.0 ? fma(f.alpha, sum, f.beta * *c) : f.alpha * sum; });
+    } else {
+        const Epilogue<TO> epi{static_cast<const TO *>(f.bias), 0, f.act, f.n};
+        each([&](TO *c, float sum, int col) { epilogue_store(c, sum, f.alpha, f.beta, col, epi); });
+    }
+}
+
+// Called by every thread of the block after its stores to part (see SkinnyFinish).
 template <typename A>
-__device__ __forceinline__ void skinny_finish(const SplitFinish<A> &f, int rows, int L, long long ps, long long pl) {
+__device__ __forceinline__ void skinny_finish(const SkinnyFinish<A> &f, const A *part, int rows, int L, long long ps,
+                                              long long pl) {
     if (f.counters == nullptr) return;
-    const int l0 = blockIdx.x * f.tile, l1 = min(l0 + f.tile, L);
-    auto sync = [] { __syncthreads(); };
-    // L runs along C's rows (m short: ps = n, pl = 1), else down its columns (ps = 1, pl = n); with n = 1 both
-    // strides are 1, and L = n says m is the short side (L = m = 1 too: the same single output).
-    if (pl == 1 && (ps != 1 || L == f.n)) split_finish(f, blockIdx.x, 0, rows, l0, l1, threadIdx.x, SK_THREADS, sync);
-    else split_finish(f, blockIdx.x, l0, l1, 0, rows, threadIdx.x, SK_THREADS, sync);
+    __shared__ bool last;
+    __threadfence();  // this thread's partial sums, visible to whichever block finishes the tile
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(f.counters + blockIdx.x, 1u) == (unsigned)f.splits - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if constexpr (std::is_same_v<A, double>) finish_tile<double>(f, part, rows, L, ps, pl);
+    else if (f.out == 1) finish_tile<__nv_bfloat16>(f, part, rows, L, ps, pl);
+    else if (f.out == 2) finish_tile<__half>(f, part, rows, L, ps, pl);
+    else finish_tile<float>(f, part, rows, L, ps, pl);
+    if (threadIdx.x == 0) f.counters[blockIdx.x] = 0;
 }
 
 }  // namespace
@@ -515,12 +561,12 @@ __device__ __forceinline__ void skinny_finish(const SplitFinish<A> &f, int rows,
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         gemm_skinny_##LAYOUT##_##IN##_s##S(int rows, int L, int k, int kc, const T *X, long long xs,           \
                                            long long xk, const T *W, long long wld, T *part, long long ps,     \
-                                           long long pl, SplitFinish<T> fin) {                                 \
+                                           long long pl, SkinnyFinish<T> fin) {                                 \
         __shared__ __align__(16) T smem[SMEM_SUMS];                                                             \
         const bool vec = rows_aligned<16>(W, wld);                                                              \
         if (vec) skinny_##LAYOUT<S, T, true>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);            \
         else skinny_##LAYOUT<S, T, false>(smem, rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);               \
-        skinny_finish(fin, rows, L, ps, pl);                                                              \
+        skinny_finish(fin, part, rows, L, ps, pl);                                                              \
     }
 // wl also keeps the warps' sums (S x 32 V) after X.
 #define SKINNY_S(IN, T, S)                                                                                      \
@@ -562,16 +608,16 @@ GEMV_IO(f16, __half, f16, __half) GEMV_IO(f16, __half, f32, float)
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         gemm_skinny_tc_wk_##SFX##_s##S(int rows, int L, int k, int kc, const TI *X, long long xs, long long xk, \
                                        const TI *W, long long wld, float *part, long long ps, long long pl,     \
-                                       SplitFinish<float> fin) {                                               \
+                                       SkinnyFinish<float> fin) {                                               \
         skinny_tc_wk<S, 1, 2, 4, 2, TI>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                       \
-        skinny_finish(fin, rows, L, ps, pl);                                                              \
+        skinny_finish(fin, part, rows, L, ps, pl);                                                              \
     }                                                                                                           \
     PRISM_KERNEL void __launch_bounds__(256)                                                                    \
         gemm_skinny_tc_wl_##SFX##_s##S(int rows, int L, int k, int kc, const TI *X, long long xs, long long xk, \
                                        const TI *W, long long wld, float *part, long long ps, long long pl,     \
-                                       SplitFinish<float> fin) {                                               \
+                                       SkinnyFinish<float> fin) {                                               \
         skinny_tc_wl<S, 1, 8, 2, TI>(rows, L, k, kc, X, xs, xk, W, wld, part, ps, pl);                          \
-        skinny_finish(fin, rows, L, ps, pl);                                                              \
+        skinny_finish(fin, part, rows, L, ps, pl);                                                              \
     }
 SKINNY_TC_ENTRY(bf16, __nv_bfloat16, 8)
 SKINNY_TC_ENTRY(bf16, __nv_bfloat16, 16)

@@ -69,15 +69,6 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
     unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
 }
 
-/// C's type as the finishing kernels name it: 0 f32 (or f64), 1 bf16, 2 f16.
-fn out_code<TOut: Element>() -> i32 {
-    match TOut::NAME {
-        "bf16" => 1,
-        "f16" => 2,
-        _ => 0,
-    }
-}
-
 /// Runs a batch-1 `g` on `gemm_skinny_<wl|wk>_<in>_s<rows>` ([`stream_weights`]) with the call's
 /// f32 scales and epilogue; with more tiles than [`COUNTERS`], [`reduce_partials`] finishes.
 ///
@@ -86,7 +77,12 @@ fn out_code<TOut: Element>() -> i32 {
 pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: &Skinny) -> Result<()> {
     let Call { kernels, stream, workspace, g, operands, epilogue, .. } = *call;
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
-    let finish = Finish { alpha: g.alpha, beta: g.beta, bias, out: out_code::<TOut>(), act };
+    let out = match TOut::NAME {
+        "bf16" => 1,
+        "f16" => 2,
+        _ => 0,
+    };
+    let finish = Finish { alpha: g.alpha, beta: g.beta, bias, out, act };
     // SAFETY: the caller's obligations; the reduction reads the partial products the slice
     // launch wrote.
     unsafe {
@@ -110,7 +106,7 @@ pub(super) struct Finish<S> {
 /// `plan.tensor_cores`): C = op(A) op(B) as X (the short side's operand, staged) times W (the
 /// long one, streamed): X = op(A), W = op(B) when m is the short side, else X = op(B)^T,
 /// W = op(A)^T. Each of the `plan.parts` slices of k writes an m x n partial product (of `S`) to
-/// the workspace, and the last block of each column tile sums its slices into C ([`SplitFinish`]);
+/// the workspace, and the last block of each column tile sums its slices into C ([`SkinnyFinish`]);
 /// with more tiles than [`COUNTERS`], `reduce(partials)` does in a second launch.
 ///
 /// # Safety
@@ -130,7 +126,7 @@ pub(super) unsafe fn stream_weights<S: Copy>(
     reduce: impl FnOnce(u64) -> Result<()>,
 ) -> Result<()>
 where
-    SplitFinish<S>: DeviceRepr,
+    SkinnyFinish<S>: DeviceRepr,
 {
     let ShortLong { x, x_strides, w, w_pitch, out_strides: p_strides, short, long, .. } =
         ShortLong::of(g, [pa, pb], g.n);
@@ -151,9 +147,8 @@ where
         (0, None)
     };
     let Finish { alpha, beta, bias, out, act } = finish;
-    let finish = SplitFinish {
+    let finish = SkinnyFinish {
         counters,
-        partials,
         c: pc,
         bias,
         ldc: g.ldc as i64,
@@ -198,14 +193,13 @@ where
     reduce(partials)
 }
 
-/// Serial split-K's finish (`SplitFinish<S>` in cuda/gemm_common.cuh, the same layout), the skinny
-/// entries' last argument: how each column tile's last block sums the tile's slices into C, or
-/// `counters` 0 when a reduction kernel does.
+/// The skinny entries' last argument (`SkinnyFinish<S>` in cuda/gemm_skinny.cu, the same layout):
+/// how each column tile's last block finishes the product, or `counters` 0 when a reduction
+/// kernel does.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub(super) struct SplitFinish<S> {
+pub(super) struct SkinnyFinish<S> {
     counters: u64,
-    partials: u64,
     c: u64,
     bias: u64,
     ldc: i64,
@@ -219,12 +213,12 @@ pub(super) struct SplitFinish<S> {
     act: i32,
 }
 
-// SAFETY: numbers in the CUDA struct's layout (five 8-byte fields, the two f32 scales, then six
-// 4-byte ones: 72 bytes, no padding on either side); every bit pattern is a valid value.
-unsafe impl DeviceRepr for SplitFinish<f32> {}
-// SAFETY: as above with f64 scales (five 8-byte fields, two f64, six 4-byte ones: 80 bytes, no
+// SAFETY: numbers in the CUDA struct's layout (four 8-byte fields, the two f32 scales, then six
+// 4-byte ones: no padding on either side); every bit pattern is a valid value.
+unsafe impl DeviceRepr for SkinnyFinish<f32> {}
+// SAFETY: as above with f64 scales (four 8-byte fields, two f64, six 4-byte ones: 72 bytes, no
 // padding on either side).
-unsafe impl DeviceRepr for SplitFinish<f64> {}
+unsafe impl DeviceRepr for SkinnyFinish<f64> {}
 
 /// Runs `g`, whose short side is 1, on `gemm_gemv_<wl|wk>_<in>_<out>_c<cols>` (f32 sums): one
 /// launch per 65 535 batch entries (grid.z) writes `C = epilogue(alpha * x·W + beta * C)`.
