@@ -76,25 +76,11 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
     let [feed_a, feed_b] = plan.feeds;
     let es = plan.dtype.size();
     let io = format!("{}_{}", input_name::<TIn>(precision), TOut::NAME);
-    let fused = if epilogue.is_active() { "_fused" } else { "" };
-    let (ta, tb) = plan.read_transposed;
-    // At most 64 rows of C: the `_short` entries, which load A's tile only as far as C has rows
-    // (rounded up to 8: A's box below) and leave the second consumer idle; TF32 `nn` and `tt` read
-    // one operand through registers and have none.
-    let through_registers = plan.dtype == Dtype::F32 && ta == tb;
-    let short = g.m <= 64 && !through_registers;
-    let name = format!(
-        "gemm_sm90_{io}_{}{}_n{}{}{fused}",
-        layout_char(ta),
-        layout_char(tb),
-        plan.bn,
-        if short { "_short" } else { "" }
-    );
+    let Entry { name, a_box_rows } = Entry::of(plan, g.m, &io, epilogue.is_active());
     let function = function_with_smem(kernels, &name, SM90_SMEM)?;
     let staging = feed_a == Feed::Transpose || feed_b == Feed::Transpose;
     let transpose = if staging { Some(kernels.function("gemm_transpose_f32")?) } else { None };
-    let (tile_rows, tile_cols) = plan.tile;
-    let a_box_rows = if short { g.m.div_ceil(8) * 8 } else { tile_rows };
+    let tile_cols = plan.tile.1;
     let (m, n, k, ldc, stride_c) = (g.m as i32, g.n as i32, g.k as i32, g.ldc as i32, g.stride_c as i64);
     let staged_ld = plan.staged_ld;
 
@@ -200,6 +186,36 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
     Ok(())
 }
 
+/// The sm_90a entry a launch of `plan` runs, and the height of K-major A's box.
+#[derive(Debug, PartialEq, Eq)]
+struct Entry {
+    /// `gemm_sm90_<io>_<ta><tb>_n<bn>[_short][_fused]`.
+    name: String,
+    /// Rows of A's box when A is read K-major: the tile's, or m rounded up to 8 for `_short`.
+    a_box_rows: usize,
+}
+
+impl Entry {
+    /// The entry for `m` rows of C, `io` (`<in>_<out>`), with the epilogue when `fused`. At most
+    /// 64 rows: the `_short` entries, which load A's tile only as far as C has rows (rounded up to
+    /// 8) and leave the second consumer idle; TF32 `nn` and `tt` read one operand through
+    /// registers and have none.
+    fn of(plan: &Sm90, m: usize, io: &str, fused: bool) -> Entry {
+        let (ta, tb) = plan.read_transposed;
+        let through_registers = plan.dtype == Dtype::F32 && ta == tb;
+        let short = m <= 64 && !through_registers;
+        let name = format!(
+            "gemm_sm90_{io}_{}{}_n{}{}{}",
+            layout_char(ta),
+            layout_char(tb),
+            plan.bn,
+            if short { "_short" } else { "" },
+            if fused { "_fused" } else { "" }
+        );
+        Entry { name, a_box_rows: if short { m.div_ceil(8) * 8 } else { plan.tile.0 } }
+    }
+}
+
 /// Copies `rows` rows of `width` bytes from device address `src` (rows `src_pitch` bytes apart)
 /// to `dst` (rows `dst_pitch` bytes apart) with `gemm_copy_rows`, ordered on `stream`: one thread
 /// per 16-byte chunk of every row (cuMemcpy2DAsync moved these pitches at 1.5 TB/s on an H100).
@@ -224,5 +240,51 @@ unsafe fn copy_rows(
     // vouches for both blocks.
     unsafe {
         launch!(kernels, stream, "gemm_copy_rows", cfg, [&rows, &width, &src, &src_pitch, &dst, &dst_pitch])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Entry, Sm90};
+    use crate::kernels::gemm::dispatch::Feed;
+    use crate::kernels::gemm::tensor_map::Dtype;
+
+    fn plan(dtype: Dtype, read_transposed: (bool, bool), bn: u32) -> Sm90 {
+        Sm90 {
+            bn,
+            feeds: [Feed::InPlace; 2],
+            read_transposed,
+            tile: (128, bn as usize),
+            tiles: 1,
+            dtype,
+            bk: 64,
+            staged_ld: 0,
+            regions: [0; 2],
+        }
+    }
+
+    #[test]
+    fn short_products_take_the_short_entries_with_a_box_of_their_rows() {
+        let entry = |p: &Sm90, m, io, fused| {
+            let Entry { name, a_box_rows } = Entry::of(p, m, io, fused);
+            (name, a_box_rows)
+        };
+        let bf16_nn = plan(Dtype::Bf16, (false, false), 128);
+        assert_eq!(entry(&bf16_nn, 64, "bf16_bf16", false), ("gemm_sm90_bf16_bf16_nn_n128_short".into(), 64));
+        assert_eq!(
+            entry(&bf16_nn, 13, "bf16_f32", true),
+            ("gemm_sm90_bf16_f32_nn_n128_short_fused".into(), 16)
+        );
+        assert_eq!(entry(&bf16_nn, 1, "bf16_bf16", false).1, 8);
+        assert_eq!(entry(&bf16_nn, 65, "bf16_bf16", false), ("gemm_sm90_bf16_bf16_nn_n128".into(), 128));
+        let f16_tn = plan(Dtype::F16, (true, false), 64);
+        assert_eq!(entry(&f16_tn, 5, "f16_f16", false).0, "gemm_sm90_f16_f16_tn_n64_short");
+        // TF32: `nt` reads both operands from shared memory; `nn` and `tt` one through registers.
+        let tf32_nt = plan(Dtype::F32, (false, true), 256);
+        assert_eq!(entry(&tf32_nt, 16, "tf32_f32", false), ("gemm_sm90_tf32_f32_nt_n256_short".into(), 16));
+        for layout in [(false, false), (true, true)] {
+            let (name, rows) = entry(&plan(Dtype::F32, layout, 64), 16, "tf32_f32", false);
+            assert!(!name.contains("short") && rows == 128, "{name} {rows}");
+        }
     }
 }
