@@ -307,24 +307,22 @@ fn repeats(settings: Settings) -> Repeats {
 pub fn line(report: &Report) -> String {
     let o = &report.outcome;
     let (m, n, k) = o.class.shape;
-    let tflops = |ms: f64| 2.0 * m as f64 * n as f64 * k as f64 * o.batch as f64 / (ms * 1e-3) / 1e12;
-    let layout = |t: bool| if t { 't' } else { 'n' };
     let batch = if o.batch > 1 { format!("*{}", o.batch) } else { String::new() };
     let mut out = format!(
-        "{:<4} {m}x{n}x{k}:{}{}{batch}: default {} {:.1} TFLOP/s; best {} {:.1} TFLOP/s ({:.2}x)",
+        "{:<4} {m}x{n}x{k}:{}{batch}: default {} {:.1} TFLOP/s; best {} {:.1} TFLOP/s ({:.2}x)",
         o.class.precision.name(),
-        layout(o.class.trans_a),
-        layout(o.class.trans_b),
+        layout(o),
         o.default.0,
-        tflops(o.default.1),
+        tflops(o, o.default.1),
         o.best.0,
-        tflops(o.best.1),
+        tflops(o, o.best.1),
         o.default.1 / o.best.1
     );
     if let Some(cublas) = report.cublas {
-        let _ = write!(out, "; cuBLAS {:.1} TFLOP/s, best/cuBLAS {:.2}x", tflops(cublas), cublas / o.best.1);
+        let _ =
+            write!(out, "; cuBLAS {:.1} TFLOP/s, best/cuBLAS {:.2}x", tflops(o, cublas), cublas / o.best.1);
     }
-    let _ = write!(out, "; {} timed", o.timed);
+    let _ = write!(out, "; {} timed", o.timings.len());
     for (name, why) in &o.rejected {
         if why.starts_with("WRONG") || why.starts_with("failed") {
             let _ = write!(out, "\n    {name}: {why}");
@@ -342,22 +340,30 @@ pub fn line(report: &Report) -> String {
 pub fn candidate_lines(report: &Report) -> String {
     let o = &report.outcome;
     let (m, n, k) = o.class.shape;
-    let layout = |t: bool| if t { 't' } else { 'n' };
-    let flops = 2.0 * m as f64 * n as f64 * k as f64 * o.batch as f64;
     let mut out = String::new();
     for (name, ms) in &o.timings {
         let _ = writeln!(
             out,
-            "{m}x{n}x{k}*{}\t{}{}\t{}\t{name}\t{ms:.5}\t{:.2}\t{:.3}",
+            "{m}x{n}x{k}*{}\t{}\t{}\t{name}\t{ms:.5}\t{:.2}\t{:.3}",
             o.batch,
-            layout(o.class.trans_a),
-            layout(o.class.trans_b),
+            layout(o),
             o.class.precision.name(),
-            flops / (ms * 1e-3) / 1e12,
+            tflops(o, *ms),
             ms / o.best.1
         );
     }
     out
+}
+
+/// `o`'s layout as the table writes it: `nn`, `nt`, `tn` or `tt`.
+fn layout(o: &Outcome) -> String {
+    [o.class.trans_a, o.class.trans_b].map(|t| if t { 't' } else { 'n' }).iter().collect()
+}
+
+/// TFLOP/s of `o`'s product (every batch entry) done in `ms` milliseconds.
+fn tflops(o: &Outcome, ms: f64) -> f64 {
+    let (m, n, k) = o.class.shape;
+    2.0 * m as f64 * n as f64 * k as f64 * o.batch as f64 / (ms * 1e-3) / 1e12
 }
 
 /// The table file's header: the format, and where and when it was measured.
@@ -591,7 +597,6 @@ mod tests {
                 batch: 1,
                 default: ("simt".into(), default_ms),
                 best: (Choice::Kernel(tuning::Kernel::Small), best_ms),
-                timed: 2,
                 timings: vec![("simt".into(), default_ms), ("small".into(), best_ms)],
                 rejected: Vec::new(),
             },

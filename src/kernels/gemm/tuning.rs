@@ -198,8 +198,6 @@ pub struct Outcome {
     pub default: (String, f64),
     /// The fastest correct candidate and its median milliseconds.
     pub best: (Choice, f64),
-    /// Candidates timed.
-    pub timed: usize,
     /// Every timed candidate (the default first) with its median milliseconds.
     pub timings: Vec<(String, f64)>,
     /// Candidates left out, with why (slow, wrong, failed).
@@ -249,7 +247,6 @@ impl Trial {
             batch: self.batch,
             default: (default.to_string(), default_ms),
             best: (default, default_ms),
-            timed: 1,
             timings: vec![(default.to_string(), default_ms)],
             rejected: Vec::new(),
         };
@@ -278,7 +275,6 @@ impl Trial {
             } else {
                 time(candidate, self.repeats, c)?
             };
-            outcome.timed += 1;
             outcome.timings.push((name, ms));
             if ms < outcome.best.1 {
                 outcome.best = (candidate, ms);
