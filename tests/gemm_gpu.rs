@@ -144,6 +144,32 @@ fn sm90_split_k_every_layout_with_a_short_last_slice() {
     sm90_candidates_in_every_layout(&[(56, 1000, 4136), (200, 72, 2056)], sm90_split, "sm_90 split-K");
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sm90_sixteen_bit_stores_at_every_alignment_of_c() {
+    // The sm_90a kernels store 16-bit C eight columns a lane: one 16-byte or two 8-byte stores as
+    // C's address and pitch allow, else (and past n) element by element. C's pitch padded to each
+    // alignment (n = 300 columns of 2 bytes: 8-byte rows; 304: 16; 302: 4; 301: 2), rows and
+    // columns off the tiles, with and without beta, at most 64 rows (the `_short` entries) and
+    // more, every tile width.
+    use prism_gpu::raw::kernels::gemm::tuning::Kernel;
+    let sm90 = |p: &Plan| matches!(p.kernel, Kernel::Sm90 { .. });
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    let mut runs = 0;
+    for m in [40, 200] {
+        for pad_c in [0, 4, 2, 1] {
+            for (alpha, beta) in [(1.0, 0.0), (0.75, -0.5)] {
+                let spec = Spec::new(m, 300, 72).padded([0, 4, pad_c]).scaled(alpha, beta);
+                runs += candidates_where::<bf16, bf16>(&rt, &spec.precision(Precision::Bf16), &mut rng, sm90);
+                runs += candidates_where::<f16, f16>(&rt, &spec.precision(Precision::F16), &mut rng, sm90);
+            }
+        }
+    }
+    let on_sm90 = prism_gpu::raw::kernels::gemm::tuning::device(rt.gpu().unwrap().kernels()).unwrap().sm90;
+    assert_eq!(runs > 0, on_sm90, "{runs} sm_90a runs on a device with sm90 = {on_sm90}");
+    println!("{runs} sm_90a runs checked");
+}
+
 /// The candidates `keep` selects at each of `shapes`, in every layout, plain and scaled with padded
 /// pitches that TMA still reads, TF32 and 16-bit to 16-bit and to f32, against the f64 reference;
 /// they must run exactly on sm_90 devices (`what` names them in the messages).
