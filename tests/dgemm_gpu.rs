@@ -139,6 +139,66 @@ fn every_candidate_where(
     plans.len()
 }
 
+/// Both builds of the DMMA kernels, launched by name on this device: `gemm_f64_dmma{,64}_<layout>`
+/// (`cuda/gemm_f64.cu`, what devices before sm_90 run) and, on sm_90 and newer, the launcher's
+/// `gemm_f64_sm90_...` (`cuda/gemm_f64_sm90.cu`), each tile and layout, on a shape off the tiles
+/// with beta, padded pitches (8-byte copies) and a batch, against the f64 reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn dmma_kernels_of_both_builds_by_name() {
+    use prism_gpu::driver::sys::CUfunction_attribute;
+    use prism_gpu::driver::{LaunchConfig, PushKernelArg};
+    let (rt, mut rng) = (gpu(), fresh_rng("dgemm gpu dmma by name"));
+    let ops = rt.gpu().expect("a GPU runtime");
+    let capability = tuning::device(ops.kernels()).unwrap().capability;
+    let families: &[&str] = if capability >= (9, 0) { &["gemm_f64", "gemm_f64_sm90"] } else { &["gemm_f64"] };
+    let mut runs = 0;
+    for &family in families {
+        for (kernel, rows, smem) in [("dmma", 128, 92_160), ("dmma64", 64, 61_440)] {
+            for (round, trans) in TRANSPOSES.into_iter().enumerate() {
+                let pad = if round % 2 == 0 { 0 } else { 3 };
+                let case = case(&mut rng, (133, 150, 77), trans, pad, 2, (false, false), (0.75, -0.5));
+                let l = &case.g.layout;
+                let name = format!(
+                    "{family}_{kernel}_{}{}",
+                    ["n", "t"][l.trans_a as usize],
+                    ["n", "t"][l.trans_b as usize]
+                );
+                let f = ops.kernels().function(&name).unwrap();
+                f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
+                    .unwrap();
+                let stream = ops.stream();
+                let (da, db) = (stream.clone_htod(&case.a).unwrap(), stream.clone_htod(&case.b).unwrap());
+                let mut dc = stream.clone_htod(&case.c).unwrap();
+                let dims = [l.m, l.n, l.k, l.lda, l.ldb, l.ldc].map(|d| d as i32);
+                let strides = [l.stride_a, l.stride_b, l.stride_c].map(|s| s as i64);
+                let cfg = LaunchConfig {
+                    grid_dim: (l.n.div_ceil(64) as u32, l.m.div_ceil(rows) as u32, l.batch as u32),
+                    block_dim: (128, 1, 1),
+                    shared_mem_bytes: smem as u32,
+                };
+                let mut launch = stream.launch_builder(&f);
+                launch.arg(&dims[0]).arg(&dims[1]).arg(&dims[2]).arg(&case.g.alpha);
+                launch.arg(&da).arg(&dims[3]).arg(&strides[0]).arg(&db).arg(&dims[4]).arg(&strides[1]);
+                launch.arg(&case.g.beta).arg(&mut dc).arg(&dims[5]).arg(&strides[2]);
+                // SAFETY: the arguments follow DMMA_ENTRY's signature (cuda/gemm_f64_dmma.cuh) with
+                // its grid, block and shared memory; the buffers hold min_lens() elements, which
+                // covers every element the kernel touches.
+                unsafe { launch.launch(cfg) }.unwrap();
+                verify(
+                    &case,
+                    &reference(&case),
+                    &stream.clone_dtoh(&dc).unwrap(),
+                    TOL,
+                    &format!(" on {name}"),
+                );
+                runs += 1;
+            }
+        }
+    }
+    println!("{runs} launches of {families:?} on compute capability {capability:?} checked");
+}
+
 /// A leading dimension past the DMMA copies' 32-bit offsets (2^24 doubles) takes the SIMT kernel,
 /// which must still give the right answer, on a product big enough for the tensor cores otherwise
 /// (B's two rows 2^24 + 3 apart).

@@ -1,4 +1,5 @@
-//! Double-precision GEMM on `cuda/gemm_f64.cu`: FP64 tensor cores (DMMA through mma.sync, sm_80+)
+//! Double-precision GEMM on `cuda/gemm_f64.cu` (and `gemm_f64_sm90.cu`'s build of its tensor-core
+//! kernels for sm_90 and newer: [`dmma_entry`]): FP64 tensor cores (DMMA through mma.sync, sm_80+)
 //! in 128 x 64 tiles for products that fill waves of them, 64 x 64 tiles and k cut into slices for
 //! those that do not (small, skinny and deep products), a SIMT kernel for tiny ones, devices
 //! without FP64 tensor cores and leading dimensions the DMMA copies cannot address; and for
@@ -27,14 +28,14 @@ use crate::kernels::grid::GRID_YZ_MAX;
 use crate::kernels::{grid, launch, Kernels};
 use crate::spec::shape;
 
-/// One DMMA kernel family of `cuda/gemm_f64.cu` (a `DmTile` there) and what the rules' cost model
+/// One DMMA kernel family of `cuda/gemm_f64_dmma.cuh` (a `DmTile` there) and what the rules' cost model
 /// knows of it (fitted to `prism-gpu tune` on an H100; on the H200 with the 128 x 64 tile, no
 /// other 64-tile speed agrees with more of the measured choices: notes/dgemm/).
 struct DmmaTile {
     /// Rows of C per block: the name plans and the tuning table give the tile.
     rows: u32,
-    /// Entry points `<entry>_<layout>`.
-    entry: &'static str,
+    /// Entry points `<family>_<kernel>_<layout>` ([`dmma_entry`]).
+    kernel: &'static str,
     /// Threads per block.
     threads: u32,
     /// Dynamic shared memory: 3 stages of two operand tiles.
@@ -54,20 +55,23 @@ const DMMA_MAX_LD: usize = 1 << 24;
 
 /// The DMMA tiles, largest first.
 const DMMA: [DmmaTile; 2] = [
-    DmmaTile { rows: 128, entry: "gemm_f64_dmma", threads: 128, smem: 92_160, blocks_per_sm: 2, speed: 1.0 },
-    DmmaTile {
-        rows: 64,
-        entry: "gemm_f64_dmma64",
-        threads: 128,
-        smem: 61_440,
-        blocks_per_sm: 2,
-        speed: 0.85,
-    },
+    DmmaTile { rows: 128, kernel: "dmma", threads: 128, smem: 92_160, blocks_per_sm: 2, speed: 1.0 },
+    DmmaTile { rows: 64, kernel: "dmma64", threads: 128, smem: 61_440, blocks_per_sm: 2, speed: 0.85 },
 ];
 
 /// The DMMA kernels' output tiles by their rows (128 x 64 and 64 x 64), as plans and the tuning
 /// table name them.
 pub const DMMA_TILES: [u32; 2] = [DMMA[0].rows, DMMA[1].rows];
+
+/// The entry point of DMMA tile `t` in `layout` (`nn`, `nt`, `tn` or `tt`) for a device of
+/// compute capability `capability`. sm_90 and newer take `cuda/gemm_f64_sm90.cu`'s build of the
+/// kernels, which is sm_90 code (mma.m16n8k16.f64) in its SASS and its PTX; `cuda/gemm_f64.cu`'s
+/// PTX is compute_80's (eight m8n8k4 per k16 step), and where the driver compiles that (a build
+/// without nvcc embeds it; a GPU newer than the fatbin's SASS) an H100 ran the DGEMM at half speed.
+fn dmma_entry(t: &DmmaTile, layout: &str, capability: (i32, i32)) -> String {
+    let family = if capability >= (9, 0) { "gemm_f64_sm90" } else { "gemm_f64" };
+    format!("{family}_{}_{layout}", t.kernel)
+}
 
 /// The DMMA tile of `rows` rows, if there is one.
 fn dmma_tile(rows: u32) -> Option<&'static DmmaTile> {
@@ -118,7 +122,7 @@ pub enum PlanF64 {
         /// Slices of k asked for.
         splits: u32,
     },
-    /// `gemm_f64_dmma{,64}_<layout>`: FP64 tensor cores, `tile` x 64 blocks (`tile` one of
+    /// `gemm_f64[_sm90]_dmma{,64}_<layout>`: FP64 tensor cores, `tile` x 64 blocks (`tile` one of
     /// [`DMMA_TILES`]), k cut into `splits` slices (1: not cut; more: batch-1 products only, the
     /// slices' partial products summed in order by `gemm_f64_splitk_reduce`).
     Dmma {
@@ -557,7 +561,8 @@ pub(super) unsafe fn run(
         }
     };
     let t = dmma_tile(tile).expect("`check` or the rules chose one of the DMMA tiles");
-    let name = format!("{}_{}{}", t.entry, layout_char(l.trans_a), layout_char(l.trans_b));
+    let layout = format!("{}{}", layout_char(l.trans_a), layout_char(l.trans_b));
+    let name = dmma_entry(t, &layout, device.capability);
     let function = function_with_smem(kernels, &name, t.smem)?;
     let kernel = CommonKernel {
         function: &function,
@@ -742,13 +747,21 @@ mod tests {
 
     #[test]
     fn every_dmma_tile_names_kernels_that_exist() {
-        // The entry points a plan launches, in every layout (the catalogue lists what
-        // cuda/gemm_f64.cu defines; its static_asserts pin the shared-memory sizes).
-        for t in &DMMA {
-            for layout in ["nn", "nt", "tn", "tt"] {
-                let name = format!("{}_{layout}", t.entry);
-                let family = crate::kernels::catalogue::family_of(&name).map(|f| f.name);
-                assert_eq!(family, Some("gemm_f64"), "{name}");
+        // The entry points a plan launches, in every layout, before and from sm_90 (the catalogue
+        // lists what cuda/gemm_f64.cu and gemm_f64_sm90.cu define; gemm_f64_dmma.cuh's
+        // static_asserts pin the shared-memory sizes).
+        for (capability, want) in [
+            ((8, 0), "gemm_f64"),
+            ((8, 9), "gemm_f64"),
+            ((9, 0), "gemm_f64_sm90"),
+            ((10, 0), "gemm_f64_sm90"),
+        ] {
+            for t in &DMMA {
+                for layout in ["nn", "nt", "tn", "tt"] {
+                    let name = dmma_entry(t, layout, capability);
+                    let family = crate::kernels::catalogue::family_of(&name).map(|f| f.name);
+                    assert_eq!(family, Some(want), "{name}");
+                }
             }
         }
         assert_eq!(DMMA_TILES, [128, 64]);
