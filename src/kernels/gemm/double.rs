@@ -1,5 +1,5 @@
 //! Double-precision GEMM on `cuda/gemm_f64.cu` (and `gemm_f64_sm90.cu`'s build of its tensor-core
-//! kernels for sm_90 and newer: [`dmma_entry`]): FP64 tensor cores (DMMA through mma.sync, sm_80+)
+//! kernels, which sm_90 and newer run): FP64 tensor cores (DMMA through mma.sync, sm_80+)
 //! in 128 x 64 tiles for products that fill waves of them, 64 x 64 tiles and k cut into slices for
 //! those that do not (small, skinny and deep products), a SIMT kernel for tiny ones, devices
 //! without FP64 tensor cores and leading dimensions the DMMA copies cannot address; and for
