@@ -147,11 +147,10 @@ fn sm90_split_k_every_layout_with_a_short_last_slice() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn sm90_sixteen_bit_stores_at_every_alignment_of_c() {
-    // The sm_90a kernels store 16-bit C eight columns a lane: one 16-byte or two 8-byte stores as
-    // C's address and pitch allow, else (and past n) element by element. C's pitch padded to each
-    // alignment (n = 300 columns of 2 bytes: 8-byte rows; 304: 16; 302: 4; 301: 2), rows and
-    // columns off the tiles, with and without beta, at most 64 rows (the `_short` entries) and
-    // more, every tile width.
+    // The sm_90a kernels' stores of 16-bit C, which take vector or element-wise paths by C's
+    // alignment: C's pitch padded to each (n = 300 columns of 2 bytes: 8-byte rows; 304: 16;
+    // 302: 4; 301: 2), rows and columns off the tiles, with and without beta, at most 64 rows
+    // (the `_short` entries) and more, every tile width.
     use prism_gpu::raw::kernels::gemm::tuning::Kernel;
     let sm90 = |p: &Plan| matches!(p.kernel, Kernel::Sm90 { .. });
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
