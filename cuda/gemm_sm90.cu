@@ -139,47 +139,164 @@ __device__ __forceinline__ void store_pair(TO *c, int ldc, int row, int col, int
     }
 }
 
-template <typename T> struct Quad;
-template <> struct Quad<float> { using type = float4; };
-template <> struct Quad<__nv_bfloat16> { struct __align__(8) type { __nv_bfloat162 a, b; }; };
-template <> struct Quad<__half> { struct __align__(8) type { __half2 a, b; }; };
-__device__ __forceinline__ void quad_get(const float4 &q, float (&v)[4]) { v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w; }
-template <typename Q> __device__ __forceinline__ void quad_get(const Q &q, float (&v)[4]) {
-    v[0] = to_f32(q.a.x); v[1] = to_f32(q.a.y); v[2] = to_f32(q.b.x); v[3] = to_f32(q.b.y);
-}
-__device__ __forceinline__ void quad_set(float4 &q, const float (&v)[4]) { q = make_float4(v[0], v[1], v[2], v[3]); }
-template <typename Q> __device__ __forceinline__ void quad_set(Q &q, const float (&v)[4]) {
-    using E = decltype(q.a.x);
-    q.a.x = from_f32<E>(v[0]); q.a.y = from_f32<E>(v[1]); q.b.x = from_f32<E>(v[2]); q.b.y = from_f32<E>(v[3]);
-}
-// Four consecutive outputs C[row][col .. col+3]: one vector access when the whole quad is in range and aligned.
-template <typename TO>
-__device__ __forceinline__ void store_quad(TO *c, int ldc, int row, int col, int m, int n, float (&v)[4],
+// Four consecutive f32 outputs C[row][col .. col+3] = alpha * v + beta * C: one 16-byte access when the whole
+// quad is in range and aligned.
+__device__ __forceinline__ void store_quad(float *c, int ldc, int row, int col, int m, int n, float (&v)[4],
                                            float alpha, float beta, bool vec_ok) {
     if (row >= m) return;
-    TO *p = c + (long long)row * ldc + col;
+    float *p = c + (long long)row * ldc + col;
 #pragma unroll
     for (int e = 0; e < 4; ++e) v[e] *= alpha;
     if (vec_ok && col + 3 < n) {
-        using Q = typename Quad<TO>::type;
         if (beta != 0.f) {
-            float o[4];
-            quad_get(*reinterpret_cast<const Q *>(p), o);
-#pragma unroll
-            for (int e = 0; e < 4; ++e) v[e] = fmaf(beta, o[e], v[e]);
+            const float4 o = *reinterpret_cast<const float4 *>(p);
+            v[0] = fmaf(beta, o.x, v[0]);
+            v[1] = fmaf(beta, o.y, v[1]);
+            v[2] = fmaf(beta, o.z, v[2]);
+            v[3] = fmaf(beta, o.w, v[3]);
         }
-        Q q;
-        quad_set(q, v);
-        *reinterpret_cast<Q *>(p) = q;
+        *reinterpret_cast<float4 *>(p) = make_float4(v[0], v[1], v[2], v[3]);
     } else {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            if (col + e < n) {
-                float r = v[e];
-                if (beta != 0.f) r = fmaf(beta, to_f32<TO>(p[e]), r);
-                p[e] = from_f32<TO>(r);
-            }
+            if (col + e < n) p[e] = beta != 0.f ? fmaf(beta, p[e], v[e]) : v[e];
         }
+    }
+}
+// A consumer's 64 x BN accumulators (accumulator 4j + 2h + e: row row0 + 8h, column col0 + 8j + 2t + e) stored to
+// f32 C as scale * acc + beta * C. One exchange with lane t^1 per pair of blocks gives every lane 4 consecutive
+// columns (even t: block j, columns 2t..2t+3; odd t: block j+1, columns 2(t-1)..), so a warp's store covers 8 rows
+// x 64 contiguous bytes.
+template <int BN>
+__device__ __forceinline__ void store_tile_f32(float *c, int ldc, int row0, int col0, int m, int n,
+                                               const float (&d)[BN / 2], float scale, float beta, int t, bool vec_ok) {
+    const bool odd = t & 1;
+#pragma unroll
+    for (int jp = 0; jp < BN / 16; ++jp) {
+        const int j = 2 * jp;
+        const int col = col0 + 8 * j + (odd ? 8 + 2 * (t - 1) : 2 * t);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const float a0 = d[4 * j + 2 * h], a1 = d[4 * j + 2 * h + 1];          // block j
+            const float b0 = d[4 * j + 4 + 2 * h], b1 = d[4 * j + 4 + 2 * h + 1];  // block j+1
+            const float s0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
+            const float s1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+            float v[4];
+            if (!odd) { v[0] = a0; v[1] = a1; v[2] = s0; v[3] = s1; }
+            else { v[0] = s0; v[1] = s1; v[2] = b0; v[3] = b1; }
+            store_quad(c, ldc, row0 + 8 * h, col, m, n, v, scale, beta, vec_ok);
+        }
+    }
+}
+
+// 16-bit C. Lane t of a quad holds columns 8b + 2t, +1 of each 8-wide block b; each such pair, rounded once to
+// C's type, is one 32-bit word. w[b] of lane t is item (t, b) of the quad; after this transpose (two exchanges
+// with lane t^2 for the items whose block differs from t in bit 1, then two with t^1 for bit 0) w[e] is item
+// (e, t): lane t holds all 8 columns of block t.
+__device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int t) {
+    const bool hi = t & 2, lo = t & 1;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, hi ? w[r] : w[2 + r], 2);
+        if (hi) w[r] = got; else w[2 + r] = got;
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, lo ? w[2 * r] : w[2 * r + 1], 1);
+        if (lo) w[2 * r] = got; else w[2 * r + 1] = got;
+    }
+}
+// Two values rounded to C's 16-bit type, the first in the low half.
+template <typename TO> __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+    typename Pair<TO>::type p;
+    if constexpr (std::is_same<TO, __half>::value) p = __floats2half2_rn(lo, hi);
+    else p = __floats2bfloat162_rn(lo, hi);
+    uint32_t w;
+    memcpy(&w, &p, sizeof w);
+    return w;
+}
+// C[row][col .. col+7] (16-bit) from the four words w: one 16-byte or two 8-byte stores as `align` (the largest
+// power of two, at most 16, dividing C's address and row pitch in bytes) allows when all 8 columns are in range,
+// else one element at a time (as the 4-column layout did below 8 bytes; a 4-byte path made the PTX 80% larger).
+template <typename TO>
+__device__ __forceinline__ void store_octet(TO *c, int ldc, int row, int col, int m, int n, const uint32_t (&w)[4],
+                                            int align) {
+    if (row >= m) return;
+    TO *p = c + (long long)row * ldc + col;
+    if (col + 7 < n && align >= 8) {
+        if (align == 16) {
+            *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+        } else {
+            reinterpret_cast<uint2 *>(p)[0] = make_uint2(w[0], w[1]);
+            reinterpret_cast<uint2 *>(p)[1] = make_uint2(w[2], w[3]);
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            if (col + e < n) reinterpret_cast<uint16_t *>(p)[e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));
+    }
+}
+// C[row][col + 8b .. col + 8b + 1] (16-bit) from w[b], b = 0..3, where the accumulators hold them: one 4-byte store
+// per pair when `align` allows, else one element at a time.
+template <typename TO>
+__device__ __forceinline__ void store_pairs(TO *c, int ldc, int row, int col, int m, int n, const uint32_t (&w)[4],
+                                           int align) {
+    if (row >= m) return;
+    TO *p = c + (long long)row * ldc + col;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+        if (col + 8 * b + 1 < n && align >= 4) {
+            reinterpret_cast<uint32_t *>(p + 8 * b)[0] = w[b];
+        } else {
+            if (col + 8 * b < n) reinterpret_cast<uint16_t *>(p + 8 * b)[0] = (uint16_t)w[b];
+            if (col + 8 * b + 1 < n) reinterpret_cast<uint16_t *>(p + 8 * b)[1] = (uint16_t)(w[b] >> 16);
+        }
+    }
+}
+// A consumer's 64 x BN accumulators stored to 16-bit C as scale * acc + beta * C, rounded once (accumulator
+// 4j + 2h + e: row row0 + 8h, column col0 + 8j + 2t + e). Each lane packs its pairs, the quad transposes them
+// and each lane stores 8 consecutive columns, so a warp's store covers 8 rows x 64 contiguous bytes: half the
+// stores of store_quad's 4-column layout, which held the 16-bit products whose time is their stores (k <= 256)
+// near 0.66-0.73x cuBLAS. beta != 0 reads C's pairs before packing.
+template <typename TO, int BN>
+__device__ __forceinline__ void store_tile_16bit(TO *c, int ldc, int row0, int col0, int m, int n,
+                                                 const float (&d)[BN / 2], float scale, float beta, int t, int align) {
+    // The pairs of row half h in blocks 4q .. 4q + 3, rounded once to C's type (beta read first).
+    auto pack = [&](int q, int h, uint32_t (&w)[4]) {
+        const int row = row0 + 8 * h;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            const int j = 4 * q + b;
+            float r0 = scale * d[4 * j + 2 * h], r1 = scale * d[4 * j + 2 * h + 1];
+            const int col = col0 + 8 * j + 2 * t;
+            if (beta != 0.f && row < m) {
+                const TO *p = c + (long long)row * ldc + col;
+                if (col < n) r0 = fmaf(beta, to_f32<TO>(p[0]), r0);
+                if (col + 1 < n) r1 = fmaf(beta, to_f32<TO>(p[1]), r1);
+            }
+            w[b] = pack_pair<TO>(r0, r1);
+        }
+    };
+    // One branch per tile (variant B's branch per row half and 32 columns cost the aligned products 18%).
+    if (align >= 8) {
+#pragma unroll
+        for (int q = 0; q < BN / 32; ++q)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                uint32_t w[4];
+                pack(q, h, w);
+                quad_transpose(w, t);
+                store_octet<TO>(c, ldc, row0 + 8 * h, col0 + 8 * (4 * q + t), m, n, w, align);
+            }
+    } else {
+#pragma unroll
+        for (int q = 0; q < BN / 32; ++q)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                uint32_t w[4];
+                pack(q, h, w);
+                store_pairs<TO>(c, ldc, row0 + 8 * h, col0 + 32 * q + 2 * t, m, n, w, align);
+            }
     }
 }
 
@@ -296,7 +413,10 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
             return;
         }
         TO *Cz = C + (long long)z * strideC;
-        const bool vec_ok = ((ldc & 3) == 0) && ((((unsigned long long)Cz) & (4 * sizeof(TO) - 1)) == 0);
+        // f32 C: 16-byte rows; 16-bit C: the largest power of two (at most 16) dividing C's address and pitch in bytes.
+        const bool vec_ok = rows_aligned<16>(Cz, ldc);
+        const unsigned align_bits = (unsigned)(((unsigned long long)Cz | (unsigned long long)ldc * sizeof(TO)) & 15u) | 16u;
+        const int align = (int)(align_bits & (0u - align_bits));
         int it = 0;
         float d[BN / 2];
         for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -329,33 +449,17 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
             reg_fence(d);
             if (lane == 0) mbar_arrive(s_u32(&empty_bar[prev_s]));
 
-            // Epilogue straight from the accumulators. Thread t of a quad holds columns 8j+2t, +1 of each 8-wide
-            // block j; one exchange with lane t^1 per pair of blocks gives every thread 4 consecutive columns
-            // (even t: block j, columns 2t..2t+3; odd t: block j+1, columns 2(t-1)..), so each warp store covers
-            // 8 rows x 16 contiguous columns (full 32-byte sectors).
+            // Epilogue straight from the accumulators (store_tile_16bit / store_tile_f32).
             const int row0 = tm * SM90_BM + c * 64 + warp * 16 + lane / 4;
             const int t = lane % 4;
-            const bool odd = t & 1;
             // Accumulator i: columns 8 (i / 4) + 2t + i % 2 of the tile.
             float scale = alpha;
             epi.template fuse<BN / 2, true>(scale, [&](int i) -> float & { return d[i]; },
                                       [&](int i) { return tn * BN + 8 * (i / 4) + 2 * t + i % 2; });
-#pragma unroll
-            for (int jp = 0; jp < BN / 16; ++jp) {
-                const int j = 2 * jp;
-                const int col = tn * BN + 8 * j + (odd ? 8 + 2 * (t - 1) : 2 * t);
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const float a0 = d[4 * j + 2 * h], a1 = d[4 * j + 2 * h + 1];            // block j
-                    const float b0 = d[4 * j + 4 + 2 * h], b1 = d[4 * j + 4 + 2 * h + 1];    // block j+1
-                    const float s0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
-                    const float s1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
-                    float v[4];
-                    if (!odd) { v[0] = a0; v[1] = a1; v[2] = s0; v[3] = s1; }
-                    else { v[0] = s0; v[1] = s1; v[2] = b0; v[3] = b1; }
-                    store_quad<TO>(Cz, ldc, row0 + 8 * h, col, m, n, v, scale, beta, vec_ok);
-                }
-            }
+            if constexpr (sizeof(TO) == 2)
+                store_tile_16bit<TO, BN>(Cz, ldc, row0, tn * BN, m, n, d, scale, beta, t, align);
+            else
+                store_tile_f32<BN>(Cz, ldc, row0, tn * BN, m, n, d, scale, beta, t, vec_ok);
         }
     }
 }
