@@ -507,14 +507,23 @@ __device__ __forceinline__ void copy_rows_in(Index rows, Index width, const unsi
     else if ((bits & 3) == 0) copy_row_chunks<4>(rows, width, src, src_pitch, dst, dst_pitch);
     else copy_row_chunks<2>(rows, width, src, src_pitch, dst, dst_pitch);
 }
-PRISM_KERNEL void __launch_bounds__(256)
-    gemm_copy_rows(long long rows, long long width, const unsigned char *src, long long src_pitch, unsigned char *dst,
-                   long long dst_pitch) {
+// One block of rows to copy (its Rust twin: `RowCopy` in src/kernels/gemm/sm90.rs, the same layout).
+struct RowCopy {
+    long long rows, width;
+    const unsigned char *src;
+    long long src_pitch;
+    unsigned char *dst;
+    long long dst_pitch;
+};
+// grid.y copies: `first`, then `second` when grid.y is 2 (both operands of one GEMM in one launch, which
+// saves a launch in front of the GEMM on the small odd shapes that copy both).
+PRISM_KERNEL void __launch_bounds__(256) gemm_copy_rows(RowCopy first, RowCopy second) {
+    const RowCopy c = blockIdx.y == 0 ? first : second;
     // 32-bit chunk arithmetic (its divisions are far cheaper) wherever every offset fits.
-    const long long chunks = rows * ((width + 15) / 16) + (long long)gridDim.x * 256;
-    const long long span = max(rows * max(src_pitch, dst_pitch), chunks * 16);
+    const long long chunks = c.rows * ((c.width + 15) / 16) + (long long)gridDim.x * 256;
+    const long long span = max(c.rows * max(c.src_pitch, c.dst_pitch), chunks * 16);
     if (span < (1ll << 32))
-        copy_rows_in<unsigned>(rows, width, src, src_pitch, dst, dst_pitch);
+        copy_rows_in<unsigned>(c.rows, c.width, c.src, c.src_pitch, c.dst, c.dst_pitch);
     else
-        copy_rows_in<unsigned long long>(rows, width, src, src_pitch, dst, dst_pitch);
+        copy_rows_in<unsigned long long>(c.rows, c.width, c.src, c.src_pitch, c.dst, c.dst_pitch);
 }

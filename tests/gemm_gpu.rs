@@ -146,6 +146,41 @@ fn sm90_split_k_every_layout_with_a_short_last_slice() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn sm90_split_k_reads_one_copy_of_an_operand_tma_cannot_read() {
+    // Split-K on the sm_90 kernels where A, B or both have pitches TMA cannot read (odd k, or a
+    // pitch padded by one element): each such operand is copied once to a 128-byte pitch, and
+    // every slice (the last, shorter one by its own launch) reads the copy. Every layout, scaled,
+    // TF32 and 16-bit to 16-bit and to f32 outputs. Only sm_90 devices offer them.
+    use prism_gpu::raw::kernels::gemm::plan::{Partials, SplitK};
+    use prism_gpu::raw::kernels::gemm::tuning::{Feed, Launch};
+    let copied_split = |p: &Plan| match p.launch {
+        Launch::SplitK(SplitK { partials: Partials::Sm90(s), parts, .. }) => {
+            parts <= 8 && s.feeds.contains(&Feed::Repitch)
+        }
+        _ => false,
+    };
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    let mut runs = 0;
+    for ((m, n, k), pad) in
+        [((56, 1000, 2059), [0, 0, 0]), ((200, 77, 1033), [1, 0, 2]), ((72, 136, 1024), [1, 1, 0])]
+    {
+        for (ta, tb) in TRANSPOSES {
+            let spec = Spec::new(m, n, k).trans(ta, tb).padded(pad).scaled(0.75, -0.5);
+            runs +=
+                candidates_where::<f32, f32>(&rt, &spec.precision(Precision::Tf32), &mut rng, copied_split);
+            runs +=
+                candidates_where::<bf16, bf16>(&rt, &spec.precision(Precision::Bf16), &mut rng, copied_split);
+            runs +=
+                candidates_where::<f16, f32>(&rt, &spec.precision(Precision::F16), &mut rng, copied_split);
+        }
+    }
+    let sm90 = prism_gpu::raw::kernels::gemm::tuning::device(rt.gpu().unwrap().kernels()).unwrap().sm90;
+    assert_eq!(runs > 0, sm90, "{runs} copied sm_90 split-K runs on a device with sm90 = {sm90}");
+    println!("{runs} copied sm_90 split-K runs checked");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn sm90_sixteen_bit_stores_at_every_alignment_of_c() {
     // The sm_90a kernels' stores of 16-bit C, which take vector or element-wise paths by C's
     // alignment: C's pitch padded to each (n = 300 columns of 2 bytes: 8-byte rows; 304: 16;

@@ -133,12 +133,13 @@ pub struct SplitK {
     pub depth: usize,
     /// Slices: `k / depth` full ones, then the rest (if any).
     pub parts: usize,
-    /// Workspace bytes (the partial products).
+    /// Workspace bytes: the sm_90a plan's operand copies (its regions, first), then the partial
+    /// products.
     pub workspace: usize,
 }
 
 /// The kernels of a split-K plan's partial products: a tiled family's, or the sm_90a kernel's
-/// (both operands read in place, so the plan holds for every slice).
+/// (each operand read in place, or from one copy at a 128-byte pitch that every slice reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Partials {
     /// One of the common argument list's families.
@@ -309,10 +310,13 @@ impl Kernel {
                 let partials = match on {
                     SplitOn::Simt64 => family(Family::Simt64).map(Partials::Tiled),
                     SplitOn::Mma => family(Family::Mma).map(Partials::Tiled),
-                    // In place: the slices are views of the caller's operands, so TMA reads them
-                    // as it reads the whole (cut_k's 32-element depths keep their starts aligned).
+                    // The slices are views of the operands, so TMA reads them as it reads the whole
+                    // (cut_k's 32-element depths keep their starts aligned): the caller's in place,
+                    // or, where TMA cannot read one, its copy at a 128-byte pitch made once for all
+                    // slices.
                     SplitOn::Sm90 { bn } => {
-                        sm90(g, precision, device, tma, bn, [Feed::InPlace; 2])?.map(Partials::Sm90)
+                        let feed = |ready: bool| if ready { Feed::InPlace } else { Feed::Repitch };
+                        sm90(g, precision, device, tma, bn, [feed(tma.a), feed(tma.b)])?.map(Partials::Sm90)
                     }
                 };
                 let partials = match partials {
@@ -320,7 +324,18 @@ impl Kernel {
                     Err(why) => return invalid(why),
                 };
                 let (depth, parts) = cut_k(g.k, splits as usize, SPLIT_SLICE_ALIGN);
-                let workspace = bytes(&[parts, g.m, g.n, size_of::<f32>()])?;
+                let products = bytes(&[parts, g.m, g.n, size_of::<f32>()])?;
+                let copies = match partials {
+                    Partials::Sm90(s) => s.workspace(),
+                    Partials::Tiled(_) => 0,
+                };
+                let Some(workspace) = copies.checked_add(products) else {
+                    return Err(Error::Shape {
+                        op: "gemm",
+                        expected: "a workspace that fits in usize".into(),
+                        got: format!("{copies} + {products} bytes"),
+                    });
+                };
                 Launch::SplitK(SplitK { partials, depth, parts, workspace })
             }
             Kernel::Skinny { rows, splits } => {
@@ -824,12 +839,21 @@ mod tests {
         // Split-K and skinny: one product; skinny rows cover the short side, slices its depth.
         let split = Kernel::SplitK { splits: 4, on: SplitOn::Mma };
         assert!(err(split, batched, Precision::Bf16, &H100, ALIGNED).contains("batch 1"));
-        // On sm_90: what its kernel needs, both operands read in place.
+        // On sm_90: what its kernel needs, each operand read in place or, where TMA cannot read it,
+        // copied once to a 128-byte pitch (B of 1024 x 1024 16-bit elements: 2 MiB before the 16
+        // MiB of partial products).
         let split = Kernel::SplitK { splits: 4, on: SplitOn::Sm90 { bn: 128 } };
         assert!(err(split, batched, Precision::Bf16, &H100, ALIGNED).contains("batch 1"));
         assert!(err(split, g, Precision::Bf16, &A100, ALIGNED).contains("sm_90 device"));
-        assert!(err(split, g, Precision::F16, &H100, unaligned).contains("b=inplace only"));
         assert!(err(split, tn, Precision::Tf32, &H100, ALIGNED).contains("no tn kernel"));
+        let Ok(Plan { launch: Launch::SplitK(copied), .. }) =
+            split.resolve(&g, Precision::F16, &H100, unaligned)
+        else {
+            panic!("{split} runs 1024^3 f16 with B unreadable by TMA on an H100");
+        };
+        let Partials::Sm90(sm90) = copied.partials else { panic!("{copied:?}") };
+        assert_eq!((sm90.feeds, sm90.regions), ([Feed::InPlace, Feed::Repitch], [0, 1 << 21]));
+        assert_eq!(copied.workspace, (1 << 21) + 4 * 1024 * 1024 * 4);
         let decode = Gemm::new(64, 4096, 4096);
         let Ok(Plan { launch: Launch::SplitK(plan), .. }) =
             split.resolve(&decode, Precision::Bf16, &H100, ALIGNED)

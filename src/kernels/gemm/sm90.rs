@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use super::dispatch::{Device, Feed, TMA_FAST_PITCH};
 use super::plan::{layout_char, Sm90, SM90_SMEM};
+use super::spec::Gemm;
 use super::tensor_map::{Dtype, Operand};
 use super::tiled::input_name;
 use super::{function_with_smem, grow, Call, Element, BLOCK};
-use crate::driver::{CudaStream, LaunchConfig};
+use crate::driver::{CudaStream, DeviceRepr, LaunchConfig};
 use crate::error::{Error, Result};
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::grid::GRID_YZ_MAX;
@@ -72,7 +73,11 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
     plan: &Sm90,
     regions: [u64; 2],
 ) -> Result<()> {
-    let Call { kernels, stream, g, precision, operands: [pa, pb, pc], epilogue, .. } = *call;
+    // SAFETY: the caller's obligations, the regions included.
+    let read = unsafe { repitch_operands(call, plan, regions) }?;
+    let call = Call { g: &read.g, operands: [read.a, read.b, call.operands[2]], ..*call };
+    let plan = &read.plan;
+    let Call { kernels, stream, g, precision, operands: [pa, pb, pc], epilogue, .. } = call;
     let [feed_a, feed_b] = plan.feeds;
     let es = plan.dtype.size();
     let io = format!("{}_{}", input_name::<TIn>(precision), TOut::NAME);
@@ -95,17 +100,9 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
                        stored: (usize, usize),
                        ws: u64| {
             match feed {
-                Feed::InPlace => Ok::<_, Error>(Fed { base: at(base, stride), ld, stride, trans }),
-                Feed::Repitch => {
-                    let pitch = plan.repitched_ld(stored.1);
-                    let (es, src) = (es as usize, at(base, stride));
-                    // SAFETY: copies the validated stored matrix (batch 1: the plan repitches
-                    // single GEMMs only) into this operand's workspace region, sized for
-                    // `stored.0` rows at `pitch >= stored.1`.
-                    unsafe {
-                        copy_rows(kernels, stream, (ws, pitch * es), (src, ld * es), stored.1 * es, stored.0)
-                    }?;
-                    Ok(Fed { base: ws, ld: pitch, stride: stored.0 * pitch, trans })
+                // A repitched operand is read in place from its copy by now (`repitch_operands`).
+                Feed::InPlace | Feed::Repitch => {
+                    Ok::<_, Error>(Fed { base: at(base, stride), ld, stride, trans })
                 }
                 Feed::Transpose => {
                     // Stored k x rows: transpose to rows x k with a 128-byte pitch into the workspace.
@@ -186,6 +183,50 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
     Ok(())
 }
 
+/// A GEMM as the sm_90a kernel reads it once [`repitch_operands`] has copied the operands that
+/// its plan repitches.
+pub(super) struct Repitched {
+    /// The GEMM, with the copies' leading dimensions.
+    pub g: Gemm,
+    /// Device address of A or its copy.
+    pub a: u64,
+    /// Device address of B or its copy.
+    pub b: u64,
+    /// The plan, reading the copies in place.
+    pub plan: Sm90,
+}
+
+/// Copies the operands that `plan` repitches (single GEMMs only) to a 128-byte pitch in the
+/// workspace `regions` (A's, B's), both in one launch, and returns what the kernel then reads.
+///
+/// # Safety
+/// As [`launch_in`].
+pub(super) unsafe fn repitch_operands(call: &Call<'_>, plan: &Sm90, regions: [u64; 2]) -> Result<Repitched> {
+    let Call { kernels, stream, g, operands: [pa, pb, _], .. } = *call;
+    let es = plan.dtype.size() as usize;
+    let mut read = Repitched { g: *g, a: pa, b: pb, plan: *plan };
+    let mut copies = Vec::with_capacity(2);
+    if plan.feeds[0] == Feed::Repitch {
+        let ((rows, cols), pitch) = (g.a_dims(), plan.repitched_ld(g.a_dims().1));
+        copies.push(RowCopy::new((regions[0], pitch * es), (pa, g.lda * es), cols * es, rows));
+        (read.a, read.g.lda, read.g.stride_a, read.plan.feeds[0]) =
+            (regions[0], pitch, rows * pitch, Feed::InPlace);
+    }
+    if plan.feeds[1] == Feed::Repitch {
+        let ((rows, cols), pitch) = (g.b_dims(), plan.repitched_ld(g.b_dims().1));
+        copies.push(RowCopy::new((regions[1], pitch * es), (pb, g.ldb * es), cols * es, rows));
+        (read.b, read.g.ldb, read.g.stride_b, read.plan.feeds[1]) =
+            (regions[1], pitch, rows * pitch, Feed::InPlace);
+    }
+    if let Some((&first, second)) = copies.split_first() {
+        // SAFETY: each copy moves a validated stored matrix (batch 1: plans repitch single GEMMs
+        // only) into its operand's own workspace region, which the plan sized for the matrix's rows
+        // at the new pitch; the regions overlap neither each other nor the caller's buffers.
+        unsafe { copy_rows(kernels, stream, first, second.first().copied()) }?;
+    }
+    Ok(read)
+}
+
 /// The sm_90a entry a launch of `plan` runs, and the height of K-major A's box.
 #[derive(Debug, PartialEq, Eq)]
 struct Entry {
@@ -216,31 +257,70 @@ impl Entry {
     }
 }
 
-/// Copies `rows` rows of `width` bytes from device address `src` (rows `src_pitch` bytes apart)
-/// to `dst` (rows `dst_pitch` bytes apart) with `gemm_copy_rows`, ordered on `stream`: one thread
-/// per 16-byte chunk of every row (cuMemcpy2DAsync moved these pitches at 1.5 TB/s on an H100).
+/// One block of rows for `gemm_copy_rows` (`RowCopy` in cuda/gemm_simt.cu, the same layout):
+/// `rows` rows of `width` bytes from device address `src` (rows `src_pitch` bytes apart) to `dst`
+/// (rows `dst_pitch` bytes apart).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct RowCopy {
+    rows: i64,
+    width: i64,
+    src: u64,
+    src_pitch: i64,
+    dst: u64,
+    dst_pitch: i64,
+}
+
+// SAFETY: six 8-byte numbers, as the CUDA struct (no padding on either side); every bit pattern is
+// a valid value.
+unsafe impl DeviceRepr for RowCopy {}
+
+impl RowCopy {
+    /// `rows` rows of `width` bytes from `(src, src_pitch)` to `(dst, dst_pitch)`.
+    pub(super) fn new(
+        (dst, dst_pitch): (u64, usize),
+        (src, src_pitch): (u64, usize),
+        width: usize,
+        rows: usize,
+    ) -> Self {
+        let as_i64 = |v: usize| v as i64;
+        RowCopy {
+            rows: as_i64(rows),
+            width: as_i64(width),
+            src,
+            src_pitch: as_i64(src_pitch),
+            dst,
+            dst_pitch: as_i64(dst_pitch),
+        }
+    }
+}
+
+/// Runs `first` and `second` (if any) in one launch of `gemm_copy_rows` (grid.y: the copy),
+/// ordered on `stream`: one thread per 16-byte chunk of every row (cuMemcpy2DAsync moved these
+/// pitches at 1.5 TB/s on an H100), as many blocks per copy as the longer copy needs.
 ///
 /// # Safety
-/// Both blocks must lie in live device allocations, width and pitches must be even, and nothing
-/// else may use the destination until the copy is done.
-unsafe fn copy_rows(
+/// For each copy: both blocks lie in live device allocations, width and pitches are even, and
+/// nothing else uses the destination until the copy is done; no copy's destination overlaps
+/// another copy's source or destination.
+pub(super) unsafe fn copy_rows(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
-    (dst, dst_pitch): (u64, usize),
-    (src, src_pitch): (u64, usize),
-    width: usize,
-    rows: usize,
+    first: RowCopy,
+    second: Option<RowCopy>,
 ) -> Result<()> {
-    let chunks = rows.saturating_mul(width.div_ceil(16));
-    let blocks = chunks.div_ceil(BLOCK as usize).clamp(1, kernels.multiprocessors() as usize * 16);
-    let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-    let (rows, width) = (rows as i64, width as i64);
-    let (src_pitch, dst_pitch) = (src_pitch as i64, dst_pitch as i64);
-    // SAFETY: `(rows, width, src, src_pitch, dst, dst_pitch)` as the kernel takes them; the caller
-    // vouches for both blocks.
-    unsafe {
-        launch!(kernels, stream, "gemm_copy_rows", cfg, [&rows, &width, &src, &src_pitch, &dst, &dst_pitch])
-    }
+    let chunks = |c: &RowCopy| c.rows.saturating_mul((c.width + 15) / 16);
+    let most = second.as_ref().map_or(0, chunks).max(chunks(&first));
+    let blocks = (most as usize).div_ceil(BLOCK as usize).clamp(1, kernels.multiprocessors() as usize * 16);
+    let cfg = LaunchConfig {
+        grid_dim: (blocks as u32, 1 + second.is_some() as u32, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let second = second.unwrap_or_default();
+    // SAFETY: `(first, second)` as the kernel takes them, grid.y covering exactly the copies given
+    // (an unused `second` is never read); the caller vouches for their blocks.
+    unsafe { launch!(kernels, stream, "gemm_copy_rows", cfg, [&first, &second]) }
 }
 
 #[cfg(test)]

@@ -32,31 +32,45 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
     device: &Device,
     plan: &SplitK,
 ) -> Result<()> {
-    let Call { kernels, stream, workspace, g, precision, operands: [pa, pb, _], .. } = *call;
+    let Call { kernels, stream, workspace, precision, .. } = *call;
     let mut scratch = workspace.lock();
-    // SAFETY: the partial launches write every element of the `parts` m x n matrices before
-    // the reduction reads them.
+    // SAFETY: the copies are written before the slices read them, and the partial launches write
+    // every element of the `parts` m x n matrices before the reduction reads them.
     unsafe { grow(&mut scratch.bytes, stream, plan.workspace) }?;
-    let (partials, _write_partials) = scratch.bytes.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+    let (base, _write_workspace) = scratch.bytes.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+    // The sm_90a plan's operand copies first (each region a multiple of 128 bytes), then the
+    // partial products.
+    let (g, [pa, pb], partial_kernels, copies) = match plan.partials {
+        Partials::Sm90(sm90) => {
+            let regions = [base, base + sm90.regions[0] as u64];
+            // SAFETY: the regions are the plan's, at the start of the workspace grown above for
+            // them and the partial products, held while the lock is.
+            let read = unsafe { sm90::repitch_operands(call, &sm90, regions) }?;
+            (read.g, [read.a, read.b], Partials::Sm90(read.plan), sm90.workspace())
+        }
+        tiled => (*call.g, [call.operands[0], call.operands[1]], tiled, 0),
+    };
+    let partials = base + copies as u64;
 
     let none = RawEpilogue::default();
     // One launch of the partial products of `slices` (batch entries) into `at`'s third address.
     // Both arms: `slices` are batch entries of `g`'s operands (entry z `depth` further along k),
     // inside the validated operands, written to the workspace grown above for `parts` packed m x n
     // f32 products.
-    let run = |slices: &Gemm, at: [u64; 3]| match plan.partials {
+    let run = |slices: &Gemm, at: [u64; 3]| match partial_kernels {
         // SAFETY: as said above the match.
         Partials::Tiled(family) => unsafe {
             tiled::launch::<TIn, f32>(kernels, stream, family, precision, slices, at, &none)
         },
         Partials::Sm90(sm90) => {
             let call = Call { g: slices, operands: at, epilogue: &none, ..*call };
-            // SAFETY: as said above the match; the plan reads both operands in place (no workspace
-            // regions), resolved for `g`, whose m, n, layout and operands the slices share.
+            // SAFETY: as said above the match; the plan reads both operands in place (the caller's
+            // or their copies: no workspace regions), resolved for `g`, whose m, n, layout and
+            // operands the slices share.
             unsafe { sm90::launch_in::<TIn, f32>(&call, device, &sm90, [0, 0]) }
         }
     };
-    let slices = KSlices::of(g, plan.depth);
+    let slices = KSlices::of(&g, plan.depth);
     if let Some(full) = &slices.full {
         run(full, [pa, pb, partials])?;
     }
