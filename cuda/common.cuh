@@ -22,3 +22,19 @@ __device__ __forceinline__ unsigned long long prism_grid_threads() {
 __device__ __forceinline__ bool prism_aligned16(const void *p) {
     return ((unsigned long long)p & 15ull) == 0;
 }
+
+// Programmatic dependent launches (sm_90 and newer; no-ops elsewhere and in a launch without the attribute).
+// A kernel the host launches as a dependent (`launch!(@dependent ...)`) may start before the work ahead of it on
+// the stream is done, so every one of its threads calls prism_await_previous_grid() before its first access to
+// global memory: it returns once that work has finished and its writes are visible. A kernel that calls
+// prism_allow_dependent_grid() lets the dependent launch after it start (and wait) that early.
+__device__ __forceinline__ void prism_await_previous_grid() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void prism_allow_dependent_grid() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}

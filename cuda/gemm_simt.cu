@@ -518,6 +518,7 @@ struct RowCopy {
 // grid.y copies: `first`, then `second` when grid.y is 2 (both operands of one GEMM in one launch, which
 // saves a launch in front of the GEMM on the small odd shapes that copy both).
 PRISM_KERNEL void __launch_bounds__(256) gemm_copy_rows(RowCopy first, RowCopy second) {
+    prism_allow_dependent_grid();  // the sm_90 GEMM after it launches as a dependent
     const RowCopy c = blockIdx.y == 0 ? first : second;
     // 32-bit chunk arithmetic (its divisions are far cheaper) wherever every offset fits.
     const long long chunks = c.rows * ((c.width + 15) / 16) + (long long)gridDim.x * 256;

@@ -602,9 +602,17 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
         float alpha, float beta, TO *C, int ldc, long long strideC
 #define SM90_EPI_ARGS(TO) const TO *bias, long long biasStride, int act
 #define SM90_PASS &tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC
+// Launched as dependents (the operand copies' or the previous slice's launch may still run: common.cuh), and
+// letting the launch after them (the last slice of a split-K) start early.
 #define SM90_PLAIN_AND_FUSED(NAME, TO, BODY)                                                                   \
-    PRISM_KERNEL void __launch_bounds__(384, 1) NAME(SM90_ARGS(TO)) { BODY(SM90_PASS, NoEpilogue{}); }         \
+    PRISM_KERNEL void __launch_bounds__(384, 1) NAME(SM90_ARGS(TO)) {                                          \
+        prism_await_previous_grid();                                                                           \
+        prism_allow_dependent_grid();                                                                          \
+        BODY(SM90_PASS, NoEpilogue{});                                                                         \
+    }                                                                                                          \
     PRISM_KERNEL void __launch_bounds__(384, 1) NAME##_fused(SM90_ARGS(TO), SM90_EPI_ARGS(TO)) {              \
+        prism_await_previous_grid();                                                                           \
+        prism_allow_dependent_grid();                                                                          \
         BODY(SM90_PASS, (Epilogue<TO>{bias, biasStride, act, n}));                                             \
     }
 

@@ -155,11 +155,7 @@ impl<'a> LaunchArgs<'a> {
         }
     }
 
-    fn submit(
-        &mut self,
-        cfg: LaunchConfig,
-        cooperative: bool,
-    ) -> Result<Option<(CudaEvent, CudaEvent)>, DriverError> {
+    fn submit(&mut self, cfg: LaunchConfig, how: How) -> Result<Option<(CudaEvent, CudaEvent)>, DriverError> {
         // The launch returns cudarc's error type, which has no conversion from ours (one would
         // change type inference in callers' code): the mismatch is an invalid value, and
         // `check()` says which argument.
@@ -185,7 +181,7 @@ impl<'a> LaunchArgs<'a> {
             }
         }
         let start = self.flags.map(|f| stream.record_event(Some(f))).transpose()?;
-        // The two driver entry points take the same arguments.
+        // The driver entry points take the same arguments.
         type Launch = unsafe fn(
             sys::CUfunction,
             (c_uint, c_uint, c_uint),
@@ -194,8 +190,11 @@ impl<'a> LaunchArgs<'a> {
             sys::CUstream,
             &mut [*mut c_void],
         ) -> Result<(), DriverError>;
-        let launch: Launch =
-            if cooperative { result::launch_cooperative_kernel } else { result::launch_kernel };
+        let launch: Launch = match how {
+            How::Plain => result::launch_kernel,
+            How::Cooperative => result::launch_cooperative_kernel,
+            How::Dependent => result::launch_kernel_dependent,
+        };
         // SAFETY: every entry of `args` points at a value borrowed for `'a`, which outlives this
         // call; the caller of `launch` vouches that they match the kernel's parameters.
         unsafe {
@@ -234,7 +233,7 @@ impl<'a> LaunchArgs<'a> {
         &mut self,
         cfg: LaunchConfig,
     ) -> Result<Option<(CudaEvent, CudaEvent)>, DriverError> {
-        self.submit(cfg, false)
+        self.submit(cfg, How::Plain)
     }
 
     /// Submits the kernel as a cooperative launch (all blocks resident at once).
@@ -246,8 +245,34 @@ impl<'a> LaunchArgs<'a> {
         &mut self,
         cfg: LaunchConfig,
     ) -> Result<Option<(CudaEvent, CudaEvent)>, DriverError> {
-        self.submit(cfg, true)
+        self.submit(cfg, How::Cooperative)
     }
+
+    /// Submits the kernel as a programmatic dependent of the work before it on the stream (a
+    /// prism-gpu extension, for the built-in kernels): it may start before that work is done, which
+    /// hides the launch between two kernels.
+    ///
+    /// # Safety
+    /// As for [`launch`](Self::launch); and every thread of the kernel executes
+    /// `griddepcontrol.wait` (`prism_await_previous_grid` in cuda/common.cuh) before its first
+    /// access to global memory.
+    #[doc(alias = "cuLaunchKernelEx")]
+    pub(crate) unsafe fn launch_dependent(
+        &mut self,
+        cfg: LaunchConfig,
+    ) -> Result<Option<(CudaEvent, CudaEvent)>, DriverError> {
+        self.submit(cfg, How::Dependent)
+    }
+}
+
+/// How [`LaunchArgs`] submits a kernel.
+#[derive(Clone, Copy)]
+enum How {
+    Plain,
+    /// All blocks resident at once.
+    Cooperative,
+    /// A programmatic dependent of the work before it.
+    Dependent,
 }
 
 /// Launch arguments that do not match the kernel's parameter list, from [`LaunchArgs::check`]

@@ -1362,6 +1362,56 @@ pub unsafe fn launch_kernel(
     .result()
 }
 
+/// Launches a kernel as a programmatic dependent of the work before it on `stream`
+/// (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`): its blocks may start before that
+/// work is done, as soon as the kernel before it lets them (`griddepcontrol.launch_dependents`) or
+/// exits. A driver without `cuLaunchKernelEx` gets a plain launch.
+///
+/// # Safety
+/// As for [`launch_kernel`]; and every thread of the kernel executes `griddepcontrol.wait`, which
+/// returns once the work before it is done, before its first access to global memory.
+#[doc(alias = "cuLaunchKernelEx")]
+#[inline]
+pub unsafe fn launch_kernel_dependent(
+    f: sys::CUfunction,
+    grid_dim: (c_uint, c_uint, c_uint),
+    block_dim: (c_uint, c_uint, c_uint),
+    shared_mem_bytes: c_uint,
+    stream: sys::CUstream,
+    kernel_params: &mut [*mut c_void],
+) -> Result<(), DriverError> {
+    // SAFETY: every field of the value union is a plain integer or array of them (all zeros valid).
+    let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+    value.programmaticStreamSerializationAllowed = 1;
+    let mut attribute = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+        pad: [0; 4],
+        value,
+    };
+    let config = sys::CUlaunchConfig {
+        gridDimX: grid_dim.0,
+        gridDimY: grid_dim.1,
+        gridDimZ: grid_dim.2,
+        blockDimX: block_dim.0,
+        blockDimY: block_dim.1,
+        blockDimZ: block_dim.2,
+        sharedMemBytes: shared_mem_bytes,
+        hStream: stream,
+        attrs: &mut attribute,
+        numAttrs: 1,
+    };
+    // SAFETY: `config` and `attribute` live until the call returns; the caller vouches for the
+    // function, the parameter array and the kernel's wait.
+    match unsafe { sys::cuLaunchKernelEx(&config, f, kernel_params.as_mut_ptr(), std::ptr::null_mut()) } {
+        // The loader's answer for a driver without the entry point (older than CUDA 12.0).
+        // SAFETY: the caller's obligations cover a plain launch too.
+        sys::CUresult::CUDA_ERROR_NOT_FOUND => unsafe {
+            launch_kernel(f, grid_dim, block_dim, shared_mem_bytes, stream, kernel_params)
+        },
+        code => code.result(),
+    }
+}
+
 /// Launches a cooperative kernel (all blocks resident at once).
 ///
 /// # Safety

@@ -58,7 +58,10 @@ pub fn image(family: &str) -> Option<KernelImage> {
 /// up by name, `launch!(stream, &function, config, [args...])` takes one already looked up. The
 /// arguments may come in several groups, `[args...] if condition` for those that the kernel takes
 /// only when the condition holds (an entry point's optional trailing or middle arguments):
-/// `launch!(stream, &function, config, [&m, &n], [&bias] if fused, [&c])`.
+/// `launch!(stream, &function, config, [&m, &n], [&bias] if fused, [&c])`. `launch!(@dependent(cond)
+/// stream, &function, ...)` launches, when `cond` holds, a kernel that waits for the work before
+/// it itself as a programmatic dependent of that work
+/// ([`LaunchArgs::launch_dependent`](crate::driver::LaunchArgs::launch_dependent)).
 ///
 /// It expands to a call of the unsafe `LaunchArgs::launch`, so it stands in an `unsafe` block
 /// whose `SAFETY` comment says why the arguments are what the kernel takes and why the buffers
@@ -72,6 +75,16 @@ macro_rules! launch {
             $( $crate::driver::PushKernelArg::arg(&mut $launch, $arg); )*
         }
     };
+    (@dependent($dependent:expr) $stream:expr, $function:expr, $config:expr, $([$($arg:expr),* $(,)?] $(if $condition:expr)?),+ $(,)?) => {{
+        let mut launch = $stream.launch_builder($function);
+        $( $crate::kernels::launch!(@push launch, [$($arg),*] $(if $condition)?); )+
+        let launched = if $dependent {
+            $crate::kernels::launch_dependent(&mut launch, $config)
+        } else {
+            launch.launch($config).map(drop)
+        };
+        launched.map_err($crate::error::Error::from)
+    }};
     ($stream:expr, $function:expr, $config:expr, $([$($arg:expr),* $(,)?] $(if $condition:expr)?),+ $(,)?) => {{
         let mut launch = $stream.launch_builder($function);
         $( $crate::kernels::launch!(@push launch, [$($arg),*] $(if $condition)?); )+
@@ -87,3 +100,30 @@ macro_rules! launch {
     };
 }
 pub(crate) use launch;
+
+/// Submits `launch` as a programmatic dependent of the work before it on its stream
+/// (`launch!(@dependent(true) ...)`).
+///
+/// # Safety
+/// As [`LaunchArgs::launch_dependent`](crate::driver::LaunchArgs::launch_dependent).
+#[cfg(not(feature = "legacy-gpu"))]
+pub(crate) unsafe fn launch_dependent(
+    launch: &mut crate::driver::LaunchArgs<'_>,
+    config: crate::driver::LaunchConfig,
+) -> std::result::Result<(), crate::driver::DriverError> {
+    // SAFETY: the caller's obligations.
+    unsafe { launch.launch_dependent(config) }.map(drop)
+}
+
+/// cudarc (`legacy-gpu`) has no dependent launch: a plain one (the kernel's wait is then a no-op).
+///
+/// # Safety
+/// As `LaunchArgs::launch`.
+#[cfg(feature = "legacy-gpu")]
+pub(crate) unsafe fn launch_dependent(
+    launch: &mut crate::driver::LaunchArgs<'_>,
+    config: crate::driver::LaunchConfig,
+) -> std::result::Result<(), crate::driver::DriverError> {
+    // SAFETY: the caller's obligations.
+    unsafe { launch.launch(config) }.map(drop)
+}

@@ -169,10 +169,12 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
         // act)` for the `_fused` entry, as the sm_90a entries take them. The maps cover exactly the
         // validated operands (or the workspace regions, kept while the lock is held) of entries
         // z0..z0+entries; C and the bias are advanced to entry z0 and hold every m x n block and
-        // bias vector of them (validated, checked).
+        // bias vector of them (validated, checked). Every entry waits for the work before it
+        // (`prism_await_previous_grid`) before it touches memory, so it launches as a dependent,
+        // its launch hidden behind the copies or slices before it.
         unsafe {
             launch!(
-                stream,
+                @dependent(true) stream,
                 &function,
                 cfg,
                 [&map_a, &map_b, &m, &n, &k, &g.alpha, &g.beta, &c, &ldc, &stride_c],
