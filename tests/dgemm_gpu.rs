@@ -57,8 +57,13 @@ fn large_products_on_the_tensor_cores() {
         let case = case(&mut rng, shape, trans, pad, 1, (false, false), (1.5, 0.0));
         check(&rt, &case, TOL);
     }
-    let case = case(&mut rng, (300, 260, 520), (false, false), 2, 3, (true, false), (0.5, -2.0));
-    check(&rt, &case, TOL);
+    let broadcast_a = case(&mut rng, (300, 260, 520), (false, false), 2, 3, (true, false), (0.5, -2.0));
+    check(&rt, &broadcast_a, TOL);
+    // B broadcast, A's entries without gaps: one product of 4 x 301 rows (`Gemm::stacked`).
+    for tb in [false, true] {
+        let stacked = case(&mut rng, (301, 257, 190), (false, tb), 0, 4, (false, true), (0.5, -2.0));
+        check(&rt, &stacked, TOL);
+    }
 }
 
 /// Every f64 kernel the tuner may pick (SIMT, both DMMA tiles, k sliced many ways) on deep,

@@ -78,6 +78,24 @@ fn small_unaligned_leading_dims_and_batches() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn batches_with_b_broadcast_and_no_gaps_run_as_one_product() {
+    // A's entries one after another (no gap), B broadcast, C packed: the batch runs as one product
+    // of batch x m rows (`Gemm::stacked`), whose tiles hold rows of two entries where m is off the
+    // tile (m = 37). Every precision, B as stored and transposed, scaled with beta.
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    for precision in PRECISIONS {
+        for tb in [false, true] {
+            for (m, n, k) in [(37, 131, 67), (256, 264, 320)] {
+                let spec = Spec::new(m, n, k).trans(false, tb).batch(5, 0).broadcast(false, true);
+                run_f32(&rt, &spec.precision(precision), &mut rng);
+                run_f32(&rt, &spec.precision(precision).scaled(0.75, -0.5), &mut rng);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn small_k_exact_fp32_on_wide_tiles() {
     // 16 x 8 tiles of 128 x 256 (one wave on an H100): the large-tile SIMT kernel, with edges in m,
     // n and k, in every layout: 16-byte copies (sides and pitches multiples of 4) and 4-byte ones

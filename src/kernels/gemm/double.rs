@@ -506,6 +506,13 @@ pub(super) unsafe fn run(
     [pa, pb, pc]: [u64; 3],
     choice: Option<PlanF64>,
 ) -> Result<()> {
+    if let Some(one) = choice.is_none().then(|| g.layout.stacked()).flatten() {
+        // A batch with B broadcast whose entries stack runs as one product.
+        // SAFETY: the same elements of the same operands as the batch (`Gemm::stacked`).
+        return unsafe {
+            run(kernels, stream, workspace, &GemmF64 { layout: one, ..*g }, [pa, pb, pc], None)
+        };
+    }
     let l = &g.layout;
     let device = device(kernels)?;
     let plan = match choice {

@@ -176,6 +176,12 @@ struct Call<'a> {
 /// # Safety
 /// As [`gemm_raw_with_epilogue`] for the call's operands; `g` has passed `validate`.
 unsafe fn run<TIn: Element, TOut: Element>(call: &Call<'_>, kernel: Option<dispatch::Kernel>) -> Result<()> {
+    // A batch with B broadcast whose entries stack, with one bias for all, runs as one product.
+    let one_bias = call.epilogue.bias.is_none() || call.epilogue.bias_stride == 0;
+    if let Some(one) = (kernel.is_none() && one_bias).then(|| call.g.stacked()).flatten() {
+        // SAFETY: the same elements of the same operands as the batch (`Gemm::stacked`).
+        return unsafe { run::<TIn, TOut>(&Call { g: &one, ..*call }, None) };
+    }
     let Call { kernels, stream, g, operands, epilogue, .. } = *call;
     let fusable = g.beta == 0.0;
     let offered = if fusable { *epilogue } else { RawEpilogue::default() };

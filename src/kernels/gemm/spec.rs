@@ -241,6 +241,21 @@ impl Gemm {
         }
     }
 
+    /// The batch as one product when its entries stack: B broadcast (stride 0), A stored m x k with
+    /// each entry's rows right after the previous entry's (stride_a = m * lda), C likewise
+    /// (stride_c = m * ldc). Entry z's rows are then rows z * m.. of one (batch * m) x n x k product
+    /// over the same elements, which plans as one GEMM whose tiles span the entries, so a batch of
+    /// small products fills the device (16 x 1024^3 with B broadcast: one 16384 x 1024 x 1024).
+    pub(crate) fn stacked(&self) -> Option<Gemm> {
+        let stacks = self.batch > 1
+            && self.stride_b == 0
+            && !self.trans_a
+            && self.stride_a == self.m.checked_mul(self.lda)?
+            && self.stride_c == self.m.checked_mul(self.ldc)?;
+        let rows = self.m.checked_mul(self.batch).filter(|&rows| rows <= i32::MAX as usize)?;
+        stacks.then_some(Gemm { m: rows, batch: 1, stride_a: 0, stride_c: 0, ..*self })
+    }
+
     /// (rows, columns) of stored B.
     pub fn b_dims(&self) -> (usize, usize) {
         if self.trans_b {
@@ -386,6 +401,31 @@ impl Gemm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_gapless_batches_with_b_broadcast_stack_into_one_product() {
+        // 5 entries of 37 x 131 x 67, A packed (stride 37 * 67), B broadcast, C packed.
+        let g = Gemm::new(37, 131, 67).batched(5, 37 * 67, 0, 37 * 131);
+        let one = g.stacked().expect("stacks");
+        assert_eq!((one.m, one.n, one.k, one.batch), (185, 131, 67, 1));
+        assert_eq!((one.lda, one.ldb, one.ldc), (g.lda, g.ldb, g.ldc));
+        assert_eq!(one.min_lens().unwrap(), g.min_lens().unwrap(), "the same elements");
+        let b_t = Gemm::new(37, 131, 67).transposed(false, true).batched(5, 37 * 67, 0, 37 * 131);
+        assert_eq!(b_t.stacked().map(|o| (o.m, o.trans_b)), Some((185, true)));
+        // Not: B per entry, A transposed, a gap after A's or C's entries, one entry.
+        for no in [
+            Gemm::new(37, 131, 67).batched(5, 37 * 67, 67 * 131, 37 * 131),
+            Gemm::new(37, 131, 67).transposed(true, false).batched(5, 37 * 67, 0, 37 * 131),
+            Gemm::new(37, 131, 67).batched(5, 37 * 67 + 8, 0, 37 * 131),
+            Gemm::new(37, 131, 67).batched(5, 37 * 67, 0, 37 * 131 + 8),
+            Gemm::new(37, 131, 67),
+        ] {
+            assert_eq!(no.stacked(), None, "{no:?}");
+        }
+        // Rows past i32::MAX stay a batch.
+        let tall = Gemm::new(1 << 30, 1, 1).batched(4, 1 << 30, 0, 1 << 30);
+        assert_eq!(tall.stacked(), None);
+    }
 
     #[test]
     fn launch_chunks_cut_the_batch_and_the_rows_at_the_grid_limit() {
