@@ -365,9 +365,78 @@ PRISM_KERNEL void __launch_bounds__(256)
     }
 }
 
-PRISM_SPLITK_REDUCE(gemm_splitk_reduce, f32, float, )
-PRISM_SPLITK_REDUCE(gemm_splitk_reduce, bf16, __nv_bfloat16, )
-PRISM_SPLITK_REDUCE(gemm_splitk_reduce, f16, __half, )
+// Split-K finish: C[i][j] = alpha * sum_s part[s][i][j] + beta * C[i][j] over `splits` packed m x n partial
+// products (f32, one after another), then the fused epilogue (batch 1), rounded once to C's type. beta == 0
+// never reads C. Every run rounds alike. Grid-stride, block 256, any grid. gemm_splitk_reduce_<C's type>.
+// - lanes == 1 (few slices, or outputs enough to fill the GPU): four consecutive outputs per thread, their
+//   slices summed in order, with 16-byte loads when m * n is a multiple of 4 (every slice then starts
+//   16-byte aligned);
+// - lanes > 1 (2, 4 or 8; few outputs in many slices): `lanes` warps of a block per 32 outputs, warp l of
+//   them adding slices l, l + lanes, ... in order, then the first adding the others' sums in order.
+template <typename TO>
+__device__ __forceinline__ void splitk_reduce(int m, int n, int splits, int lanes, const float *part, float alpha,
+                                              float beta, TO *C, int ldc, const Epilogue<TO> &epi) {
+    const long long outputs = (long long)m * n;
+    if (lanes == 1) {
+        const bool vec = outputs % 4 == 0 && prism_aligned16(part);
+        for (long long at = (blockIdx.x * 256ll + threadIdx.x) * 4; at < outputs; at += (long long)gridDim.x * 1024) {
+            float sum[4] = {0.f, 0.f, 0.f, 0.f};
+            const int count = (int)min(outputs - at, 4ll);
+            if (vec) {
+#pragma unroll 4
+                for (int s = 0; s < splits; ++s) {
+                    const float4 v = *reinterpret_cast<const float4 *>(part + s * outputs + at);
+                    sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
+                }
+            } else {
+#pragma unroll 4
+                for (int s = 0; s < splits; ++s)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        if (e < count) sum[e] += part[s * outputs + at + e];
+            }
+            long long row = at / n;
+            int col = (int)(at - row * n);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                if (e < count) epilogue_store(C + row * ldc + col, sum[e], alpha, beta, col, epi);
+                if (++col == n) col = 0, ++row;
+            }
+        }
+        return;
+    }
+    // Warp w of a block sums slices w % lanes, w % lanes + lanes, ... of 32 consecutive outputs (group
+    // w / lanes), so each load of a warp is 128 contiguous bytes; the block's lanes then add up in order.
+    __shared__ float lane_sums[8][32];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, first = warp % lanes;
+    const long long per_block = 32ll * (8 / lanes);
+    for (long long base = blockIdx.x * per_block; base < outputs; base += (long long)gridDim.x * per_block) {
+        const long long at = base + (warp / lanes) * 32 + lane;
+        float sum = 0.f;
+        if (at < outputs) {
+#pragma unroll 4
+            for (int s = first; s < splits; s += lanes) sum += part[s * outputs + at];
+        }
+        lane_sums[warp][lane] = sum;
+        __syncthreads();
+        if (first == 0 && at < outputs) {
+            for (int l = 1; l < lanes; ++l) sum += lane_sums[warp + l][lane];
+            const long long row = at / n;
+            const int col = (int)(at - row * n);
+            epilogue_store(C + row * ldc + col, sum, alpha, beta, col, epi);
+        }
+        __syncthreads();
+    }
+}
+#define SPLITK_REDUCE(SFX, TO)                                                                                   \
+    PRISM_KERNEL void __launch_bounds__(256)                                                                     \
+        gemm_splitk_reduce_##SFX(int m, int n, int splits, int lanes, const float *part, float alpha, float beta, \
+                                 TO *C, int ldc, const TO *bias, int act) {                                       \
+        splitk_reduce<TO>(m, n, splits, lanes, part, alpha, beta, C, ldc, {bias, 0, act, n});                    \
+    }
+SPLITK_REDUCE(f32, float)
+SPLITK_REDUCE(bf16, __nv_bfloat16)
+SPLITK_REDUCE(f16, __half)
 
 // The fused epilogue as a pass of its own, for GEMMs with beta != 0 (the stores fuse it only when C is not
 // read): C[i][j] = epilogue(C[i][j]) on the m x n block of batch entry blockIdx.z. Grid-stride over the

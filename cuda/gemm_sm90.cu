@@ -603,7 +603,7 @@ __device__ __forceinline__ void sm90_tf32_rs(const CUtensorMap *tmA, const CUten
 #define SM90_EPI_ARGS(TO) const TO *bias, long long biasStride, int act
 #define SM90_PASS &tmA, &tmB, m, n, k, alpha, beta, C, ldc, strideC
 // Launched as dependents (the operand copies' or the previous slice's launch may still run: common.cuh), and
-// letting the launch after them (a split-K's last slice or its finish) start early.
+// letting the launch after them (the last slice of a split-K) start early.
 #define SM90_PLAIN_AND_FUSED(NAME, TO, BODY)                                                                   \
     PRISM_KERNEL void __launch_bounds__(384, 1) NAME(SM90_ARGS(TO)) {                                          \
         prism_await_previous_grid();                                                                           \
@@ -653,10 +653,3 @@ SM90_TF32_RS(64)
 #else
 SM90_TRANS(gemm_sm90_bf16_bf16, 0, __nv_bfloat16, __nv_bfloat16, 256)
 #endif
-
-// The split-K finish after these kernels' slices, launched as their dependent: it waits for them first.
-// (gemm_simt.cu's gemm_splitk_reduce_* are the same arithmetic, launched plainly: that family's checked-in
-// PTX is compute_80's, which has no wait.)
-PRISM_SPLITK_REDUCE(gemm_sm90_splitk_reduce, f32, float, prism_await_previous_grid())
-PRISM_SPLITK_REDUCE(gemm_sm90_splitk_reduce, bf16, __nv_bfloat16, prism_await_previous_grid())
-PRISM_SPLITK_REDUCE(gemm_sm90_splitk_reduce, f16, __half, prism_await_previous_grid())

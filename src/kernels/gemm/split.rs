@@ -78,10 +78,9 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
         // The last, shorter slice of k, after the full ones, into the last partial product.
         run(&last, at)?;
     }
-    let after_sm90 = matches!(partial_kernels, Partials::Sm90(_));
     // SAFETY: the launches above write all `parts` partial products; C and the bias are the
     // caller's (validated, checked).
-    unsafe { reduce_partials::<TOut>(call, plan.parts, partials, after_sm90) }
+    unsafe { reduce_partials::<TOut>(call, plan.parts, partials) }
 }
 
 /// Runs a batch-1 `g` on `gemm_skinny_<wl|wk>_<in>_s<rows>` ([`stream_weights`]) with the call's
@@ -102,7 +101,7 @@ pub(super) unsafe fn skinny<TIn: Element, TOut: Element>(call: &Call<'_>, plan: 
     // launch wrote.
     unsafe {
         stream_weights(kernels, stream, workspace, g, operands, plan, TIn::NAME, finish, |partials| {
-            reduce_partials::<TOut>(call, plan.parts, partials, false)
+            reduce_partials::<TOut>(call, plan.parts, partials)
         })
     }
 }
@@ -352,22 +351,12 @@ impl ShortLong {
 /// from `parts` packed m x n f32 partial products at device address `partials`, summed in a fixed
 /// order (each lane's slices in order, then the lanes' sums in order).
 ///
-/// `after_sm90`: the products came from the sm_90a kernels, whose family's copy of the reduction
-/// (`gemm_sm90_splitk_reduce_<out>`, which waits for the kernel before it) then launches as their
-/// dependent.
-///
 /// # Safety
 /// `partials` must hold the `parts` products (written, in stream order, before this launch) and
 /// the call's C the validated m x n block; the epilogue's bias its n values.
-unsafe fn reduce_partials<TOut: Element>(
-    call: &Call<'_>,
-    parts: usize,
-    partials: u64,
-    after_sm90: bool,
-) -> Result<()> {
+unsafe fn reduce_partials<TOut: Element>(call: &Call<'_>, parts: usize, partials: u64) -> Result<()> {
     let Call { kernels, stream, g, operands: [_, _, c], epilogue, .. } = *call;
-    let family = if after_sm90 { "gemm_sm90_splitk_reduce" } else { "gemm_splitk_reduce" };
-    let function = kernels.function(&format!("{family}_{}", TOut::NAME))?;
+    let name = format!("gemm_splitk_reduce_{}", TOut::NAME);
     let lanes = reduce_lanes(g.m * g.n, parts, kernels.multiprocessors());
     let (m, n, parts, ldc, lanes_arg) = (g.m as i32, g.n as i32, parts as i32, g.ldc as i32, lanes as i32);
     let (bias, _, act) = epilogue.args_from(0, size_of::<TOut>());
@@ -380,12 +369,12 @@ unsafe fn reduce_partials<TOut: Element>(
     };
     // SAFETY: `(m, n, splits, lanes, part, alpha, beta, C, ldc, bias, act)` with lanes 1, 2, 4 or
     // 8: reads the `parts` packed m x n partial products, writes C's m x n block (batch
-    // 1), reads n bias values: the caller's obligations. The sm_90a family's entries wait for the
-    // kernel before them before they read, so they may launch as its dependents.
+    // 1), reads n bias values: the caller's obligations.
     unsafe {
         launch!(
-            @dependent(after_sm90) stream,
-            &function,
+            kernels,
+            stream,
+            &name,
             cfg,
             [&m, &n, &parts, &lanes_arg, &partials, &g.alpha, &g.beta, &c, &ldc, &bias, &act]
         )
