@@ -57,7 +57,7 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
     // Both arms: `slices` are batch entries of `g`'s operands (entry z `depth` further along k),
     // inside the validated operands, written to the workspace grown above for `parts` packed m x n
     // f32 products.
-    let run = |slices: &Gemm, at: [u64; 3]| match partial_kernels {
+    let run = |slices: &Gemm, at: [u64; 3], behind_ours: bool| match partial_kernels {
         // SAFETY: as said above the match.
         Partials::Tiled(family) => unsafe {
             tiled::launch::<TIn, f32>(kernels, stream, family, precision, slices, at, &none)
@@ -67,16 +67,18 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
             // SAFETY: as said above the match; the plan reads both operands in place (the caller's
             // or their copies: no workspace regions), resolved for `g`, whose m, n, layout and
             // operands the slices share.
-            unsafe { sm90::launch_in::<TIn, f32>(&call, device, &sm90, [0, 0]) }
+            unsafe { sm90::launch_in::<TIn, f32>(&call, device, &sm90, [0, 0], behind_ours) }
         }
     };
     let slices = KSlices::of(&g, plan.depth);
+    // Each sm_90a launch after the operands' copies or the full slices is a dependent of them.
+    let copied = copies > 0;
     if let Some(full) = &slices.full {
-        run(full, [pa, pb, partials])?;
+        run(full, [pa, pb, partials], copied)?;
     }
     if let Some((last, at)) = slices.last_at([pa, pb, partials], [size_of::<TIn>(), size_of::<f32>()]) {
         // The last, shorter slice of k, after the full ones, into the last partial product.
-        run(&last, at)?;
+        run(&last, at, copied || slices.full.is_some())?;
     }
     // SAFETY: the launches above write all `parts` partial products; C and the bias are the
     // caller's (validated, checked).
