@@ -85,11 +85,9 @@ macro_rules! launch {
         };
         launched.map_err($crate::error::Error::from)
     }};
-    ($stream:expr, $function:expr, $config:expr, $([$($arg:expr),* $(,)?] $(if $condition:expr)?),+ $(,)?) => {{
-        let mut launch = $stream.launch_builder($function);
-        $( $crate::kernels::launch!(@push launch, [$($arg),*] $(if $condition)?); )+
-        launch.launch($config).map(drop).map_err($crate::error::Error::from)
-    }};
+    ($stream:expr, $function:expr, $config:expr, $([$($arg:expr),* $(,)?] $(if $condition:expr)?),+ $(,)?) => {
+        $crate::kernels::launch!(@dependent(false) $stream, $function, $config, $([$($arg),*] $(if $condition)?),+)
+    };
     ($kernels:expr, $stream:expr, $name:expr, $config:expr, $([$($arg:expr),* $(,)?] $(if $condition:expr)?),+ $(,)?) => {
         match $kernels.function($name) {
             Ok(function) => {

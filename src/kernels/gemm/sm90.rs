@@ -272,7 +272,7 @@ impl Entry {
 /// (rows `dst_pitch` bytes apart).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct RowCopy {
+struct RowCopy {
     rows: i64,
     width: i64,
     src: u64,
@@ -287,7 +287,7 @@ unsafe impl DeviceRepr for RowCopy {}
 
 impl RowCopy {
     /// `rows` rows of `width` bytes from `(src, src_pitch)` to `(dst, dst_pitch)`.
-    pub(super) fn new(
+    fn new(
         (dst, dst_pitch): (u64, usize),
         (src, src_pitch): (u64, usize),
         width: usize,
@@ -313,7 +313,7 @@ impl RowCopy {
 /// For each copy: both blocks lie in live device allocations, width and pitches are even, and
 /// nothing else uses the destination until the copy is done; no copy's destination overlaps
 /// another copy's source or destination.
-pub(super) unsafe fn copy_rows(
+unsafe fn copy_rows(
     kernels: &Kernels,
     stream: &Arc<CudaStream>,
     first: RowCopy,
