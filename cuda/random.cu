@@ -122,30 +122,38 @@ __device__ __forceinline__ double shape(double z, double mean, double stddev) {
     return LOG ? exp(x) : x;
 }
 
-// Stores the `PER` values of block `b` (16 bytes) at element b * PER, as far as `n` reaches.
-template <int PER, typename T>
-__device__ __forceinline__ void store(T *out, u64 n, u64 b, const T (&v)[PER]) {
+// Every block that `n` elements of `PER` per block need, `make(words, values)` filling each, with block
+// indices of type I. A block wholly inside `n` of an aligned `out` is one 16-byte store; the last, partial
+// block and a misaligned `out` store element by element.
+template <typename I, int PER, typename T, typename Make>
+__device__ __forceinline__ void fill_blocks(T *out, u64 n, u64 seed, u64 offset, Make make) {
     static_assert(PER * sizeof(T) == 16, "one block is 16 bytes");
-    const u64 first = b * PER;
-    T *dst = out + first;
-    if (first + PER <= n && prism_aligned16(dst)) {
-        *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(v);
-    } else {
+    const I blocks = (I)((n + PER - 1) / PER), whole = prism_aligned16(out) ? (I)(n / PER) : 0;
+    const I step = (I)prism_grid_threads();
+    for (I b = (I)prism_global_thread(); b < blocks; b += step) {
+        T v[PER];
+        make(philox4x32_10(seed, offset, b), v);
+        T *dst = out + (u64)b * PER;
+        if (b < whole) {
+            *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(v);
+        } else {
 #pragma unroll
-        for (int i = 0; i < PER; ++i)
-            if (first + i < n) dst[i] = v[i];
+            for (int i = 0; i < PER; ++i)
+                if ((u64)b * PER + i < n) dst[i] = v[i];
+        }
     }
 }
 
-// Every block that `n` elements of `PER` per block need, `make(words, values)` filling each.
+// fill_blocks with 32-bit block indices when every index the loop reaches fits them (any fill below 2^32
+// blocks, 64 GiB of f32): the 64-bit loop cost the uniform fill 10% of its speed on an H200
+// (notes/philox-uniform).
 template <int PER, typename T, typename Make>
 __device__ __forceinline__ void fill(T *out, u64 n, u64 seed, u64 offset, Make make) {
     const u64 blocks = (n + PER - 1) / PER;
-    for (u64 b = prism_global_thread(); b < blocks; b += prism_grid_threads()) {
-        T v[PER];
-        make(philox4x32_10(seed, offset, b), v);
-        store<PER>(out, n, b, v);
-    }
+    if (blocks + prism_grid_threads() <= 0xffffffffull)
+        fill_blocks<unsigned, PER>(out, n, seed, offset, make);
+    else
+        fill_blocks<u64, PER>(out, n, seed, offset, make);
 }
 
 template <bool LOG>
