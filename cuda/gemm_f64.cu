@@ -8,8 +8,8 @@
 // dynamic shared memory; k tiles of 16 in a 3-stage cp.async ring (16-byte copies when every base, leading
 // dimension and batch stride is even in doubles, else 8-byte copies). Leading dimensions of A and B below 2^24
 // (the copies' offsets are 32-bit). Tiles are kept in shared memory as stored in global memory (K- or
-// M/N-contiguous), padded so that fragment reads hit distinct banks; the products on mma.m16n8k16 on sm_90,
-// m8n8k4 before. Launch: grid (ceil(n/64), ceil(m/tile rows), batch).
+// M/N-contiguous), padded so that fragment reads hit distinct banks; the products on sm_90 on mma.m16n8k16 (128 x 64)
+// or m16n8k4 (64 x 64), on m8n8k4 before. Launch: grid (ceil(n/64), ceil(m/tile rows), batch).
 // The kernels live in gemm_f64_dmma.cuh; gemm_f64_sm90.cu builds them for sm_90 alone (gemm_f64_sm90_dmma...),
 // which the launcher takes on sm_90 and newer (see there).
 // Split-K runs them on slices of k as batch entries (alpha 1, beta 0, packed m x n partial products), then

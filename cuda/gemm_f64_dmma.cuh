@@ -5,24 +5,25 @@
 
 namespace {
 
-constexpr int DM_BK = 16, DM_STAGES = 3;
+constexpr int DM_BK = 16;
 // Row tiles that consecutive blocks sweep before moving to the next columns (L2 reuse of B).
 constexpr int DM_GROUP = 8;
 
-// A block tile of BM x BN outputs computed by WM x WN warps, each owning (BM / WM) x (BN / WN), k tiles of DM_BK.
+// A block tile of BM x BN outputs computed by WM x WN warps, each owning (BM / WM) x (BN / WN), k tiles of DM_BK
+// in a ring of STAGES_ stages.
 // Shared-memory pitches (doubles): K-contiguous tiles LDK = DM_BK + 4, M/N-contiguous ones BM + 4 or BN + 4; all
 // 4 mod 16, and even, so every row starts on 16 bytes. A fragment read is an 8-byte LDS per lane, two 128-byte
 // wavefronts per warp (one per half-warp: g = lane / 4 in 0..3, t = lane % 4), conflict-free when a half-warp's
 // 16 addresses are distinct mod 16 doubles: K-contiguous, row (base + g), column (kk + t + 4q) gives 4g + t;
 // M/N-contiguous, row (kk + t + 4q), column (base + g) gives 4t + g.
-template <int BM_, int BN_, int WM_, int WN_> struct DmTile {
-    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_;
+template <int BM_, int BN_, int WM_, int WN_, int STAGES_ = 3, int MMA_K_ = 16> struct DmTile {
+    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_, MMA_K = MMA_K_;
     static constexpr int THREADS = 32 * WM * WN, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NJ = WTN / 8;
     static constexpr int LDK = DM_BK + 4, LDA = BM + 4, LDB = BN + 4;
     // Doubles per stage for each operand: the larger of its two storage orders (any layout fits).
     static constexpr int A_SIZE = BM * LDK > DM_BK * LDA ? BM * LDK : DM_BK * LDA;
     static constexpr int B_SIZE = BN * LDK > DM_BK * LDB ? BN * LDK : DM_BK * LDB;
-    static constexpr int STAGE = A_SIZE + B_SIZE, SMEM = DM_STAGES * STAGE * 8;
+    static constexpr int STAGE = A_SIZE + B_SIZE, SMEM = STAGES * STAGE * 8;
     static_assert(LDK % 16 == 4 && LDA % 16 == 4 && LDB % 16 == 4, "conflict-free pitches");
     static_assert(A_SIZE % 2 == 0 && STAGE % 2 == 0, "16-byte aligned operand tiles");
     static_assert(WTM % 16 == 0 && WTN % 8 == 0, "warp tile");
@@ -30,7 +31,9 @@ template <int BM_, int BN_, int WM_, int WN_> struct DmTile {
 // 4 warps of 64 x 32, two blocks per SM: 0.88-0.94x cuBLAS at 2048-8192 on an H200, where the 8-warp 128 x 128
 // tile made 0.65-0.79x and an 8-warp 128 x 64 with k 32 (cuBLAS sm90's shape) 0.70-0.77x (notes/dgemm/).
 using Dm128 = DmTile<128, 64, 2, 2>;
-using Dm64 = DmTile<64, 64, 2, 2>;
+// The 64-tile (4 warps of 32 x 32) on m16n8k4: 2-14% faster than on m16n8k16 on most shapes it serves (the
+// 128-tile loses 5-10% with it; notes/dgemm/stages.cu).
+using Dm64 = DmTile<64, 64, 2, 2, 3, 4>;
 static_assert(Dm128::SMEM == 92160 && Dm64::SMEM == 61440, "the launcher's shared-memory sizes");
 
 __device__ __forceinline__ void cp_async8(uint32_t dst, const void *src, int src_bytes) {
@@ -125,15 +128,34 @@ template <int ROWS, int COLS, int SST, int V, int THREADS, bool ROWS_K> struct D
 
 // d += a (16 x 16) * b (16 x 8) with g = lane / 4, t = lane % 4: a[2q + h] = (g + 8h, t + 4q), b[q] = (t + 4q, g),
 // d = {(g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)}. A sum over k does not depend on which k each register slot
-// carries as long as A's and B's agree, so the same map serves both instructions: one mma.m16n8k16 on sm_90,
-// eight m8n8k4 before.
+// carries as long as A's and B's agree, so the same map serves every instruction: on sm_90 one mma.m16n8k16
+// (MMA_K 16), two m16n8k8 (the k8 halves q = 0, 1 and 2, 3) or four m16n8k4; before sm_90 eight m8n8k4.
+template <int MMA_K>
 __device__ __forceinline__ void dmma_k16(double (&d)[4], const double (&a)[8], const double (&b)[4]) {
 #if __CUDA_ARCH__ >= 900
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
-                 "{%12,%13,%14,%15}, {%0,%1,%2,%3};"
-                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
-                   "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+    if constexpr (MMA_K == 16) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
+                     "{%12,%13,%14,%15}, {%0,%1,%2,%3};"
+                     : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                     : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
+                       "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+    } else if constexpr (MMA_K == 8) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+            asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                         "{%0,%1,%2,%3};"
+                         : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                         : "d"(a[4 * half]), "d"(a[4 * half + 1]), "d"(a[4 * half + 2]), "d"(a[4 * half + 3]),
+                           "d"(b[2 * half]), "d"(b[2 * half + 1]));
+    } else {
+        static_assert(MMA_K == 4, "mma k of 16, 8 or 4");
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+            asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+                         "{%0,%1,%2,%3};"
+                         : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                         : "d"(a[2 * q]), "d"(a[2 * q + 1]), "d"(b[q]));
+    }
 #else
     // m8n8k4: a = (g, t), b = (t, g), d = {(g, 2t), (g, 2t+1)}; rows g and g + 8, k groups q.
 #pragma unroll
@@ -152,7 +174,7 @@ __device__ __forceinline__ void dmma_body(int m, int n, int k, double alpha, con
                                           const double *B, int ldb, double beta, double *C, int ldc, int m0, int n0) {
     extern __shared__ __align__(16) double dm_smem[];
     constexpr bool A_K = !TA, B_K = TB;  // K-contiguous storage of each operand
-    constexpr int BK = DM_BK, S = DM_STAGES, MI = T::MI, NJ = T::NJ;
+    constexpr int BK = DM_BK, S = T::STAGES, MI = T::MI, NJ = T::NJ;
     // Strides (doubles) in shared memory along m (n) and along k of each operand's tile.
     constexpr int A_MS = A_K ? T::LDK : 1, A_KS = A_K ? 1 : T::LDA;
     constexpr int B_NS = B_K ? T::LDK : 1, B_KS = B_K ? 1 : T::LDB;
@@ -234,7 +256,7 @@ __device__ __forceinline__ void dmma_body(int m, int n, int k, double alpha, con
                 a[2 * q + 1] = fa[(i * 16 + 8) * A_MS + 4 * q * A_KS];
             }
 #pragma unroll
-            for (int j = 0; j < NJ; ++j) dmma_k16(acc[i][j], a, b[j]);
+            for (int j = 0; j < NJ; ++j) dmma_k16<T::MMA_K>(acc[i][j], a, b[j]);
         }
         rs = rs + 1 == S ? 0 : rs + 1;
         ws = ws + 1 == S ? 0 : ws + 1;

@@ -65,7 +65,7 @@ pub const DMMA_TILES: [u32; 2] = [DMMA[0].rows, DMMA[1].rows];
 
 /// The entry point of DMMA tile `t` in `layout` (`nn`, `nt`, `tn` or `tt`) for a device of
 /// compute capability `capability`. sm_90 and newer take `cuda/gemm_f64_sm90.cu`'s build of the
-/// kernels, which is sm_90 code (mma.m16n8k16.f64) in its SASS and its PTX; `cuda/gemm_f64.cu`'s
+/// kernels, which is sm_90 code (mma.m16n8k16 / m16n8k4 .f64) in its SASS and its PTX; `cuda/gemm_f64.cu`'s
 /// PTX is compute_80's (eight m8n8k4 per k16 step), and where the driver compiles that (a build
 /// without nvcc embeds it; a GPU newer than the fatbin's SASS) an H100 ran the DGEMM at half speed.
 fn dmma_entry(t: &DmmaTile, layout: &str, capability: (i32, i32)) -> String {
