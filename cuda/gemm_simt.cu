@@ -8,6 +8,9 @@
 
 namespace {
 
+// The flag bit of transA / transB that says the operand's rows are padded to whole 16-byte groups (tiled_entry).
+constexpr int GEMM_ROWS_PADDED = 2;
+
 // ---------------------------------------------------------------------------------------------------------
 // Tiled SIMT GEMM: a BM x BN x BK block tile on WARPS_M x WARPS_N warps, each warp's lanes
 // LANES_M x (32 / LANES_M), each thread a TM x TN block of outputs made of 4 x 4 quadrants (so every shared
@@ -33,8 +36,8 @@ template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int LANES_M_> s
 // transposed); such groups are copied into a staging slot and transposed into the K-major tile by the same
 // thread (unstage), the others straight into place. Each group's pointer walks K by a constant step; which
 // elements exist comes from a mask set once and the K left, and missing ones are zero-filled.
-// f32 data: cp.async, one 16-byte copy per group when VEC (16-byte aligned groups that are whole or wholly
-// outside the matrix), else four 4-byte ones; 16-bit data: loaded, converted and stored by the thread (the
+// f32 data: cp.async, one 16-byte copy per group when VEC (16-byte aligned groups that are whole, wholly
+// outside the matrix, or the partial last group of a row padded to whole groups), else four 4-byte ones; 16-bit data: loaded, converted and stored by the thread (the
 // fallback for GPUs without tensor cores).
 template <int ROWS, int BK, bool KCONT, typename T, bool VEC, int THREADS> struct OperandFeed {
     static constexpr int GROUPS = ROWS * BK / 4;
@@ -225,22 +228,29 @@ __device__ __forceinline__ void tiled_gemm(int m, int n, int k, float alpha, con
     }
 }
 
-// Batch offsets, then the body for this call's layout and alignment (uniform branches).
+// Batch offsets, then the body for this call's layout and alignment (uniform branches). transA / transB: bit 0
+// the transpose, bit 1 (GEMM_ROWS_PADDED) that the operand's rows are padded inside its allocation to whole
+// 16-byte groups (a copy the launcher made at a pitch of a multiple of 4 elements), so that a row's last, partial
+// group may be copied with one 16-byte cp.async (which reads only its valid bytes and zero-fills the rest).
 template <typename Tile, typename TI, typename TO>
 __device__ __forceinline__ void tiled_entry(int m, int n, int k, float alpha, const TI *A, int lda, long long strideA,
-                                            int transA, const TI *B, int ldb, long long strideB, int transB,
+                                            int transA_flags, const TI *B, int ldb, long long strideB, int transB_flags,
                                             float beta, TO *C, int ldc, long long strideC) {
     __shared__ __align__(16) TileBuffers<Tile::BM, Tile::BN, Tile::BK> tiles;
     const long long z = blockIdx.z;
     A += z * strideA;
     B += z * strideB;
     C += z * strideC;
-    // 16-byte copies: aligned groups, and rows (along each operand's contiguous dimension) of whole groups.
+    const bool transA = transA_flags & 1, transB = transB_flags & 1;
+    // 16-byte copies: aligned groups, and rows (along each operand's contiguous dimension) of whole groups or
+    // padded to them.
     bool vec = false;
     if constexpr (sizeof(TI) == 4) {
         const int a_row = transA ? m : k, b_row = transB ? k : n;
+        const bool a_whole = a_row % 4 == 0 || (transA_flags & GEMM_ROWS_PADDED);
+        const bool b_whole = b_row % 4 == 0 || (transB_flags & GEMM_ROWS_PADDED);
         vec = ((((unsigned long long)A | (unsigned long long)B) & 15ull) == 0) && (lda % 4 == 0) && (ldb % 4 == 0) &&
-              (a_row % 4 == 0) && (b_row % 4 == 0);
+              a_whole && b_whole;
     }
 #define TILED_CALL(TA, TB, V)                                                                                   \
     tiled_gemm<Tile, TI, TO, TA, TB, V>(m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, tiles)

@@ -375,6 +375,82 @@ fn small_random_shapes() {
     }
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_exact_f32_reads_padded_copies_of_operands_short_of_whole_groups() {
+    // Exact f32 on every CUDA-core plan (the tiled families and split-K over simt64) where k, n or
+    // a base one element off leaves A or B without whole 16-byte groups, in products large enough
+    // that the kernels read copies of them at a pitch of a multiple of 4 elements (rows padded in
+    // the workspace): every layout, scaled, against the f64 reference. Each case must copy.
+    use prism_gpu::raw::kernels::gemm::tuning::{self, Kernel, SplitOn};
+    use prism_gpu::raw::kernels::gemm::Workspace;
+    let (rt, mut rng) = (gpu(), SplitMix64::from_time());
+    let ops = rt.gpu().unwrap();
+    let (kernels, stream) = (ops.kernels(), ops.stream());
+    let cuda_cores = |p: &Plan| {
+        matches!(
+            p.kernel,
+            Kernel::Simt
+                | Kernel::Simt64
+                | Kernel::Simt64x64
+                | Kernel::Simt32
+                | Kernel::SplitK { on: SplitOn::Simt64, .. }
+        )
+    };
+    let workspace = Workspace::default();
+    let mut copied = [0usize; 2];
+    for ((m, n, k), offset) in
+        [((1001, 1003, 1005), 0), ((1000, 1004, 1005), 0), ((1000, 1003, 1008), 0), ((1000, 1004, 1008), 1)]
+    {
+        for (ta, tb) in TRANSPOSES {
+            let spec = Spec::new(m, n, k).trans(ta, tb).scaled(0.75, -0.5);
+            let case = spec.build(&mut rng);
+            let with_offset = |x: &[f32]| -> Vec<f32> {
+                std::iter::repeat_n(7.0, offset).chain(x.iter().copied()).collect()
+            };
+            let (a, b) = (with_offset(&case.a), with_offset(&case.b));
+            let want = reference(&case.g, &case.a, &case.b, f64::from);
+            let (da, db) = (ops.upload(&a).unwrap(), ops.upload(&b).unwrap());
+            let (va, vb) = (da.slice(offset..), db.slice(offset..));
+            let plans =
+                tuning::candidates_of::<f32, f32>(kernels, stream, &case.g, &va, &vb, 1 << 30).unwrap();
+            let mut runs = 0;
+            for plan in plans.iter().filter(|p| cuda_cores(p)) {
+                let copies = tuning::padded_copies(stream, plan, &case.g, &va, &vb).unwrap();
+                if !copies.contains(&true) {
+                    continue;
+                }
+                let mut dc = ops.upload(&case.c).unwrap();
+                tuning::gemm_with_kernel(
+                    kernels,
+                    stream,
+                    &workspace,
+                    &case.g,
+                    plan.kernel,
+                    &va,
+                    &vb,
+                    &mut dc.as_view_mut(),
+                )
+                .unwrap_or_else(|e| panic!("{spec:?} on {plan}: {e}"));
+                let got = ops.download(&dc).unwrap();
+                let err = compare(&case.g, &got, &case.c, &want)
+                    .unwrap_or_else(|e| panic!("{spec:?} on {plan}: {e}"));
+                assert!(
+                    err <= 1e-5,
+                    "{spec:?} offset {offset} on {plan} (copies {copies:?}): error {err:.3e}"
+                );
+                runs += 1;
+                for (count, c) in copied.iter_mut().zip(copies) {
+                    *count += usize::from(c);
+                }
+            }
+            assert!(runs > 0, "{spec:?} offset {offset}: no CUDA-core plan copied an operand");
+        }
+    }
+    println!("plans with A copied: {}, with B copied: {}", copied[0], copied[1]);
+    assert!(copied[0] > 0 && copied[1] > 0, "{copied:?}");
+}
+
 /// `g` on device buffers with A and B starting `offset` elements into their buffers (an
 /// unaligned base for offset 1: the dispatcher must leave TMA).
 fn device_case<T: Element>(

@@ -9,6 +9,7 @@
 //! memory, tensor-map encoding) are in notes/gemm.md.
 
 pub mod autotune;
+mod copies;
 pub mod dispatch;
 pub mod double;
 mod epilogue;
@@ -258,6 +259,7 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
                 precision,
                 &scale_only,
                 [pz, pz, pc],
+                [false; 2],
                 epilogue,
             )
         }?;
@@ -290,6 +292,12 @@ unsafe fn run_fused<TIn: Element, TOut: Element>(
     }
 }
 
+/// The copies of f32 operands worth making before `family`'s kernels read them
+/// ([`copies::PaddedF32`]); never for 16-bit data, whose CUDA-core path converts as it loads.
+fn padded_f32<TIn: Element>(family: Family, g: &Gemm, operands: [u64; 2]) -> Option<copies::PaddedF32> {
+    (TIn::NAME == "f32").then(|| copies::PaddedF32::of(family, g, operands)).flatten()
+}
+
 /// Whether TMA can read A and B of `g` at device addresses `pa`, `pb` as given.
 fn tma_ready<TIn: Element>(g: &Gemm, pa: u64, pb: u64) -> TmaReady {
     let es = size_of::<TIn>() as u64;
@@ -315,8 +323,39 @@ unsafe fn execute<TIn: Element, TOut: Element>(
         Launch::Tiled(family) => {
             let fused = family.fuses_epilogue();
             let stored = if fused { *epilogue } else { RawEpilogue::default() };
-            // SAFETY: the caller's obligations, with the plan resolved for this GEMM.
-            unsafe { tiled::launch::<TIn, TOut>(kernels, stream, *family, precision, g, operands, &stored) }?;
+            let [pa, pb, pc] = operands;
+            let Some(copies) = padded_f32::<TIn>(*family, g, [pa, pb]) else {
+                // SAFETY: the caller's obligations, with the plan resolved for this GEMM.
+                unsafe {
+                    tiled::launch::<TIn, TOut>(
+                        kernels, stream, *family, precision, g, operands, [false; 2], &stored,
+                    )
+                }?;
+                return Ok(fused);
+            };
+            let mut scratch = call.workspace.lock();
+            // SAFETY: the copies write every byte the kernel reads of their regions.
+            unsafe { grow(&mut scratch.bytes, stream, copies.bytes(g)) }?;
+            let (base, _write_workspace) =
+                scratch.bytes.as_mut().expect("grown above").checked_ptr_mut(stream)?;
+            // SAFETY: `g` was validated for these f32 operands; the workspace grown above for the
+            // copies is held until the kernel that reads them is enqueued.
+            let read = unsafe { copies.copy(kernels, stream, g, [pa, pb], base) }?;
+            let at = [read.operands[0], read.operands[1], pc];
+            // SAFETY: the caller's obligations, with the plan resolved for this GEMM, whose copies
+            // (same elements, a new pitch, rows padded inside the workspace) the kernel reads.
+            unsafe {
+                tiled::launch::<TIn, TOut>(
+                    kernels,
+                    stream,
+                    *family,
+                    precision,
+                    &read.g,
+                    at,
+                    read.padded,
+                    &stored,
+                )
+            }?;
             Ok(fused)
         }
         Launch::SplitK(split) => {

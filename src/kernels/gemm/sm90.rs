@@ -4,19 +4,19 @@
 //! 65 535 batch entries.
 
 use std::mem::size_of;
-use std::sync::Arc;
 
+use super::copies::{copy_rows, RowCopy};
 use super::dispatch::{Device, Feed, TMA_FAST_PITCH};
 use super::plan::{layout_char, Sm90, SM90_SMEM};
 use super::spec::Gemm;
 use super::tensor_map::{Dtype, Operand};
 use super::tiled::input_name;
-use super::{function_with_smem, grow, Call, Element, BLOCK};
-use crate::driver::{CudaStream, DeviceRepr, LaunchConfig};
+use super::{function_with_smem, grow, Call, Element};
+use crate::driver::LaunchConfig;
 use crate::error::{Error, Result};
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::grid::GRID_YZ_MAX;
-use crate::kernels::{launch, Kernels};
+use crate::kernels::launch;
 
 /// Threads per block (a producer and two consumer warpgroups).
 const SM90_BLOCK: u32 = 384;
@@ -265,72 +265,6 @@ impl Entry {
         );
         Entry { name, a_box_rows: if short { m.div_ceil(8) * 8 } else { plan.tile.0 } }
     }
-}
-
-/// One block of rows for `gemm_copy_rows` (`RowCopy` in cuda/gemm_simt.cu, the same layout):
-/// `rows` rows of `width` bytes from device address `src` (rows `src_pitch` bytes apart) to `dst`
-/// (rows `dst_pitch` bytes apart).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-struct RowCopy {
-    rows: i64,
-    width: i64,
-    src: u64,
-    src_pitch: i64,
-    dst: u64,
-    dst_pitch: i64,
-}
-
-// SAFETY: six 8-byte numbers, as the CUDA struct (no padding on either side); every bit pattern is
-// a valid value.
-unsafe impl DeviceRepr for RowCopy {}
-
-impl RowCopy {
-    /// `rows` rows of `width` bytes from `(src, src_pitch)` to `(dst, dst_pitch)`.
-    fn new(
-        (dst, dst_pitch): (u64, usize),
-        (src, src_pitch): (u64, usize),
-        width: usize,
-        rows: usize,
-    ) -> Self {
-        let as_i64 = |v: usize| v as i64;
-        RowCopy {
-            rows: as_i64(rows),
-            width: as_i64(width),
-            src,
-            src_pitch: as_i64(src_pitch),
-            dst,
-            dst_pitch: as_i64(dst_pitch),
-        }
-    }
-}
-
-/// Runs `first` and `second` (if any) in one launch of `gemm_copy_rows` (grid.y: the copy),
-/// ordered on `stream`: one thread per 16-byte chunk of every row (cuMemcpy2DAsync moved these
-/// pitches at 1.5 TB/s on an H100), as many blocks per copy as the longer copy needs.
-///
-/// # Safety
-/// For each copy: both blocks lie in live device allocations, width and pitches are even, and
-/// nothing else uses the destination until the copy is done; no copy's destination overlaps
-/// another copy's source or destination.
-unsafe fn copy_rows(
-    kernels: &Kernels,
-    stream: &Arc<CudaStream>,
-    first: RowCopy,
-    second: Option<RowCopy>,
-) -> Result<()> {
-    let chunks = |c: &RowCopy| c.rows.saturating_mul((c.width + 15) / 16);
-    let most = second.as_ref().map_or(0, chunks).max(chunks(&first));
-    let blocks = (most as usize).div_ceil(BLOCK as usize).clamp(1, kernels.multiprocessors() as usize * 16);
-    let cfg = LaunchConfig {
-        grid_dim: (blocks as u32, 1 + second.is_some() as u32, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let second = second.unwrap_or_default();
-    // SAFETY: `(first, second)` as the kernel takes them, grid.y covering exactly the copies given
-    // (an unused `second` is never read); the caller vouches for their blocks.
-    unsafe { launch!(kernels, stream, "gemm_copy_rows", cfg, [&first, &second]) }
 }
 
 #[cfg(test)]

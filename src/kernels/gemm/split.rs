@@ -12,7 +12,7 @@ use super::dispatch::Device;
 use super::plan::{Gemv, Partials, Skinny, SplitK};
 use super::{grow, sm90, tiled, Call, Element, Gemm, RawEpilogue, Workspace, BLOCK};
 use crate::driver::{CudaStream, DeviceRepr, LaunchConfig};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernels::args::CheckedPtrMut as _;
 use crate::kernels::grid;
 use crate::kernels::workspace::{zeroed_counters, COUNTERS};
@@ -33,22 +33,41 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
     plan: &SplitK,
 ) -> Result<()> {
     let Call { kernels, stream, workspace, precision, .. } = *call;
+    let [pa, pb, _] = call.operands;
+    // The CUDA-core kernels' f32 copies (not in the plan's workspace: they depend on the
+    // operands' addresses), in front of the plan's.
+    let padded = match plan.partials {
+        Partials::Tiled(family) => super::padded_f32::<TIn>(family, call.g, [pa, pb]),
+        Partials::Sm90(_) => None,
+    };
+    let padded_bytes = padded.map_or(0, |p| p.bytes(call.g));
+    let needed = plan.workspace.checked_add(padded_bytes).ok_or_else(|| Error::Shape {
+        op: "gemm",
+        expected: "a workspace that fits in usize".into(),
+        got: format!("{} + {padded_bytes} bytes", plan.workspace),
+    })?;
     let mut scratch = workspace.lock();
     // SAFETY: the copies are written before the slices read them, and the partial launches write
     // every element of the `parts` m x n matrices before the reduction reads them.
-    unsafe { grow(&mut scratch.bytes, stream, plan.workspace) }?;
+    unsafe { grow(&mut scratch.bytes, stream, needed) }?;
     let (base, _write_workspace) = scratch.bytes.as_mut().expect("grown above").checked_ptr_mut(stream)?;
-    // The sm_90a plan's operand copies first (each region a multiple of 128 bytes), then the
-    // partial products.
-    let (g, [pa, pb], partial_kernels, copies) = match plan.partials {
-        Partials::Sm90(sm90) => {
+    // The operand copies first (the sm_90a plan's regions, each a multiple of 128 bytes; the f32
+    // copies, multiples of 16), then the partial products.
+    let (g, [pa, pb], partial_kernels, copies, rows_padded) = match (plan.partials, padded) {
+        (Partials::Sm90(sm90), _) => {
             let regions = [base, base + sm90.regions[0] as u64];
             // SAFETY: the regions are the plan's, at the start of the workspace grown above for
             // them and the partial products, held while the lock is.
             let read = unsafe { sm90::repitch_operands(call, &sm90, regions) }?;
-            (read.g, [read.a, read.b], Partials::Sm90(read.plan), sm90.workspace())
+            (read.g, [read.a, read.b], Partials::Sm90(read.plan), sm90.workspace(), [false; 2])
         }
-        tiled => (*call.g, [call.operands[0], call.operands[1]], tiled, 0),
+        (tiled, Some(padded)) => {
+            // SAFETY: `g` was validated for these f32 operands; the copies go to the start of the
+            // workspace grown above for them and the partial products, held while the lock is.
+            let read = unsafe { padded.copy(kernels, stream, call.g, [pa, pb], base) }?;
+            (read.g, read.operands, tiled, padded_bytes, read.padded)
+        }
+        (tiled, None) => (*call.g, [pa, pb], tiled, 0, [false; 2]),
     };
     let partials = base + copies as u64;
 
@@ -60,7 +79,7 @@ pub(super) unsafe fn split_k<TIn: Element, TOut: Element>(
     let run = |slices: &Gemm, at: [u64; 3], behind_ours: bool| match partial_kernels {
         // SAFETY: as said above the match.
         Partials::Tiled(family) => unsafe {
-            tiled::launch::<TIn, f32>(kernels, stream, family, precision, slices, at, &none)
+            tiled::launch::<TIn, f32>(kernels, stream, family, precision, slices, at, rows_padded, &none)
         },
         Partials::Sm90(sm90) => {
             let call = Call { g: slices, operands: at, epilogue: &none, ..*call };

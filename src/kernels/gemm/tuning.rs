@@ -11,7 +11,7 @@ pub use super::plan::{Launch, Plan};
 pub use super::table::{Choice, Class, Entry, Table, Tuned};
 
 use super::dispatch::{skinny_depth, skinny_rows};
-use super::plan::{Family, MAX_SPLITS, SM90_WIDTHS};
+use super::plan::{Family, Partials, MAX_SPLITS, SM90_WIDTHS};
 use super::{effective_precision, Element, Gemm, GemmF64, Precision, RawEpilogue, Workspace};
 use crate::driver::{CudaStream, CudaView, CudaViewMut};
 use crate::error::Result;
@@ -38,6 +38,26 @@ pub fn plan_of<TIn: Element, TOut: Element>(
         return Ok(Plan { kernel: Kernel::Small, launch: Launch::Tiled(Family::Small) });
     }
     super::dispatch::plan(g, precision, &device, tma)
+}
+
+/// Which of A and B `plan`'s CUDA-core kernels copy first for these operands: f32 data that they
+/// would read 4 bytes at a time (a base, pitch or row length short of whole 16-byte groups), in a
+/// product large enough to pay for the copy (`[false; 2]` for other plans).
+pub fn padded_copies<TIn: Element>(
+    stream: &Arc<CudaStream>,
+    plan: &Plan,
+    g: &Gemm,
+    a: &CudaView<TIn>,
+    b: &CudaView<TIn>,
+) -> Result<[bool; 2]> {
+    let family = match plan.launch {
+        Launch::Tiled(family)
+        | Launch::SplitK(super::plan::SplitK { partials: Partials::Tiled(family), .. }) => family,
+        _ => return Ok([false; 2]),
+    };
+    let (pa, _read_a) = a.checked_ptr(stream)?;
+    let (pb, _read_b) = b.checked_ptr(stream)?;
+    Ok(super::padded_f32::<TIn>(family, g, [pa, pb]).map_or([false; 2], |p| p.copied()))
 }
 
 /// Every kernel that can run `g` on these operands with at most `max_workspace` bytes of
