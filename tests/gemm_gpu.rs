@@ -378,24 +378,18 @@ fn small_random_shapes() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn large_exact_f32_reads_padded_copies_of_operands_short_of_whole_groups() {
-    // Exact f32 on every CUDA-core plan (the tiled families and split-K over simt64) where k, n or
-    // a base one element off leaves A or B without whole 16-byte groups, in products large enough
-    // that the kernels read copies of them at a pitch of a multiple of 4 elements (rows padded in
-    // the workspace): every layout, scaled, against the f64 reference. Each case must copy.
+    // Exact f32 on the 64 x 128 and 64 x 64 CUDA-core kernels (tiled, and split-K over the first)
+    // where k, n or a base one element off leaves A or B without whole 16-byte groups, in products
+    // large enough that the kernels read copies at a pitch of a multiple of 4 elements (rows padded
+    // in the workspace): every layout, scaled, against the f64 reference. Each plan must copy
+    // exactly the operands whose stored rows (or base) fall short, and nothing for the others.
     use prism_gpu::raw::kernels::gemm::tuning::{self, Kernel, SplitOn};
     use prism_gpu::raw::kernels::gemm::Workspace;
     let (rt, mut rng) = (gpu(), SplitMix64::from_time());
     let ops = rt.gpu().unwrap();
     let (kernels, stream) = (ops.kernels(), ops.stream());
-    let cuda_cores = |p: &Plan| {
-        matches!(
-            p.kernel,
-            Kernel::Simt
-                | Kernel::Simt64
-                | Kernel::Simt64x64
-                | Kernel::Simt32
-                | Kernel::SplitK { on: SplitOn::Simt64, .. }
-        )
+    let copying = |p: &Plan| {
+        matches!(p.kernel, Kernel::Simt64 | Kernel::Simt64x64 | Kernel::SplitK { on: SplitOn::Simt64, .. })
     };
     let workspace = Workspace::default();
     let mut copied = [0usize; 2];
@@ -405,6 +399,9 @@ fn large_exact_f32_reads_padded_copies_of_operands_short_of_whole_groups() {
         for (ta, tb) in TRANSPOSES {
             let spec = Spec::new(m, n, k).trans(ta, tb).scaled(0.75, -0.5);
             let case = spec.build(&mut rng);
+            // A stored row is k long for A as given, m transposed; B's n as given, k transposed.
+            let rows = [if ta { m } else { k }, if tb { k } else { n }];
+            let expected = rows.map(|len| offset != 0 || len % 4 != 0);
             let with_offset = |x: &[f32]| -> Vec<f32> {
                 std::iter::repeat_n(7.0, offset).chain(x.iter().copied()).collect()
             };
@@ -415,11 +412,9 @@ fn large_exact_f32_reads_padded_copies_of_operands_short_of_whole_groups() {
             let plans =
                 tuning::candidates_of::<f32, f32>(kernels, stream, &case.g, &va, &vb, 1 << 30).unwrap();
             let mut runs = 0;
-            for plan in plans.iter().filter(|p| cuda_cores(p)) {
+            for plan in plans.iter().filter(|p| copying(p)) {
                 let copies = tuning::padded_copies(stream, plan, &case.g, &va, &vb).unwrap();
-                if !copies.contains(&true) {
-                    continue;
-                }
+                assert_eq!(copies, expected, "{spec:?} offset {offset} on {plan}");
                 let mut dc = ops.upload(&case.c).unwrap();
                 tuning::gemm_with_kernel(
                     kernels,
@@ -444,7 +439,7 @@ fn large_exact_f32_reads_padded_copies_of_operands_short_of_whole_groups() {
                     *count += usize::from(c);
                 }
             }
-            assert!(runs > 0, "{spec:?} offset {offset}: no CUDA-core plan copied an operand");
+            assert!(runs > 0, "{spec:?} offset {offset}: no 64-row CUDA-core plan among the candidates");
         }
     }
     println!("plans with A copied: {}, with B copied: {}", copied[0], copied[1]);

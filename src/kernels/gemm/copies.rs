@@ -80,18 +80,19 @@ pub(super) unsafe fn copy_rows(
 }
 
 /// Copying pays when the product does at least this many multiply-adds per copied element, plus
-/// [`PADDED_MIN_VOLUME`]. The CUDA-core kernels ran 1.22-1.37x faster on 4-aligned twins of the
-/// sweep's odd shapes than on the odd ones (H100, notes/simt-padded/): at about 40 TFLOP/s a
+/// [`PADDED_MIN_VOLUME`]: the 64 x 128 and 64 x 64 kernels ran 1.22-1.37x faster on 4-aligned twins
+/// of the sweep's odd shapes than on the odd ones (H100, notes/simt-padded/); at about 40 TFLOP/s a
 /// quarter of the product's time saved must cover the copy's 8 bytes per element at about 2.5 TB/s.
 const PADDED_MADDS_PER_ELEMENT: u128 = 256;
 /// ... and the copy's launch and ramp, about 2 us of a 40 TFLOP/s product's gain.
 const PADDED_MIN_VOLUME: u128 = 160_000_000;
 
-/// f32 operands of a batch-1 product that the CUDA-core kernels (`gemm_simt*`) would copy into
-/// shared memory 4 bytes at a time (a base address, leading dimension or row length that is not a
-/// multiple of 16 bytes: `tiled_entry` in cuda/gemm_simt.cu), copied first into the workspace at a
-/// pitch of a multiple of 4 elements so that they take the 16-byte copies; where the product is
-/// large enough against the copied elements to pay for it.
+/// f32 operands of a batch-1 product on the 64 x 128 or 64 x 64 CUDA-core kernels that those would
+/// copy into shared memory 4 bytes at a time (a base address, leading dimension or row length that
+/// is not a multiple of 16 bytes: `tiled_entry` in cuda/gemm_simt.cu), copied first into the
+/// workspace at a pitch of a multiple of 4 elements, for the kernels' `_padded` entries; where the
+/// product is large enough against the copied elements to pay for it. (The 128 x 256 kernel, whose
+/// deeper k steps copy a quarter as much per multiply-add, gained nothing from the copies.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct PaddedF32 {
     /// Each operand's copy pitch (elements), or `None` where it is read in place.
@@ -99,7 +100,9 @@ pub(super) struct PaddedF32 {
 }
 
 /// What the kernels read once [`PaddedF32::copy`] has run: the GEMM with the copies' leading
-/// dimensions, A's and B's addresses, and which of them are padded copies.
+/// dimensions, A's and B's addresses, and which of them are copies. Every operand then takes the
+/// 16-byte copies: aligned, a pitch of a multiple of 4 elements, and rows of whole groups (an
+/// operand read in place) or padded to them inside the workspace (a copy).
 pub(super) struct Padded {
     /// The GEMM as the kernels read it.
     pub g: Gemm,
@@ -113,8 +116,7 @@ impl PaddedF32 {
     /// The copies worth making for `family` running the batch-1 f32 `g` on operands at device
     /// addresses `[A, B]`, or `None` (nothing to copy, or not worth it).
     pub(super) fn of(family: Family, g: &Gemm, [pa, pb]: [u64; 2]) -> Option<PaddedF32> {
-        let simt = matches!(family, Family::Simt | Family::Simt64 | Family::Simt64x64 | Family::Simt32);
-        if !simt || g.batch != 1 {
+        if !matches!(family, Family::Simt64 | Family::Simt64x64) || g.batch != 1 {
             return None;
         }
         let whole_groups = |addr: u64, ld: usize, cols: usize| addr % 16 == 0 && ld % 4 == 0 && cols % 4 == 0;
@@ -206,8 +208,8 @@ mod tests {
         assert_eq!(plan.pitch, [Some(2040), None]);
         assert_eq!(plan.bytes(&odd_k), 2760 * 2040 * 4);
         // A misaligned base alone is enough to copy that operand.
-        let plan =
-            PaddedF32::of(Family::Simt, &Gemm::new(2048, 2048, 2048), [0x1004, 0x2000]).expect("worth it");
+        let plan = PaddedF32::of(Family::Simt64x64, &Gemm::new(2048, 2048, 2048), [0x1004, 0x2000])
+            .expect("worth it");
         assert_eq!(plan.pitch, [Some(2048), None]);
         // The sweep's 2759 x 2223 x 2037: both.
         let odd = Gemm::new(2759, 2223, 2037);
@@ -217,7 +219,8 @@ mod tests {
         // Too little work per copied element: a vocabulary projection, a small product.
         assert_eq!(PaddedF32::of(Family::Simt64, &Gemm::new(128, 50257, 768), aligned), None);
         assert_eq!(PaddedF32::of(Family::Simt64, &Gemm::new(183, 103, 647), aligned), None);
-        // Not the CUDA-core f32 kernels, or a batch: never.
+        // Not the 64-row CUDA-core f32 kernels, or a batch: never.
+        assert_eq!(PaddedF32::of(Family::Simt, &odd, aligned), None);
         assert_eq!(PaddedF32::of(Family::Small, &odd, aligned), None);
         assert_eq!(PaddedF32::of(Family::Mma, &odd, aligned), None);
         let batched = Gemm { batch: 2, stride_a: 2759 * 2037, stride_b: 0, stride_c: 2759 * 2223, ..odd };

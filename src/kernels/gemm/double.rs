@@ -558,7 +558,6 @@ pub(super) unsafe fn run(
                 threads: BLOCK,
                 smem: 0,
                 flags: true,
-                padded_rows: [false; 2],
             };
             // SAFETY: gemm_f64_simt takes the common list with f64 scales, the transpose flags and
             // no epilogue (cuda/gemm_f64.cu); `validate` checked the operands, which the caller
@@ -578,7 +577,6 @@ pub(super) unsafe fn run(
         threads: t.threads,
         smem: t.smem,
         flags: false,
-        padded_rows: [false; 2],
     };
     let slices = plan.slices(l).expect("a DMMA plan cuts k");
     if slices.parts == 1 {

@@ -36,15 +36,14 @@ pub(super) fn input_name<TIn: Element>(precision: Precision) -> &'static str {
 
 /// Launches `family`'s kernel for `TIn` -> `TOut` at `precision` over `g`, whose operands are at
 /// device addresses `[A, B, C]`, with `epilogue` in its stores (inactive unless the family fuses
-/// it): batches of at most 65 535 (grid.z) and row blocks within grid.y's limit. `padded`: A's and
-/// B's rows are padded to whole 16-byte groups inside their allocations (the CUDA-core kernels'
-/// copies, [`super::copies::PaddedF32`]).
+/// it): batches of at most 65 535 (grid.z) and row blocks within grid.y's limit. `padded`: A or B
+/// is a copy whose rows are padded to whole 16-byte groups inside the workspace
+/// ([`super::copies::PaddedF32`]), which the family's `_padded` entry reads.
 ///
 /// # Safety
 /// `g` has passed `validate` and the addresses hold what it describes (as for
 /// [`super::gemm_raw_with_epilogue`]); the plan that chose `family` was resolved for `g` and
-/// `precision`; an operand said to be padded has every row's bytes up to the next multiple of 16
-/// inside its allocation.
+/// `precision`; with `padded`, the operands are as [`super::copies::Padded`] describes them.
 #[allow(clippy::too_many_arguments)] // the GEMM's operands, its family, the epilogue and the padding
 pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
     kernels: &Kernels,
@@ -56,7 +55,10 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
     padded: [bool; 2],
     epilogue: &RawEpilogue,
 ) -> Result<()> {
-    let name = entry::<TIn, TOut>(family, precision);
+    let mut name = entry::<TIn, TOut>(family, precision);
+    if padded.contains(&true) {
+        name.push_str("_padded");
+    }
     debug_assert!(family.fuses_epilogue() || !epilogue.is_active(), "{name} stores plainly");
     let function = function_with_smem(kernels, &name, family.smem())?;
     let kernel = CommonKernel {
@@ -65,7 +67,6 @@ pub(super) unsafe fn launch<TIn: Element, TOut: Element>(
         threads: family.threads(),
         smem: family.smem(),
         flags: true,
-        padded_rows: padded,
     };
     let sizes = [size_of::<TIn>(), size_of::<TOut>()];
     // SAFETY: the entry exists for these types at this precision (the plan was resolved for them)
@@ -97,9 +98,6 @@ pub(super) struct CommonKernel<'f> {
     pub smem: u32,
     /// Whether it takes the transpose flags (kernels with the layout in their name do not).
     pub flags: bool,
-    /// With the flags: A's and B's rows padded to whole 16-byte groups (bit 1 of each flag,
-    /// `GEMM_ROWS_PADDED` in cuda/gemm_simt.cu).
-    pub padded_rows: [bool; 2],
 }
 
 /// Launches `kernel` over `g` with the scales `(alpha, beta)` in the kernel's type, whose operands
@@ -123,8 +121,7 @@ pub(super) unsafe fn launch_common<S: DeviceRepr>(
     let (tile_rows, tile_cols) = kernel.tile;
     let (n, k, lda, ldb, ldc) = (g.n as i32, g.k as i32, g.lda as i32, g.ldb as i32, g.ldc as i32);
     let (stride_a, stride_b, stride_c) = (g.stride_a as i64, g.stride_b as i64, g.stride_c as i64);
-    let flag = |trans: bool, padded: bool| i32::from(trans) | (i32::from(padded) << 1);
-    let (trans_a, trans_b) = (flag(g.trans_a, kernel.padded_rows[0]), flag(g.trans_b, kernel.padded_rows[1]));
+    let (trans_a, trans_b) = (i32::from(g.trans_a), i32::from(g.trans_b));
     for chunk in g.launch_chunks(tile_rows) {
         let a = pa + (chunk.a * es_in) as u64;
         let b = pb + (chunk.b * es_in) as u64;
