@@ -80,12 +80,15 @@ pub(super) unsafe fn copy_rows(
 }
 
 /// Copying pays when the product does at least this many multiply-adds per copied element, plus
-/// [`PADDED_MIN_VOLUME`]: the 64 x 128 and 64 x 64 kernels ran 1.22-1.37x faster on 4-aligned twins
+/// [`PADDED_MIN_VOLUME`], over at least [`PADDED_MIN_DEPTH`] of k: the 64 x 128 and 64 x 64 kernels ran 1.22-1.37x faster on 4-aligned twins
 /// of the sweep's odd shapes than on the odd ones (H100, notes/simt-padded/); at about 40 TFLOP/s a
 /// quarter of the product's time saved must cover the copy's 8 bytes per element at about 2.5 TB/s.
 const PADDED_MADDS_PER_ELEMENT: u128 = 256;
 /// ... and the copy's launch and ramp, about 2 us of a 40 TFLOP/s product's gain.
 const PADDED_MIN_VOLUME: u128 = 160_000_000;
+/// ... and only over this much depth: with few k steps the kernels are bound by C's stores, and the
+/// copies cost 2881 x 1717 x 51 23% (H100); 793 x 2175 x 291 still gained 3%, 1107 x 1967 x 371 7%.
+const PADDED_MIN_DEPTH: usize = 256;
 
 /// f32 operands of a batch-1 product on the 64 x 128 or 64 x 64 CUDA-core kernels that those would
 /// copy into shared memory 4 bytes at a time (a base address, leading dimension or row length that
@@ -128,7 +131,9 @@ impl PaddedF32 {
             |dims: (usize, usize), pitch: Option<usize>| pitch.map_or(0, |p| dims.0 as u128 * p as u128);
         let elements = copied(g.a_dims(), pitch[0]) + copied(g.b_dims(), pitch[1]);
         let volume = g.m as u128 * g.n as u128 * g.k as u128;
-        let worth = elements > 0 && volume >= PADDED_MADDS_PER_ELEMENT * elements + PADDED_MIN_VOLUME;
+        let worth = elements > 0
+            && g.k >= PADDED_MIN_DEPTH
+            && volume >= PADDED_MADDS_PER_ELEMENT * elements + PADDED_MIN_VOLUME;
         worth.then_some(PaddedF32 { pitch })
     }
 
@@ -219,6 +224,8 @@ mod tests {
         // Too little work per copied element: a vocabulary projection, a small product.
         assert_eq!(PaddedF32::of(Family::Simt64, &Gemm::new(128, 50257, 768), aligned), None);
         assert_eq!(PaddedF32::of(Family::Simt64, &Gemm::new(183, 103, 647), aligned), None);
+        // Too shallow: C's stores bound the kernel (the sweep's 2881 x 1717 x 51).
+        assert_eq!(PaddedF32::of(Family::Simt64, &Gemm::new(2881, 1717, 51), aligned), None);
         // Not the 64-row CUDA-core f32 kernels, or a batch: never.
         assert_eq!(PaddedF32::of(Family::Simt, &odd, aligned), None);
         assert_eq!(PaddedF32::of(Family::Small, &odd, aligned), None);
