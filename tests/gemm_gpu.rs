@@ -6,10 +6,11 @@ mod gemm_common;
 
 use gemm_common::*;
 use half::{bf16, f16};
-use prism_gpu::driver::{LaunchConfig, PushKernelArg};
+use prism_gpu::driver::{CudaView, LaunchConfig, PushKernelArg};
 use prism_gpu::raw::kernels::gemm::tuning::Plan;
 use prism_gpu::raw::kernels::gemm::Element;
 use prism_gpu::rng::SplitMix64;
+use prism_gpu::runtime::GpuOps;
 use prism_gpu::{Error, Gemm, Precision, ProductionGpuRuntime};
 
 fn gpu() -> ProductionGpuRuntime {
@@ -415,19 +416,7 @@ fn large_exact_f32_reads_padded_copies_of_operands_short_of_whole_groups() {
             for plan in plans.iter().filter(|p| copying(p)) {
                 let copies = tuning::padded_copies(stream, plan, &case.g, &va, &vb).unwrap();
                 assert_eq!(copies, expected, "{spec:?} offset {offset} on {plan}");
-                let mut dc = ops.upload(&case.c).unwrap();
-                tuning::gemm_with_kernel(
-                    kernels,
-                    stream,
-                    &workspace,
-                    &case.g,
-                    plan.kernel,
-                    &va,
-                    &vb,
-                    &mut dc.as_view_mut(),
-                )
-                .unwrap_or_else(|e| panic!("{spec:?} on {plan}: {e}"));
-                let got = ops.download(&dc).unwrap();
+                let got = on_plan(ops, &workspace, &case.g, plan, [&va, &vb], &case.c);
                 let err = compare(&case.g, &got, &case.c, &want)
                     .unwrap_or_else(|e| panic!("{spec:?} on {plan}: {e}"));
                 assert!(
@@ -620,6 +609,31 @@ fn every_candidate<T: Element>(rt: &ProductionGpuRuntime, spec: &Spec, rng: &mut
     candidates_where::<T, T>(rt, spec, rng, |_| true)
 }
 
+/// `g` on `plan`'s kernel over A and B and a fresh copy of `before` as C: C afterwards.
+fn on_plan<TIn: Element, TOut: Element>(
+    ops: &GpuOps,
+    workspace: &prism_gpu::raw::kernels::gemm::Workspace,
+    g: &Gemm,
+    plan: &Plan,
+    [a, b]: [&CudaView<TIn>; 2],
+    before: &[TOut],
+) -> Vec<TOut> {
+    use prism_gpu::raw::kernels::gemm::tuning;
+    let mut dc = ops.upload(before).unwrap();
+    tuning::gemm_with_kernel(
+        ops.kernels(),
+        ops.stream(),
+        workspace,
+        g,
+        plan.kernel,
+        a,
+        b,
+        &mut dc.as_view_mut(),
+    )
+    .unwrap_or_else(|e| panic!("{g:?} on {plan}: {e}"));
+    ops.download(&dc).unwrap()
+}
+
 /// [`every_candidate`] for `TIn` inputs and `TOut` outputs, and the candidates `keep` selects.
 fn candidates_where<TIn: Element, TOut: Element>(
     rt: &ProductionGpuRuntime,
@@ -644,19 +658,7 @@ fn candidates_where<TIn: Element, TOut: Element>(
     let plans: Vec<_> = plans.into_iter().filter(|p| keep(p)).collect();
     let workspace = Workspace::default();
     for plan in &plans {
-        let mut dc = ops.upload(&before).unwrap();
-        tuning::gemm_with_kernel(
-            kernels,
-            stream,
-            &workspace,
-            &case.g,
-            plan.kernel,
-            &da.as_view(),
-            &db.as_view(),
-            &mut dc.as_view_mut(),
-        )
-        .unwrap_or_else(|e| panic!("{spec:?} on {plan}: {e}"));
-        let got = ops.download(&dc).unwrap();
+        let got = on_plan(ops, &workspace, &case.g, plan, [&da.as_view(), &db.as_view()], &before);
         let err =
             compare(&case.g, &got, &before_f32, &want).unwrap_or_else(|e| panic!("{spec:?} on {plan}: {e}"));
         let tol = spec.precision.tolerance();

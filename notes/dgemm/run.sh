@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Builds and runs the DGEMM experiment on the GPU machine: bash notes/dgemm/run.sh [seed]
-# (bench.cu: the product's 128 x 64 and 64 x 64 tiles against cuBLAS, NN / TN / NT, twice;
-# exits non-zero if any answer differs from cuBLAS's.)
+# (bench.cu: the product's tiles and candidates against cuBLAS, same run, twice; exits non-zero if any answer differs from cuBLAS's.)
 set -euo pipefail
 cd "$(dirname "$0")"
 nvcc -O3 -std=c++17 -arch=sm_90 -Xptxas -v -o /tmp/dgemm bench.cu -lcublas 2> /tmp/dgemm-ptxas.log
