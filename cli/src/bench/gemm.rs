@@ -243,10 +243,18 @@ impl Timed<'_> {
 }
 
 /// Median milliseconds of `inner` GEMMs with `T` inputs and outputs, the result as f32 when it is
-/// small enough to check, and the kernel that ran (the dispatcher's plan for these operands).
+/// small enough to check, and the kernel that ran (the dispatcher's plan for these operands, with
+/// `a=padded` / `b=padded` where its CUDA-core kernel reads a copy of that operand).
 fn time_ours<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<(f64, Option<Vec<f32>>, String)> {
     let (da, db) = (ops.upload(&narrow::<T>(timed.a))?, ops.upload(&narrow::<T>(timed.b))?);
     let plan = tuning::plan_of::<T, T>(ops.kernels(), ops.stream(), g, &da.as_view(), &db.as_view())?;
+    let copies = tuning::padded_copies(ops.stream(), &plan, g, &da.as_view(), &db.as_view())?;
+    let mut kernel = plan.to_string();
+    for (copied, operand) in copies.into_iter().zip(["a", "b"]) {
+        if copied {
+            kernel.push_str(&format!(" {operand}=padded"));
+        }
+    }
     // SAFETY: with beta == 0 every GEMM writes all batch x m x n elements before anything reads
     // them.
     let mut dc: CudaSlice<T> = unsafe { ops.stream().alloc(g.batch * g.m * g.n) }?;
@@ -257,7 +265,7 @@ fn time_ours<T: Element>(ops: &GpuOps, g: &Gemm, timed: Timed) -> Result<(f64, O
     } else {
         None
     };
-    Ok((measured.median_ms, c, plan.to_string()))
+    Ok((measured.median_ms, c, kernel))
 }
 
 /// Fails unless our result and cuBLAS's agree within the precision's tolerance (relative
