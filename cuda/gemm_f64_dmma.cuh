@@ -32,7 +32,7 @@ template <int BM_, int BN_, int WM_, int WN_, int STAGES_ = 3, int MMA_K_ = 16> 
 // tile made 0.65-0.79x and an 8-warp 128 x 64 with k 32 (cuBLAS sm90's shape) 0.70-0.77x (notes/dgemm/).
 using Dm128 = DmTile<128, 64, 2, 2>;
 // The 64-tile (4 warps of 32 x 32) on m16n8k4: 2-14% faster than on m16n8k16 on most shapes it serves (the
-// 128-tile loses 5-10% with it; notes/dgemm/stages.cu).
+// 128-tile loses 5-10% with it; notes/dgemm/bench.cu).
 using Dm64 = DmTile<64, 64, 2, 2, 3, 4>;
 static_assert(Dm128::SMEM == 92160 && Dm64::SMEM == 61440, "the launcher's shared-memory sizes");
 

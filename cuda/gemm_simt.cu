@@ -34,8 +34,8 @@ template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int LANES_M_> s
 // thread (unstage), the others straight into place. Each group's pointer walks K by a constant step; which
 // elements exist comes from a mask set once and the K left, and missing ones are zero-filled.
 // f32 data: cp.async, one 16-byte copy per group when VEC (16-byte aligned groups that are whole, wholly
-// outside the matrix, or the partial last group of a row padded to whole groups), else four 4-byte ones; 16-bit data: loaded, converted and stored by the thread (the
-// fallback for GPUs without tensor cores).
+// outside the matrix, or the partial last group of a row padded to whole groups), else four 4-byte ones;
+// 16-bit data: loaded, converted and stored by the thread (the fallback for GPUs without tensor cores).
 template <int ROWS, int BK, bool KCONT, typename T, bool VEC, int THREADS> struct OperandFeed {
     static constexpr int GROUPS = ROWS * BK / 4;
     static constexpr int G = GROUPS / THREADS;
@@ -330,8 +330,8 @@ SIMT_ENTRIES(f16_f32, __half, float)
 
 // Exact fp32 with 64 x 128 tiles: grid (ceil(n/128), ceil(m/64), batch), block 256, no dynamic smem. The `_padded`
 // entries of this and the 64 x 64 tile take operands that the launcher copied to whole 16-byte groups where the
-// caller's were not (tiled_entry): 1.08-1.19x on odd shapes with the copy against 4-byte copies (H100,
-// notes/simt-padded/). Their own entries, so that the plain kernels' code stays as it was (a padded-rows flag
+// caller's were not (tiled_entry): 1.03-1.20x on odd shapes, copy included, against 4-byte copies (H100 and
+// H200, notes/simt-padded/). Their own entries, so that the plain kernels' code stays as it was (a padded-rows flag
 // in the plain kernels' alignment test moved their code and cost aligned products 4-5%).
 PRISM_KERNEL void __launch_bounds__(256, 2) gemm_simt64_f32_f32(GEMM_ARGS(float, float)) {
     tiled_entry<SimtTile<64, 128, 16, 2, 4, 4>, float, float>(m, n, k, alpha, GEMM_PASS);
@@ -520,7 +520,7 @@ __device__ __forceinline__ void copy_rows_in(Index rows, Index width, const unsi
     else if ((bits & 3) == 0) copy_row_chunks<4>(rows, width, src, src_pitch, dst, dst_pitch);
     else copy_row_chunks<2>(rows, width, src, src_pitch, dst, dst_pitch);
 }
-// One block of rows to copy (its Rust twin: `RowCopy` in src/kernels/gemm/sm90.rs, the same layout).
+// One block of rows to copy (its Rust twin: `RowCopy` in src/kernels/gemm/copies.rs, the same layout).
 struct RowCopy {
     long long rows, width;
     const unsigned char *src;

@@ -80,9 +80,10 @@ pub(super) unsafe fn copy_rows(
 }
 
 /// Copying pays when the product does at least this many multiply-adds per copied element, plus
-/// [`PADDED_MIN_VOLUME`], over at least [`PADDED_MIN_DEPTH`] of k: the 64 x 128 and 64 x 64 kernels ran 1.22-1.37x faster on 4-aligned twins
-/// of the sweep's odd shapes than on the odd ones (H100, notes/simt-padded/); at about 40 TFLOP/s a
-/// quarter of the product's time saved must cover the copy's 8 bytes per element at about 2.5 TB/s.
+/// [`PADDED_MIN_VOLUME`], over at least [`PADDED_MIN_DEPTH`] of k: the 64 x 128 and 64 x 64 kernels
+/// ran 1.22-1.37x faster on 4-aligned twins of the sweep's odd shapes than on the odd ones (H100,
+/// notes/simt-padded/); at about 40 TFLOP/s a quarter of the product's time saved must cover the
+/// copy's 8 bytes per element at about 2.5 TB/s.
 const PADDED_MADDS_PER_ELEMENT: u128 = 256;
 /// ... and the copy's launch and ramp, about 2 us of a 40 TFLOP/s product's gain.
 const PADDED_MIN_VOLUME: u128 = 160_000_000;
