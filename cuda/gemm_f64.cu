@@ -3,13 +3,15 @@
 // B is k x n, or n x k. Batch = gridDim.z, entry z at A + z*strideA, B + z*strideB, C + z*strideC (A and B
 // strides may be 0). beta == 0 never reads C. Any m, n >= 1, k >= 0.
 //
-// gemm_f64_dmma{,64}_{nn,nt,tn,tt} (sm_80+, FP64 tensor cores through mma.sync): block tiles of 128 x 64 or
-// 64 x 64 outputs, both 4 warps (128 threads, two blocks per SM) of 64 x 32 or 32 x 32, 92160 or 61440 bytes of
-// dynamic shared memory; k tiles of 16 in a 3-stage cp.async ring (16-byte copies when every base, leading
-// dimension and batch stride is even in doubles, else 8-byte copies). Leading dimensions of A and B below 2^24
-// (the copies' offsets are 32-bit). Tiles are kept in shared memory as stored in global memory (K- or
-// M/N-contiguous), padded so that fragment reads hit distinct banks; the products on sm_90 on mma.m16n8k16 (128 x 64)
-// or m16n8k4 (64 x 64), on m8n8k4 before. Launch: grid (ceil(n/64), ceil(m/tile rows), batch).
+// gemm_f64_dmma{,64,32,32x32}_{nn,nt,tn,tt} (sm_80+, FP64 tensor cores through mma.sync): block tiles of
+// 128 x 64, 64 x 64, 32 x 64 or 32 x 32 outputs, all 4 warps (128 threads; two blocks per SM, two, three, four) of
+// 64 x 32, 32 x 32, 16 x 32 or 16 x 16, 92160, 61440, 61440 or 40960 bytes of dynamic shared memory; k tiles of
+// 16 in a 3-stage (the 32-row tiles: 4-stage) cp.async ring (16-byte copies when every base, leading dimension
+// and batch stride is even in doubles, else 8-byte copies). Leading dimensions of A and B below 2^24 (the copies'
+// offsets are 32-bit). Tiles are kept in shared memory as stored in global memory (K- or M/N-contiguous), padded
+// so that fragment reads hit distinct banks; the products on sm_90 on mma.m16n8k16 (128 x 64, 32 x 32) or
+// m16n8k4 (64 x 64, 32 x 64), on m8n8k4 before. C's column pairs go out as 16-byte stores where its rows keep
+// them aligned. Launch: grid (ceil(n/tile cols), ceil(m/tile rows), batch).
 // The kernels live in gemm_f64_dmma.cuh; gemm_f64_sm90.cu builds them for sm_90 alone (gemm_f64_sm90_dmma...),
 // which the launcher takes on sm_90 and newer (see there).
 // Split-K runs them on slices of k as batch entries (alpha 1, beta 0, packed m x n partial products), then
@@ -30,6 +32,8 @@ constexpr int SIMT_TILE = 16;
 
 DMMA_LAYOUTS(gemm_f64_dmma, Dm128, 2)
 DMMA_LAYOUTS(gemm_f64_dmma64, Dm64, 2)
+DMMA_LAYOUTS(gemm_f64_dmma32, Dm32, 3)
+DMMA_LAYOUTS(gemm_f64_dmma32x32, Dm32x32, 4)
 
 // Split-K finish: C[i][j] = alpha * sum_s part[s][i][j] + beta * C[i][j] over `splits` packed m x n partial
 // products, summed in split order. beta == 0 never reads C. Grid-stride over the outputs: block 256, any grid.

@@ -34,7 +34,13 @@ using Dm128 = DmTile<128, 64, 2, 2>;
 // The 64-tile (4 warps of 32 x 32) on m16n8k4: 2-14% faster than on m16n8k16 on most shapes it serves (the
 // 128-tile loses 5-10% with it; notes/dgemm/bench.cu).
 using Dm64 = DmTile<64, 64, 2, 2, 3, 4>;
-static_assert(Dm128::SMEM == 92160 && Dm64::SMEM == 61440, "the launcher's shared-memory sizes");
+// Small and skinny products (a few waves of blocks or less) on cuBLAS's small tiles (ncu: 32 x 32 and 32 x 64 over
+// 4 warps): 32 x 64 (warps of 16 x 32, on m16n8k4) and 32 x 32 (16 x 16), 4-stage rings; 1.1-2x the 64-tile's
+// speed where its blocks leave multiprocessors idle (notes/dgemm-small/).
+using Dm32 = DmTile<32, 64, 2, 2, 4, 4>;
+using Dm32x32 = DmTile<32, 32, 2, 2, 4>;
+static_assert(Dm128::SMEM == 92160 && Dm64::SMEM == 61440 && Dm32::SMEM == 61440 && Dm32x32::SMEM == 40960,
+              "the launcher's shared-memory sizes");
 
 __device__ __forceinline__ void cp_async8(uint32_t dst, const void *src, int src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
@@ -263,19 +269,41 @@ __device__ __forceinline__ void dmma_body(int m, int n, int k, double alpha, con
     }
     cp_wait<0>();
 
+    // Each lane holds C's columns (2t, 2t + 1) of rows g and g + 8: one 16-byte store a pair where C's rows
+    // keep pairs 16-byte aligned (half the stores: the products whose time is their stores, k <= 256, are held
+    // by their number), else element by element. The choice is made once, outside the loops.
+    auto store = [&](auto store_pair) {
 #pragma unroll
-    for (int i = 0; i < MI; ++i)
+        for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < NJ; ++j)
+            for (int j = 0; j < NJ; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int row = m0 + wm + i * 16 + g + (e >> 1) * 8;
-                const int col = n0 + wn + j * 8 + 2 * t + (e & 1);
-                if (row < m && col < n) {
-                    double *p = C + (long long)row * ldc + col;
-                    *p = beta == 0.0 ? alpha * acc[i][j][e] : fma(alpha, acc[i][j][e], beta * *p);
+                for (int h = 0; h < 2; ++h) {
+                    const int row = m0 + wm + i * 16 + g + h * 8, col = n0 + wn + j * 8 + 2 * t;
+                    if (row < m && col < n)
+                        store_pair(C + (long long)row * ldc + col, col + 1 < n, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
                 }
+    };
+    auto scaled = [&](double v, const double *p) { return beta == 0.0 ? alpha * v : fma(alpha, v, beta * *p); };
+    if (prism_aligned16(C) && ldc % 2 == 0) {
+        store([&](double *p, bool both, double v0, double v1) {
+            if (both) {
+                double2 out = make_double2(alpha * v0, alpha * v1);
+                if (beta != 0.0) {
+                    const double2 old = *reinterpret_cast<const double2 *>(p);
+                    out = make_double2(fma(alpha, v0, beta * old.x), fma(alpha, v1, beta * old.y));
+                }
+                *reinterpret_cast<double2 *>(p) = out;
+            } else {
+                p[0] = scaled(v0, p);
             }
+        });
+    } else {
+        store([&](double *p, bool both, double v0, double v1) {
+            p[0] = scaled(v0, p);
+            if (both) p[1] = scaled(v1, p + 1);
+        });
+    }
 }
 
 template <typename T, bool TA, bool TB>

@@ -66,7 +66,7 @@ fn large_products_on_the_tensor_cores() {
     }
 }
 
-/// Every f64 kernel the tuner may pick (SIMT, both DMMA tiles, k sliced many ways) on deep,
+/// Every f64 kernel the tuner may pick (SIMT, the four DMMA tiles, k sliced many ways) on deep,
 /// skinny, small and odd shapes in every layout, with padded leading dimensions, beta and a batch,
 /// each through `tuning::gemm_f64_with_plan` against the reference.
 #[test]
@@ -144,7 +144,7 @@ fn every_candidate_where(
     plans.len()
 }
 
-/// Both builds of the DMMA kernels, launched by name on this device: `gemm_f64_dmma{,64}_<layout>`
+/// Both builds of the DMMA kernels, launched by name on this device: `gemm_f64_dmma{,64,32,32x32}_<layout>`
 /// (`cuda/gemm_f64.cu`, what devices before sm_90 run) and, on sm_90 and newer, the launcher's
 /// `gemm_f64_sm90_...` (`cuda/gemm_f64_sm90.cu`), each tile and layout, on a shape off the tiles
 /// with beta, padded pitches (8-byte copies) and a batch, against the f64 reference.
@@ -159,7 +159,13 @@ fn dmma_kernels_of_both_builds_by_name() {
     let families: &[&str] = if capability >= (9, 0) { &["gemm_f64", "gemm_f64_sm90"] } else { &["gemm_f64"] };
     let mut runs = 0;
     for &family in families {
-        for (kernel, rows, smem) in [("dmma", 128, 92_160), ("dmma64", 64, 61_440)] {
+        let tiles = [
+            ("dmma", 128, 64, 92_160),
+            ("dmma64", 64, 64, 61_440),
+            ("dmma32", 32, 64, 61_440),
+            ("dmma32x32", 32, 32, 40_960),
+        ];
+        for (kernel, rows, cols, smem) in tiles {
             for (round, trans) in TRANSPOSES.into_iter().enumerate() {
                 let pad = if round % 2 == 0 { 0 } else { 3 };
                 let case = case(&mut rng, (133, 150, 77), trans, pad, 2, (false, false), (0.75, -0.5));
@@ -178,7 +184,7 @@ fn dmma_kernels_of_both_builds_by_name() {
                 let dims = [l.m, l.n, l.k, l.lda, l.ldb, l.ldc].map(|d| d as i32);
                 let strides = [l.stride_a, l.stride_b, l.stride_c].map(|s| s as i64);
                 let cfg = LaunchConfig {
-                    grid_dim: (l.n.div_ceil(64) as u32, l.m.div_ceil(rows) as u32, l.batch as u32),
+                    grid_dim: (l.n.div_ceil(cols) as u32, l.m.div_ceil(rows) as u32, l.batch as u32),
                     block_dim: (128, 1, 1),
                     shared_mem_bytes: smem as u32,
                 };

@@ -322,7 +322,7 @@ mod tests {
                 choice: Choice::Kernel(Kernel::Sm90 { bn: 128, a: Feed::Transpose, b: Feed::InPlace }),
             }
         );
-        assert_eq!(table.entries[4].choice, Choice::F64(PlanF64::Dmma { tile: 128, splits: 1 }));
+        assert_eq!(table.entries[4].choice, Choice::F64(PlanF64::Dmma { tile: (128, 64), splits: 1 }));
         let text = table.to_text("written by a test\n\nsecond line");
         assert!(
             text.starts_with("# written by a test\n#\n# second line\nbf16 nn 1 1 4096 4096 -> skinny"),
