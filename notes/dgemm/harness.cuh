@@ -1,35 +1,15 @@
-// Experiment (issue 32, DGEMM on small and odd shapes): cuBLAS runs those on 32 x 32 and 32 x 64 tiles of four
-// warps (16 x 16 or 16 x 32 each) with deep rings (ncu, cublas_kernels.py); this times such tiles of the product's
-// DmTile (cuda/gemm_f64_dmma.cuh) beside the product's 128 and 64 tiles and cuBLAS, same operands, same run.
-// Checked against cuBLAS's answer (max |ours - cuBLAS| over max |cuBLAS|, NaN-poisoned output); median of 20
-// runs after 5 warm-ups (CUDA events). `tiles product` times only the product's tiles (for A/Bs of the header:
-// run.sh builds this file against other copies of gemm_f64_dmma.cuh by include path).
-#include "gemm_f64_dmma.cuh"
+// The DGEMM harnesses' shared part (notes/dgemm/bench.cu, notes/dgemm-small/tiles.cu): DMMA entry points of
+// DmTile configurations (cuda/gemm_f64_dmma.cuh, included by the harness first) timed against cuBLAS DGEMM on
+// the same operands, each answer checked against cuBLAS's (max |ours - cuBLAS| over max |cuBLAS|, NaN-poisoned
+// output: an unwritten element shows as inf); the median of 20 runs after 5 warm-ups (CUDA events).
+#pragma once
 #include "../median_ms.cuh"
 #include <cublas_v2.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 #include <vector>
-
-DMMA_LAYOUTS(p128, Dm128, 2)
-DMMA_LAYOUTS(p64, Dm64, 2)
-using T32s4 = DmTile<32, 32, 2, 2, 4>;
-using T32s6 = DmTile<32, 32, 2, 2, 6>;
-using T32s8 = DmTile<32, 32, 2, 2, 8>;
-using T32s6k4 = DmTile<32, 32, 2, 2, 6, 4>;
-using T3264s4 = DmTile<32, 64, 2, 2, 4>;
-using T3264s6 = DmTile<32, 64, 2, 2, 6>;
-using T3264s4k4 = DmTile<32, 64, 2, 2, 4, 4>;
-DMMA_LAYOUTS(x32s4, T32s4, 4)
-DMMA_LAYOUTS(x32s6, T32s6, 4)
-DMMA_LAYOUTS(x32s8, T32s8, 4)
-DMMA_LAYOUTS(x32s6k4, T32s6k4, 4)
-DMMA_LAYOUTS(x3264s4, T3264s4, 3)
-DMMA_LAYOUTS(x3264s6, T3264s6, 3)
-DMMA_LAYOUTS(x3264s4k4, T3264s4k4, 3)
 
 using Kernel = void (*)(int, int, int, double, const double *, int, long long, const double *, int, long long, double,
                         double *, int, long long);
@@ -40,50 +20,27 @@ struct Config {
     Kernel fn[LAYOUTS];
     int bm, bn, threads, smem;
 };
-#define CONFIG(NAME, PREFIX, TILE) {NAME, {PREFIX##_nn, PREFIX##_tn, PREFIX##_nt}, TILE::BM, TILE::BN, TILE::THREADS, TILE::SMEM}
+#define CONFIG(NAME, PREFIX, TILE) \
+    {NAME, {PREFIX##_nn, PREFIX##_tn, PREFIX##_nt}, TILE::BM, TILE::BN, TILE::THREADS, TILE::SMEM}
 struct Shape {
     int m, n, k;
     unsigned layouts;  // bit per layout
     bool pad;
 };
 
-int main(int argc, char **argv) {
-    const unsigned seed = argc > 1 ? atoi(argv[1]) : 1234;
+// Times every configuration on every shape and layout the shape asks for; returns the number of wrong answers.
+inline int run_harness(unsigned seed, const Config *configs, int n_configs, const Shape *shapes, int n_shapes) {
     printf("seed %u\n", seed);
-    constexpr unsigned ALL = 1u << NN | 1u << TN | 1u << NT, N_ = 1u << NN;
-    const bool product_only = argc > 2 && !strcmp(argv[2], "product");
-    const Shape shapes[] = {
-        {183, 103, 647, N_, false},    {179, 595, 869, N_, false},   {41, 185, 2913, N_, false},
-        {121, 1885, 505, N_, false},   {2375, 47, 421, N_, false},   {2927, 51, 1083, N_, false},
-        {64, 768, 768, N_, false},     {32, 3072, 768, N_, false},   {16, 3072, 768, N_, false},
-        {512, 768, 768, N_, false},    {512, 1024, 1024, N_, false}, {600, 600, 600, N_, false},
-        {700, 700, 700, N_, false},    {1000, 1000, 1000, N_, false}, {1001, 1003, 1005, N_, false},
-        {161, 1817, 159, N_, false},   {403, 437, 65, N_, false},    {533, 1091, 1883, N_, false},
-        {209, 1113, 2443, N_, false},  {512, 3072, 768, N_, false},  {64, 12288, 4096, N_, false},
-        {1536, 1536, 1536, N_, false}, {4096, 4096, 128, N_, false}, {8192, 8192, 64, N_, false},
-        {8192, 8192, 256, N_, false},  {2881, 1717, 51, N_, false},  {2048, 2048, 2048, N_, false},
-        {4096, 4096, 4096, ALL, false}, {4096, 768, 3072, N_, false},
-        {1001, 999, 997, ALL, true},   {333, 777, 129, ALL, false},  {129, 65, 33, N_, false},
-        {200, 100, 20, ALL, true},     {1, 1, 1, N_, false},
-    };
-
-    const Config all_configs[] = {
-        CONFIG("p128", p128, Dm128),          CONFIG("p64", p64, Dm64),
-        CONFIG("32s4", x32s4, T32s4),         CONFIG("32s6", x32s6, T32s6),
-        CONFIG("32s8", x32s8, T32s8),         CONFIG("32s6k4", x32s6k4, T32s6k4),
-        CONFIG("32x64s4", x3264s4, T3264s4),  CONFIG("32x64s6", x3264s6, T3264s6),
-        CONFIG("32x64s4k4", x3264s4k4, T3264s4k4),
-    };
-    const int n_configs = product_only ? 2 : sizeof all_configs / sizeof all_configs[0];
-    const Config *configs = all_configs;
     for (int ci = 0; ci < n_configs; ++ci)
-        for (Kernel fn : configs[ci].fn) cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, configs[ci].smem);
+        for (Kernel fn : configs[ci].fn)
+            cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, configs[ci].smem);
     cublasHandle_t h;
     cublasCreate(&h);
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> u(-1, 1);
     int wrong = 0;
-    for (const Shape &s : shapes)
+    for (int si = 0; si < n_shapes; ++si) {
+        const Shape &s = shapes[si];
         for (int lay = 0; lay < LAYOUTS; ++lay) {
             if (!(s.layouts >> lay & 1)) continue;
             const int m = s.m, n = s.n, k = s.k;
@@ -123,7 +80,9 @@ int main(int argc, char **argv) {
                 double err = 0;
                 for (size_t i = 0; i < got.size(); ++i)
                     err = fmax(err, std::isnan(got[i]) ? INFINITY : fabs(got[i] - want[i]));
-                auto ours = [&] { fn<<<grid, cf.threads, cf.smem>>>(m, n, k, 1.0, a, lda, 0, b, ldb, 0, 0.0, c, n, 0); };
+                auto ours = [&] {
+                    fn<<<grid, cf.threads, cf.smem>>>(m, n, k, 1.0, a, lda, 0, b, ldb, 0, 0.0, c, n, 0);
+                };
                 const float t = median_ms(ours);
                 const cudaError_t e = cudaGetLastError();
                 const bool bad = e != cudaSuccess || !(err / scale <= 1e-12);
@@ -136,6 +95,7 @@ int main(int argc, char **argv) {
             fflush(stdout);
             cudaFree(a), cudaFree(b), cudaFree(c), cudaFree(ref);
         }
+    }
     printf("%d wrong\n", wrong);
-    return wrong != 0;
+    return wrong;
 }
