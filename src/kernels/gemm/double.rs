@@ -30,8 +30,7 @@ use crate::kernels::{grid, launch, Kernels};
 use crate::spec::shape;
 
 /// One DMMA kernel family of `cuda/gemm_f64_dmma.cuh` (a `DmTile` there) and what the rules' cost model
-/// knows of it (fitted to `prism-gpu tune` on an H100; on the H200 with the 128 x 64 tile, no
-/// other 64-tile speed agrees with more of the measured choices: notes/dgemm/).
+/// knows of it.
 struct DmmaTile {
     /// Rows and columns of C per block: the name plans and the tuning table give the tile.
     rows: u32,
@@ -44,9 +43,9 @@ struct DmmaTile {
     smem: u32,
     /// Blocks one wave holds per multiprocessor.
     blocks_per_sm: usize,
-    /// Speed per block slot against the 128-tile's (the 64-tile reads 1.5 times the operands per
-    /// flop; the 32-row tiles' speeds are their 4096^3 figures against the 128-tile's,
-    /// notes/dgemm-small/).
+    /// Speed against the 128-tile's on products that fill its waves (smaller tiles read more of the
+    /// operands per flop), fitted with the slicing costs to `prism-gpu tune` of the sweep's shapes on
+    /// an H100 (notes/dgemm-small/fit.py).
     speed: f64,
 }
 
