@@ -32,8 +32,9 @@ use crate::spec::shape;
 /// One DMMA kernel family of `cuda/gemm_f64_dmma.cuh` (a `DmTile` there) and what the rules' cost model
 /// knows of it.
 struct DmmaTile {
-    /// Rows and columns of C per block: the name plans and the tuning table give the tile.
+    /// Rows of C per block ...
     rows: u32,
+    /// ... and columns: plans and the tuning table name the tile by both ([`TileName`]).
     cols: u32,
     /// Entry points `<family>_<kernel>_<layout>` ([`dmma_entry`]).
     kernel: &'static str,
@@ -175,8 +176,8 @@ pub enum PlanF64 {
         splits: u32,
     },
     /// `gemm_f64[_sm90]_dmma{,64,32,32x32}_<layout>`: FP64 tensor cores, blocks of `tile` (rows,
-    /// columns: one of [`DMMA_TILES`]), k cut into `splits` slices (1: not cut; more: batch-1 products only, the
-    /// slices' partial products summed in order by `gemm_f64_splitk_reduce`).
+    /// columns: one of [`DMMA_TILES`]), k cut into `splits` slices (1: not cut; more: batch-1
+    /// products only, the slices' partial products summed in order by `gemm_f64_splitk_reduce`).
     Dmma {
         /// Rows and columns of C per block.
         tile: (u32, u32),
