@@ -210,7 +210,7 @@ fn max_splits(g: &Gemm) -> u32 {
 }
 
 /// Picks the kernel for `g` on `device`: the tile and slicing of k for which the cost model
-/// ([`estimated_us`]) expects the shortest time, the SIMT kernel for tiny products and devices
+/// (`estimated_us`) expects the shortest time, the SIMT kernel for tiny products and devices
 /// without FP64 tensor cores.
 pub fn plan(g: &Gemm, device: &Device) -> PlanF64 {
     let volume = g.m as u128 * g.n as u128 * g.k as u128;
