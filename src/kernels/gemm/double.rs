@@ -95,12 +95,15 @@ const DMMA: [DmmaTile; 4] = [
 ];
 
 /// The DMMA kernels' output tiles, (rows, columns): 128 x 64, 64 x 64, 32 x 64 and 32 x 32.
-pub const DMMA_TILES: [(u32, u32); 4] = [
-    (DMMA[0].rows, DMMA[0].cols),
-    (DMMA[1].rows, DMMA[1].cols),
-    (DMMA[2].rows, DMMA[2].cols),
-    (DMMA[3].rows, DMMA[3].cols),
-];
+pub const DMMA_TILES: [(u32, u32); DMMA.len()] = {
+    let mut tiles = [(0, 0); DMMA.len()];
+    let mut i = 0;
+    while i < DMMA.len() {
+        tiles[i] = (DMMA[i].rows, DMMA[i].cols);
+        i += 1;
+    }
+    tiles
+};
 
 /// The entry point of DMMA tile `t` in `layout` (`nn`, `nt`, `tn` or `tt`) for a device of
 /// compute capability `capability`. sm_90 and newer take `cuda/gemm_f64_sm90.cu`'s build of the
