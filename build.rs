@@ -7,17 +7,19 @@
 //! `PRISM_CUDA_ARCHS="80;86;89;90"` builds SASS for exactly the listed architectures instead (PTX for
 //! the oldest). A family whose first line is `// prism-targets: sm_90a` is built for sm_90a alone
 //! (wgmma and TMA code). The device code is zstd-compressed (`--compress-mode=size`: a quarter of the
-//! default's size; the driver inflates it at load). Without nvcc the checked-in `ptx/<family>.ptx.gz`
+//! default's size; the driver inflates it at load). Without nvcc the checked-in `ptx/<family>.ptx.xz`
 //! is decompressed and embedded instead, with a warning. `PRISM_REGEN_PTX=1` rewrites `ptx/` from the
 //! PTX that the same nvcc run produced for the fatbin (scripts/regen does this).
 //!
-//! The PTX is shipped gzipped (flate2 on the pure-Rust miniz_oxide backend): PTX text compresses
-//! about tenfold, which keeps the published crate under the registry's size limit. The files are
-//! written deterministically (no name, time 0, fixed level). nvcc's own output is not: the same
+//! The PTX is shipped xz-compressed (decoded by lzma-rs, pure Rust): the GEMM families' PTX, long
+//! runs of near-identical template instances, shrinks 23-fold (gzip: 6-fold), which keeps the
+//! published crate well under the registry's size limit. Regeneration compresses with the `xz` tool
+//! at fixed settings (one thread, so one block: the same bytes on every run of one xz release).
+//! nvcc's own output is not deterministic: the same
 //! source sometimes compiles to slightly different PTX (seen on `gemm_skinny`, about one run in six:
 //! NVVM vectorises a few shared-memory loads differently). So `ptx/MANIFEST` records, per family, a
 //! SHA-256 of what went into its PTX (nvcc's release, the flags, the family's source, every header)
-//! and of the `.ptx.gz`; regeneration keeps a file whose inputs and bytes still match it, and CI's
+//! and of the `.ptx.xz`; regeneration keeps a file whose inputs and bytes still match it, and CI's
 //! drift check (`git status` after scripts/regen) fails exactly when a source changed without a
 //! regeneration or a file was edited by hand.
 //!
@@ -32,7 +34,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::env;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -78,7 +80,7 @@ fn main() {
     if nvcc.is_none() {
         println!(
             "cargo:warning=nvcc not found (set NVCC or CUDA_PATH, or run scripts/install-cuda-toolkit): \
-             embedding the checked-in ptx/*.ptx.gz, which the driver compiles at first load"
+             embedding the checked-in ptx/*.ptx.xz, which the driver compiles at first load"
         );
     }
 
@@ -221,9 +223,9 @@ fn build_family(
     out: &Path,
     manifest: Option<&Manifest>,
 ) -> (PathBuf, bool, Option<String>) {
-    let checked_in = root.join("ptx").join(format!("{}.ptx.gz", family.name));
+    let checked_in = root.join("ptx").join(format!("{}.ptx.xz", family.name));
     let Some(nvcc) = nvcc else {
-        let mut ptx = gunzip(&checked_in);
+        let mut ptx = unxz(&checked_in);
         // PTX handed to cuModuleLoadData must be NUL-terminated.
         ptx.push(0);
         let image = out.join(format!("{}.ptx", family.name));
@@ -259,9 +261,9 @@ fn build_family(
             Some(file) if manifest.lists(&family.name, &inputs, &file) => file,
             _ => {
                 let text = std::fs::read_to_string(&ptx).expect("reading generated PTX");
-                let gz = gzip(path_independent(&text).as_bytes());
-                std::fs::write(&checked_in, &gz).expect("writing ptx/*.ptx.gz");
-                hex(&Sha256::digest(&gz))
+                let xz = xz(path_independent(&text).as_bytes());
+                std::fs::write(&checked_in, &xz).expect("writing ptx/*.ptx.xz");
+                hex(&Sha256::digest(&xz))
             }
         };
         format!("{} {inputs} {file}", family.name)
@@ -269,7 +271,7 @@ fn build_family(
     (image, false, line)
 }
 
-/// `ptx/MANIFEST`: one line per family, `<family> <SHA-256 of its inputs> <SHA-256 of its .ptx.gz>`.
+/// `ptx/MANIFEST`: one line per family, `<family> <SHA-256 of its inputs> <SHA-256 of its .ptx.xz>`.
 struct Manifest {
     path: PathBuf,
     lines: Vec<String>,
@@ -320,7 +322,7 @@ impl Manifest {
 
     fn write(&self, lines: &[&str]) {
         let mut text = String::from(
-            "# Written by scripts/regen (build.rs): <family> <SHA-256 of its PTX's inputs> <SHA-256 of ptx/<family>.ptx.gz>\n",
+            "# Written by scripts/regen (build.rs): <family> <SHA-256 of its PTX's inputs> <SHA-256 of ptx/<family>.ptx.xz>\n",
         );
         for line in lines {
             text.push_str(line);
@@ -373,23 +375,34 @@ fn compile(
     let _ = std::fs::remove_dir_all(&keep);
 }
 
-/// The decompressed contents of a checked-in `ptx/<family>.ptx.gz`.
-fn gunzip(path: &Path) -> Vec<u8> {
+/// The decompressed contents of a checked-in `ptx/<family>.ptx.xz`.
+fn unxz(path: &Path) -> Vec<u8> {
     let file = std::fs::File::open(path).unwrap_or_else(|e| {
         panic!("no nvcc and no {}: {e} (run scripts/regen with the toolkit)", path.display())
     });
     let mut ptx = Vec::new();
-    flate2::read::GzDecoder::new(file)
-        .read_to_end(&mut ptx)
-        .unwrap_or_else(|e| panic!("{}: not a valid gzip file: {e} (run scripts/regen)", path.display()));
+    lzma_rs::xz_decompress(&mut std::io::BufReader::new(file), &mut ptx)
+        .unwrap_or_else(|e| panic!("{}: not a valid xz file: {e} (run scripts/regen)", path.display()));
     ptx
 }
 
-/// `data` gzipped the same way on every machine: no file name, modification time 0, best level.
-fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::best());
-    encoder.write_all(data).expect("compressing into memory");
-    encoder.finish().expect("compressing into memory")
+/// `data` compressed by the `xz` tool at fixed settings: the strongest preset, and one thread, which
+/// writes a single block whatever the machine's cores (threaded xz cuts the stream by core count).
+fn xz(data: &[u8]) -> Vec<u8> {
+    let mut child = Command::new("xz")
+        .args(["--format=xz", "--check=crc64", "-9e", "--threads=1", "--stdout"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("regenerating ptx/ needs the xz tool (xz-utils): {e}"));
+    let mut stdin = child.stdin.take().expect("xz's stdin is piped");
+    // Feed the input from another thread: xz writes while it reads, and both pipes are bounded.
+    let compressed = std::thread::scope(|scope| {
+        scope.spawn(move || stdin.write_all(data).expect("writing to xz"));
+        child.wait_with_output().expect("running xz")
+    });
+    assert!(compressed.status.success(), "xz failed: {}", compressed.status);
+    compressed.stdout
 }
 
 /// nvcc names internal-linkage symbols (`_INTERNAL_<8 hex digits>_...`, anonymous namespaces

@@ -1,11 +1,10 @@
 //! The kernel catalogue lists exactly the entry points `cuda/` defines, and every family is embedded.
 //!
-//! The definitions are read from `ptx/<family>.ptx.gz`: nvcc's own output for the sources (CI
+//! The definitions are read from `ptx/<family>.ptx.xz`: nvcc's own output for the sources (CI
 //! regenerates it and fails on drift), so entry points made by macros or templates count too.
 
 use prism_gpu::raw::kernels::{family_of, image, FAMILIES};
 use std::collections::BTreeSet;
-use std::io::Read as _;
 use std::path::Path;
 
 /// Names of the `.visible .entry` functions of a PTX module.
@@ -36,11 +35,12 @@ fn catalogue_matches_the_kernels_cuda_defines() {
     let listed: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
     assert_eq!(listed, sources, "catalogue families differ from cuda/*.cu");
     for family in FAMILIES {
-        let path = root.join("ptx").join(format!("{}.ptx.gz", family.name));
+        let path = root.join("ptx").join(format!("{}.ptx.xz", family.name));
         let file = std::fs::File::open(&path)
             .unwrap_or_else(|e| panic!("{}: {e} (run scripts/regen)", path.display()));
-        let mut ptx = String::new();
-        flate2::read::GzDecoder::new(file).read_to_string(&mut ptx).unwrap();
+        let mut bytes = Vec::new();
+        lzma_rs::xz_decompress(&mut std::io::BufReader::new(file), &mut bytes).unwrap();
+        let ptx = String::from_utf8(bytes).unwrap();
         let defined = ptx_entries(&ptx);
         assert!(!defined.is_empty(), "{} defines no entry point", family.name);
         let entries: BTreeSet<String> = family.entries.iter().map(|e| e.to_string()).collect();
