@@ -80,12 +80,15 @@ __device__ __forceinline__ void wgmma_step(float (&d)[BN / 2], uint64_t da, uint
     // wgmma's transpose immediates mean "MN-major": A stored k x m (TA = 1) is MN-major; B stored k x n
     // (TB = 0, the plain row-major case) is MN-major, B stored n x k (TB = 1) is K-major.
     constexpr int IA = TA, IB = 1 - TB;
+    static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 192 && KIND != 2), "no wgmma wrapper for this width");
     if constexpr (KIND == 0) {
         if constexpr (BN == 256) wgmma_bf16_n256<IA, IB>(d, da, db, scale_d);
+        else if constexpr (BN == 192) wgmma_bf16_n192<IA, IB>(d, da, db, scale_d);
         else if constexpr (BN == 128) wgmma_bf16_n128<IA, IB>(d, da, db, scale_d);
         else wgmma_bf16_n64<IA, IB>(d, da, db, scale_d);
     } else if constexpr (KIND == 1) {
         if constexpr (BN == 256) wgmma_f16_n256<IA, IB>(d, da, db, scale_d);
+        else if constexpr (BN == 192) wgmma_f16_n192<IA, IB>(d, da, db, scale_d);
         else if constexpr (BN == 128) wgmma_f16_n128<IA, IB>(d, da, db, scale_d);
         else wgmma_f16_n64<IA, IB>(d, da, db, scale_d);
     } else {
@@ -343,7 +346,8 @@ template <int BN> struct Sm90Cfg {
     static constexpr int A_BYTES = SM90_BM * 128;  // 128 rows (or 2 x 64-wide MN boxes) of 128-byte lines
     static constexpr int B_BYTES = BN * 128;
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-    static constexpr int STAGES = BN == 256 ? 4 : BN == 128 ? 6 : 8;  // 192 KB of stages in each case
+    // As many stages as fit in 192 KB: 4, 4 (160 KB), 6, 8 for BN = 256, 192, 128, 64.
+    static constexpr int STAGES = 196608 / STAGE_BYTES;
 };
 
 // KIND: 0 bf16, 1 f16, 2 tf32.  TA/TB: 1 = operand stored transposed (A: k x m, B: n x k).
@@ -644,6 +648,10 @@ SM90_TRANS(gemm_sm90_bf16_bf16, 0, __nv_bfloat16, __nv_bfloat16, 64)
 SM90_TRANS(gemm_sm90_bf16_f32, 0, __nv_bfloat16, float, 64)
 SM90_TRANS(gemm_sm90_f16_f16, 1, __half, __half, 64)
 SM90_TRANS(gemm_sm90_f16_f32, 1, __half, float, 64)
+SM90_TRANS(gemm_sm90_bf16_bf16, 0, __nv_bfloat16, __nv_bfloat16, 192)
+SM90_TRANS(gemm_sm90_bf16_f32, 0, __nv_bfloat16, float, 192)
+SM90_TRANS(gemm_sm90_f16_f16, 1, __half, __half, 192)
+SM90_TRANS(gemm_sm90_f16_f32, 1, __half, float, 192)
 SM90_ENTRY(gemm_sm90_tf32_f32_nt_n256, 2, float, float, 256, 0, 1)
 SM90_ENTRY(gemm_sm90_tf32_f32_nt_n128, 2, float, float, 128, 0, 1)
 SM90_ENTRY(gemm_sm90_tf32_f32_nt_n64, 2, float, float, 64, 0, 1)

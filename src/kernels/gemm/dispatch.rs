@@ -91,7 +91,7 @@ pub enum Kernel {
     },
     /// `gemm_sm90_*`: TMA + wgmma (sm_90a), tile width `bn`, each operand read as `a` / `b` say.
     Sm90 {
-        /// Output tile width: 256, 128 or 64.
+        /// Output tile width: 256, 192 (16-bit only), 128 or 64.
         bn: u32,
         /// How A reaches the kernel.
         a: Feed,
@@ -103,7 +103,7 @@ pub enum Kernel {
     /// one launch, the other rows split along k into `splits` slices on the same kernels (as
     /// `splitk sm90`), so that the last wave's few tiles do not hold the GPU for a tile's time.
     Sm90Tail {
-        /// Output tile width: 256, 128 or 64.
+        /// Output tile width: 256, 192 (16-bit only), 128 or 64.
         bn: u32,
         /// Slices of k of the last rows.
         splits: u32,
@@ -121,7 +121,7 @@ pub enum SplitOn {
     /// place, the slices as the kernel's batch entries (a product whose few wide tiles would
     /// stream the long operand through a few multiprocessors).
     Sm90 {
-        /// Output tile width: 256, 128 or 64.
+        /// Output tile width: 256, 192 (16-bit only), 128 or 64.
         bn: u32,
     },
 }
@@ -771,7 +771,8 @@ fn bn_spans_rows(precision: Precision, b_mn_major: bool) -> bool {
 }
 
 /// The sm90 tile width: the widest of 256 and 128 that still gives at least 0.9 tiles per
-/// multiprocessor (and is not wider than that side of C needs), else 64.
+/// multiprocessor (and is not wider than that side of C needs), else 64; for 16-bit, 192 instead
+/// of 256 or 128 where its whole waves take at most 0.9 of their time.
 fn tile_width(g: &Gemm, precision: Precision, b_mn_major: bool, multiprocessors: u32) -> u32 {
     let tiles = |bn: u32| {
         let (rows, cols) = sm90_tile(precision, b_mn_major, bn);
@@ -779,7 +780,22 @@ fn tile_width(g: &Gemm, precision: Precision, b_mn_major: bool, multiprocessors:
     };
     let bn_side = if bn_spans_rows(precision, b_mn_major) { g.m } else { g.n };
     let enough = |bn: u32| tiles(bn) * 10 >= u128::from(multiprocessors) * 9;
-    [256, 128].into_iter().find(|&bn| bn_side > bn as usize / 2 && enough(bn)).unwrap_or(SM90_MIN_BN as u32)
+    let chosen = [256, 128]
+        .into_iter()
+        .find(|&bn| bn_side > bn as usize / 2 && enough(bn))
+        .unwrap_or(SM90_MIN_BN as u32);
+    // Each multiprocessor runs its share of whole waves of tiles, each tile in time
+    // width / speed: 256 wide 1.0, 192 0.98, 128 0.85 (H100 `tune`, bf16, 2026-11-27, products
+    // of many waves). 4096x768x768: one wave of 192 against two of 128 (1.26x).
+    let wave_time =
+        |bn: u32, speed: f64| tiles(bn).div_ceil(u128::from(multiprocessors)) as f64 * f64::from(bn) / speed;
+    let sixteen_bit = matches!(precision, Precision::Bf16 | Precision::F16);
+    let speed = if chosen == 256 { 1.0 } else { 0.85 };
+    if sixteen_bit && chosen >= 128 && bn_side > 96 && wave_time(192, 0.98) <= 0.9 * wave_time(chosen, speed)
+    {
+        return 192;
+    }
+    chosen
 }
 
 /// The devices and operands that the planning's tests share.
@@ -1152,7 +1168,7 @@ mod tests {
         assert_eq!(bf(&Gemm::new(209, 1113, 2443), unaligned), repitch(64, Feed::Repitch, Feed::InPlace));
         // A short other side: the copy would cost more than it saves.
         let short_m = Gemm::new(1000, 5000, 3000);
-        assert_eq!(bf(&short_m, ALIGNED), sm90(256, false, false));
+        assert_eq!(bf(&short_m, ALIGNED), sm90(192, false, false)); // two waves either way
         // Small or batched: read in place.
         assert_eq!(bf(&Gemm::new(1000, 1000, 1000), ALIGNED), sm90(64, false, false));
         assert_eq!(bf(&g.batched(2, 3000 * 2000, 0, 3000 * 5000), ALIGNED), sm90(256, false, false));
@@ -1169,6 +1185,17 @@ mod tests {
         assert_eq!(bf(100_000, 64, 64), sm90(64, false, false));
         let batched = Gemm::new(1024, 1024, 1024).batched(4, 0, 0, 1 << 20);
         assert_eq!(heuristic(&batched, Precision::Bf16, &H100, ALIGNED), sm90(256, false, false));
+        // 192 wide where it saves a wave: 4096x768 is 128 tiles (one wave) against 192 of 128 x 128;
+        // 3072^2 three waves of 128 x 192 against three of 128 x 256; 1536^2 one against two.
+        assert_eq!(bf(4096, 768, 768), sm90(192, false, false));
+        assert_eq!(bf(3072, 3072, 3072), sm90(192, false, false));
+        assert_eq!(bf(1536, 1536, 1536), sm90(192, false, false));
+        // Not where it adds a wave (4096x1024: 128 tiles of 256, 192 of 192), nor for TF32.
+        assert_eq!(bf(4096, 1024, 4096), sm90(256, false, false));
+        assert_eq!(bf(4096, 4096, 4096), sm90(256, false, false));
+        let tf32 =
+            heuristic(&Gemm::new(4096, 768, 768).transposed(false, true), Precision::Tf32, &H100, ALIGNED);
+        assert_eq!(tf32, sm90(128, false, false));
     }
 
     #[test]

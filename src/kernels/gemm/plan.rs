@@ -31,8 +31,8 @@ const SPLIT_SLICE_ALIGN: usize = 32;
 /// The most slices of k a split-K plan may ask for (a skinny plan: grid.y's limit). The slices are
 /// batch entries on grid.z; their partial products take `slices x m x n` f32 of workspace.
 pub(crate) const MAX_SPLITS: u32 = 256;
-/// The sm_90a tile widths.
-pub(crate) const SM90_WIDTHS: [u32; 3] = [256, 128, 64];
+/// The sm_90a tile widths (192: BF16 and FP16 only).
+pub(crate) const SM90_WIDTHS: [u32; 4] = [256, 192, 128, 64];
 
 /// The kernel families that share the common argument list (notes/gemm.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,7 +181,7 @@ pub struct Gemv {
 /// An sm_90a launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sm90 {
-    /// Tile width (256, 128 or 64).
+    /// Tile width (256, 192 (16-bit only), 128 or 64).
     pub bn: u32,
     /// How A and B reach the kernel.
     pub feeds: [Feed; 2],
@@ -471,7 +471,10 @@ fn sm90(
         return Ok(Err(format!("{SM90_SMEM} bytes of shared memory per block for sm90")));
     }
     if !SM90_WIDTHS.contains(&bn) {
-        return Ok(Err("bn of 256, 128 or 64".into()));
+        return Ok(Err("bn of 256, 192, 128 or 64".into()));
+    }
+    if bn == 192 && precision == Precision::Tf32 {
+        return Ok(Err("bn of 256, 128 or 64 for TF32 (192 is BF16 and FP16 only)".into()));
     }
     // Whether each operand is MN-major as stored (A stored k x m, B stored k x n).
     let (mn_a, mn_b) = (g.trans_a, !g.trans_b);
@@ -669,7 +672,7 @@ impl Kernel {
             | Kernel::SplitK { on: SplitOn::Sm90 { bn }, .. }
                 if !SM90_WIDTHS.contains(&bn) =>
             {
-                Err(format!("sm90 tiles are 256, 128 or 64 wide, not {bn}"))
+                Err(format!("sm90 tiles are 256, 192, 128 or 64 wide, not {bn}"))
             }
             _ => Ok(()),
         }
@@ -932,17 +935,17 @@ mod tests {
             Ok(Kernel::Sm90 { bn: 64, a: Feed::InPlace, b: Feed::InPlace })
         );
         for (bad, why) in [
-            ("sm90 bn=96 a=inplace b=inplace", "256, 128 or 64"),
+            ("sm90 bn=96 a=inplace b=inplace", "256, 192, 128 or 64"),
             ("sm90 bn=64 a=copy b=inplace", "a=inplace|transpose|repitch"),
             ("splitk simt splits=4", "`mma`, `simt64` or `sm90 bn=B`"),
-            ("splitk sm90 bn=32 splits=4", "256, 128 or 64"),
+            ("splitk sm90 bn=32 splits=4", "256, 192, 128 or 64"),
             ("splitk sm90 splits=4", "`sm90 bn=B`, not `sm90`"),
             ("splitk mma splits=1", "2 to 256"),
             ("splitk mma splits=257", "2 to 256"),
             ("skinny rows=3 splits=2", "1, 2, 4, 8 or 16"),
             ("skinny rows=4 splits=x", "not a number"),
             ("gemv cols=12", "8, 16, 32 or 64"),
-            ("sm90 bn=32 tail splits=4", "256, 128 or 64"),
+            ("sm90 bn=32 tail splits=4", "256, 192, 128 or 64"),
             ("sm90 bn=128 tail splits=1", "2 to 256"),
             ("cublas", "unknown kernel"),
         ] {

@@ -341,7 +341,7 @@ mod tests {
             ("f16 nx 1 1 1 1 -> mma", "unknown layout `nx`"),
             ("f16 nn 2 1 1 1 -> mma", "unknown batch class `2`"),
             ("f16 nn 1 0 1 1 -> mma", "m = `0`"),
-            ("f16 nn 1 1 1 1 -> sm90 bn=32 a=inplace b=inplace", "256, 128 or 64"),
+            ("f16 nn 1 1 1 1 -> sm90 bn=32 a=inplace b=inplace", "256, 192, 128 or 64"),
             ("f16 nn 1 1 1 1 -> sm90 bn=64 a=transpose b=inplace", "does not compute f16"),
             ("f32 nn 1 1 1 1 -> mma", "does not compute f32"),
             ("bf16 nn 1 1 1 1 -> simt64", "does not compute bf16"),
