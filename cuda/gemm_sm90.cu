@@ -370,18 +370,19 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
     __shared__ __align__(8) uint64_t empty_bar[STAGES];
     const uint32_t smem = (s_u32(sm90_smem_raw) + 1023u) & ~1023u;
 
-    const int tiles_m = (m + SM90_BM - 1) / SM90_BM;
+    constexpr int TILE_ROWS = SHORT ? 64 : SM90_BM;
+    const int tiles_m = (m + TILE_ROWS - 1) / TILE_ROWS;
     const int tiles_n = (n + BN - 1) / BN;
     const int tiles = tiles_m * tiles_n;
     const int nk = (k + BK - 1) / BK;
     const int z = blockIdx.z;
-    // SHORT (m <= 64, decode): A's tile is loaded only as far as C has rows (K-major A: m rounded up to 8, the
-    // height the host encodes in A's box; MN-major A: the first 64-row box), since a stage's bytes, zeros
-    // included, set its time on a short product; the first consumer's other rows of A hold whatever an earlier
-    // stage left (their products land in rows past m, never stored), and the second consumer multiplies
-    // nothing but passes every stage on. Separate entries: with these as runtime branches of one kernel, the
-    // bf16 64- and 128-wide kernels lost 5-10% at m > 64 (H200).
-    const int a_rows = !SHORT ? SM90_BM : TA == 0 ? (m + 7) / 8 * 8 : 64;
+    // SHORT (m <= 64, decode; or a product whose 64-row tiles all run at once): tiles of 64 rows, A's loaded only
+    // as far as C has rows (K-major A: m rounded up to 8, at most 64, the height the host encodes in A's box;
+    // MN-major A: one 64-row box), since a stage's bytes, zeros included, set its time on a short product; the
+    // first consumer's other rows of A hold whatever an earlier stage left (their products land in rows past m,
+    // never stored), and the second consumer multiplies nothing but passes every stage on. Separate entries:
+    // with these as runtime branches of one kernel, the bf16 64- and 128-wide kernels lost 5-10% at m > 64 (H200).
+    const int a_rows = !SHORT ? SM90_BM : TA == 0 ? min((m + 7) / 8 * 8, 64) : 64;
 
     init_ring(full_bar, empty_bar);
 
@@ -392,10 +393,10 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
                                           [&](uint32_t sa, int tm, int tn, int kb, uint32_t fb) {
             const uint32_t sb = sa + Cfg::A_BYTES;
             if (TA == 0) {
-                tma_load_3d(sa, tmA, kb * BK, tm * SM90_BM, z, fb);
+                tma_load_3d(sa, tmA, kb * BK, tm * TILE_ROWS, z, fb);
             } else {
                 for (int h = 0; h < a_rows / 64; ++h)
-                    tma_load_3d(sa + h * 8192, tmA, tm * SM90_BM + h * 64, kb * BK, z, fb);
+                    tma_load_3d(sa + h * 8192, tmA, tm * TILE_ROWS + h * 64, kb * BK, z, fb);
             }
             if (TB == 1) {
                 tma_load_3d(sb, tmB, kb * BK, tn * BN, z, fb);
@@ -454,7 +455,7 @@ __device__ __forceinline__ void sm90_gemm(const CUtensorMap *tmA, const CUtensor
             if (lane == 0) mbar_arrive(s_u32(&empty_bar[prev_s]));
 
             // Epilogue straight from the accumulators (store_tile_16bit / store_tile_f32).
-            const int row0 = tm * SM90_BM + c * 64 + warp * 16 + lane / 4;
+            const int row0 = tm * TILE_ROWS + c * 64 + warp * 16 + lane / 4;
             const int t = lane % 4;
             // Accumulator i: columns 8 (i / 4) + 2t + i % 2 of the tile.
             float scale = alpha;

@@ -1167,8 +1167,9 @@ mod tests {
         assert_eq!(bf(&Gemm::new(2881, 1717, 51), unaligned), Kernel::Mma);
         assert_eq!(bf(&Gemm::new(209, 1113, 2443), unaligned), repitch(64, Feed::Repitch, Feed::InPlace));
         // A short other side: the copy would cost more than it saves.
+        // (1000 x 5000: two waves of tiles 192 wide or 256 wide.)
         let short_m = Gemm::new(1000, 5000, 3000);
-        assert_eq!(bf(&short_m, ALIGNED), sm90(192, false, false)); // two waves either way
+        assert_eq!(bf(&short_m, ALIGNED), sm90(192, false, false));
         // Small or batched: read in place.
         assert_eq!(bf(&Gemm::new(1000, 1000, 1000), ALIGNED), sm90(64, false, false));
         assert_eq!(bf(&g.batched(2, 3000 * 2000, 0, 3000 * 5000), ALIGNED), sm90(256, false, false));

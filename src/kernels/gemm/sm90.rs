@@ -89,7 +89,8 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
     let [feed_a, feed_b] = plan.feeds;
     let es = plan.dtype.size();
     let io = format!("{}_{}", input_name::<TIn>(precision), TOut::NAME);
-    let Entry { name, a_box_rows } = Entry::of(plan, g.m, &io, epilogue.is_active());
+    let Entry { name, a_box_rows, tiles } =
+        Entry::of(plan, g, &io, epilogue.is_active(), device.multiprocessors);
     let function = function_with_smem(kernels, &name, SM90_SMEM)?;
     let staging = feed_a == Feed::Transpose || feed_b == Feed::Transpose;
     let transpose = if staging { Some(kernels.function("gemm_transpose_f32")?) } else { None };
@@ -169,7 +170,7 @@ pub(super) unsafe fn launch_in<TIn: Element, TOut: Element>(
         let (bias, bias_stride, act) = epilogue.args_from(z0, size_of::<TOut>());
         let per_entry = (device.multiprocessors as usize / entries).max(1);
         let cfg = LaunchConfig {
-            grid_dim: (plan.tiles.min(per_entry) as u32, 1, entries as u32),
+            grid_dim: (tiles.min(per_entry) as u32, 1, entries as u32),
             block_dim: (SM90_BLOCK, 1, 1),
             shared_mem_bytes: SM90_SMEM,
         };
@@ -237,24 +238,36 @@ pub(super) unsafe fn repitch_operands(call: &Call<'_>, plan: &Sm90, regions: [u6
     Ok(read)
 }
 
-/// The sm_90a entry a launch of `plan` runs, and the height of K-major A's box.
+/// The sm_90a entry a launch of `plan` runs, the height of K-major A's box and the tiles per batch
+/// entry.
 #[derive(Debug, PartialEq, Eq)]
 struct Entry {
     /// `gemm_sm90_<io>_<ta><tb>_n<bn>[_short][_fused]`.
     name: String,
-    /// Rows of A's box when A is read K-major: the tile's, or m rounded up to 8 for `_short`.
+    /// Rows of A's box when A is read K-major: the tile's, or for `_short` m rounded up to 8, at
+    /// most 64.
     a_box_rows: usize,
+    /// Output tiles of one batch entry (64 rows high for `_short`).
+    tiles: usize,
 }
 
 impl Entry {
-    /// The entry for `m` rows of C, `io` (`<in>_<out>`), with the epilogue when `fused`. At most
-    /// 64 rows: the `_short` entries, which load A's tile only as far as C has rows (rounded up to
-    /// 8) and leave the second consumer idle; TF32 `nn` and `tt` read one operand through
-    /// registers and have none.
-    fn of(plan: &Sm90, m: usize, io: &str, fused: bool) -> Entry {
+    /// The entry for `g`, `io` (`<in>_<out>`), with the epilogue when `fused`, on a device of
+    /// `multiprocessors`. The `_short` entries tile C 64 rows high (the first consumer's; A loaded
+    /// only as far as C has rows, rounded up to 8; the second consumer idle): for C of at most 64
+    /// rows, and for a single product whose 64-row tiles all run at once, where the 128-row ones
+    /// leave half the multiprocessors or more idle; tiles wider than 64 (whose 128 rows the two
+    /// consumers share better) only while they fill at most half a wave. H200 `tune`, bf16, each
+    /// plan with and without: 161x1817x159 1.21x, 121x1885x505 1.19x, 700^3 1.12x, 512x1024x1024
+    /// 1.09x; 768x768x3072 (144 short tiles: two waves) 0.93x, 1000^3 128 wide (128 short tiles)
+    /// 0.92x. TF32 `nn` and `tt` read one operand through registers and have none.
+    fn of(plan: &Sm90, g: &Gemm, io: &str, fused: bool, multiprocessors: u32) -> Entry {
         let (ta, tb) = plan.read_transposed;
         let through_registers = plan.dtype == Dtype::F32 && ta == tb;
-        let short = m <= 64 && !through_registers;
+        let short_tiles = g.m.div_ceil(64) * g.n.div_ceil(plan.tile.1);
+        let room = if plan.bn == 64 { multiprocessors } else { multiprocessors / 2 };
+        let fills = g.batch == 1 && short_tiles <= room as usize;
+        let short = !through_registers && (g.m <= 64 || fills);
         let name = format!(
             "gemm_sm90_{io}_{}{}_n{}{}{}",
             layout_char(ta),
@@ -263,13 +276,15 @@ impl Entry {
             if short { "_short" } else { "" },
             if fused { "_fused" } else { "" }
         );
-        Entry { name, a_box_rows: if short { m.div_ceil(8) * 8 } else { plan.tile.0 } }
+        let (a_box_rows, tiles) =
+            if short { ((g.m.div_ceil(8) * 8).min(64), short_tiles) } else { (plan.tile.0, plan.tiles) };
+        Entry { name, a_box_rows, tiles }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Entry, Sm90};
+    use super::{Entry, Gemm, Sm90};
     use crate::kernels::gemm::dispatch::Feed;
     use crate::kernels::gemm::tensor_map::Dtype;
 
@@ -288,27 +303,60 @@ mod tests {
     }
 
     #[test]
-    fn short_products_take_the_short_entries_with_a_box_of_their_rows() {
-        let entry = |p: &Sm90, m, io, fused| {
-            let Entry { name, a_box_rows } = Entry::of(p, m, io, fused);
-            (name, a_box_rows)
+    fn short_entries_for_short_products_and_single_products_whose_64_row_tiles_fill_a_wave() {
+        const SMS: u32 = 132;
+        // (entry name, A's box rows, tiles) of an m x n x 512 product (`batch` entries).
+        let entry = |p: &Sm90, (m, n, batch): (usize, usize, usize), io, fused| {
+            let g = Gemm::new(m, n, 512).batched(batch, m * 512, 512 * n, m * n);
+            let plan = Sm90 { tiles: m.div_ceil(p.tile.0) * n.div_ceil(p.tile.1), ..*p };
+            let Entry { name, a_box_rows, tiles } = Entry::of(&plan, &g, io, fused, SMS);
+            (name, a_box_rows, tiles)
         };
         let bf16_nn = plan(Dtype::Bf16, (false, false), 128);
-        assert_eq!(entry(&bf16_nn, 64, "bf16_bf16", false), ("gemm_sm90_bf16_bf16_nn_n128_short".into(), 64));
+        let wide = 1 << 20;
         assert_eq!(
-            entry(&bf16_nn, 13, "bf16_f32", true),
-            ("gemm_sm90_bf16_f32_nn_n128_short_fused".into(), 16)
+            entry(&bf16_nn, (64, wide, 1), "bf16_bf16", false),
+            ("gemm_sm90_bf16_bf16_nn_n128_short".into(), 64, 8192)
         );
-        assert_eq!(entry(&bf16_nn, 1, "bf16_bf16", false).1, 8);
-        assert_eq!(entry(&bf16_nn, 65, "bf16_bf16", false), ("gemm_sm90_bf16_bf16_nn_n128".into(), 128));
+        assert_eq!(
+            entry(&bf16_nn, (13, 300, 1), "bf16_f32", true),
+            ("gemm_sm90_bf16_f32_nn_n128_short_fused".into(), 16, 3)
+        );
+        assert_eq!(entry(&bf16_nn, (1, wide, 1), "bf16_bf16", false).1, 8);
+        assert_eq!(
+            entry(&bf16_nn, (65, wide, 1), "bf16_bf16", false),
+            ("gemm_sm90_bf16_bf16_nn_n128".into(), 128, 8192)
+        );
+        // Taller C: 64-row tiles where all of them run at once, as one product.
+        let bf16_64 = plan(Dtype::Bf16, (false, false), 64);
+        assert_eq!(
+            entry(&bf16_64, (512, 1024, 1), "bf16_bf16", false),
+            ("gemm_sm90_bf16_bf16_nn_n64_short".into(), 64, 128)
+        );
+        assert_eq!(
+            entry(&bf16_64, (768, 768, 1), "bf16_bf16", false),
+            ("gemm_sm90_bf16_bf16_nn_n64".into(), 128, 72)
+        );
+        assert_eq!(
+            entry(&bf16_64, (100, 256, 2), "bf16_bf16", false),
+            ("gemm_sm90_bf16_bf16_nn_n64".into(), 128, 4)
+        );
+        // Wider tiles up to half a wave: 1000 x 1000 is 128 short tiles 128 wide, 64 at 256.
+        assert_eq!(entry(&bf16_nn, (1000, 1000, 1), "bf16_bf16", false).1, 128);
+        let bf16_256 = plan(Dtype::Bf16, (false, false), 256);
+        assert_eq!(entry(&bf16_256, (1000, 1000, 1), "bf16_bf16", false).2, 64);
         let f16_tn = plan(Dtype::F16, (true, false), 64);
-        assert_eq!(entry(&f16_tn, 5, "f16_f16", false).0, "gemm_sm90_f16_f16_tn_n64_short");
+        assert_eq!(entry(&f16_tn, (5, 64, 1), "f16_f16", false).0, "gemm_sm90_f16_f16_tn_n64_short");
         // TF32: `nt` reads both operands from shared memory; `nn` and `tt` one through registers.
         let tf32_nt = plan(Dtype::F32, (false, true), 256);
-        assert_eq!(entry(&tf32_nt, 16, "tf32_f32", false), ("gemm_sm90_tf32_f32_nt_n256_short".into(), 16));
+        assert_eq!(
+            entry(&tf32_nt, (16, 256, 1), "tf32_f32", false),
+            ("gemm_sm90_tf32_f32_nt_n256_short".into(), 16, 1)
+        );
         for layout in [(false, false), (true, true)] {
-            let (name, rows) = entry(&plan(Dtype::F32, layout, 64), 16, "tf32_f32", false);
-            assert!(!name.contains("short") && rows == 128, "{name} {rows}");
+            let tf32 = Sm90 { tile: (64, 128), ..plan(Dtype::F32, layout, 64) };
+            let (name, rows, _) = entry(&tf32, (16, 256, 1), "tf32_f32", false);
+            assert!(!name.contains("short") && rows == 64, "{name} {rows}");
         }
     }
 }
