@@ -375,8 +375,8 @@ pub fn header(device: &str, command: &str) -> String {
          precision: f32 tf32 bf16 f16 f64. layout: nn nt tn tt (t: that operand stored transposed, A then B).\n\
          batch: 1 (one product) or many. m n k: the shape measured.\n\
          kernel: small | simt | simt64 | simt64x64 | simt32 | mma | splitk mma|simt64|sm90 bn=B splits=S\n        | skinny rows=R splits=S | gemv cols=C\n        \
-         | sm90 bn=256|128|64 a=inplace|transpose|repitch b=inplace|transpose|repitch\n        \
-         | sm90 bn=256|128|64 tail splits=S\n        \
+         | sm90 bn=256|192|128|64 a=inplace|transpose|repitch b=inplace|transpose|repitch\n        \
+         | sm90 bn=256|192|128|64 tail splits=S (192: bf16 / f16)\n        \
          (f64: simt | dmma [tile=128|64|32|32x32] [splits=S] | skinny rows=R [splits=S])\n\
          A GEMM uses the entry of its precision, layout and batch class whose m, n and k are each within a\n\
          factor of 1.25 of its own, the nearest by the sum of |ln(ours / entry's)| over m, n, k (the first in\n\

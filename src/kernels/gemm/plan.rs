@@ -835,6 +835,10 @@ mod tests {
         assert!(sm90(128, Feed::Transpose, Feed::InPlace)
             .resolve(&tn, Precision::Tf32, &H100, ALIGNED)
             .is_ok());
+        // 192-wide tiles: 16-bit only.
+        let e = err(sm90(192, Feed::InPlace, Feed::InPlace), nt, Precision::Tf32, &H100, ALIGNED);
+        assert!(e.contains("192 is BF16 and FP16 only"), "{e}");
+        assert!(sm90(192, Feed::InPlace, Feed::InPlace).resolve(&nt, Precision::F16, &H100, ALIGNED).is_ok());
         // mma: tensor cores and not exact fp32; simt64: f32 data.
         assert!(err(Kernel::Mma, g, Precision::Bf16, &VOLTA, ALIGNED).contains("tensor cores"));
         assert!(err(Kernel::Mma, g, Precision::F32, &H100, ALIGNED).contains("TF32, BF16 or FP16"));
