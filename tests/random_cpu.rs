@@ -47,9 +47,13 @@ fn ks(x: &[f64], cdf: impl Fn(f64) -> f64) -> f64 {
     })
 }
 
-/// The KS bound at significance 1e-4 for `n` samples (`sqrt(-ln(alpha / 2) / 2n)`).
+/// The KS bound at significance 1e-7 for `n` samples (`sqrt(-ln(alpha / 2) / 2n)`): 0.0028 at 2^20.
+/// A fresh seed every run makes the significance the rate of false failures; at 1e-4 one check of
+/// several in the suite failed on a sound generator (f64 normals, distance 0.00227 against 0.00217,
+/// p about 4e-5: 60 further seeds gave the null distribution). A biased generator's distance does
+/// not shrink with n, so any bias above the bound still fails every run.
 fn ks_bound(n: usize) -> f64 {
-    (-(0.5e-4f64).ln() / (2.0 * n as f64)).sqrt()
+    (-(0.5e-7f64).ln() / (2.0 * n as f64)).sqrt()
 }
 
 /// Pearson correlation of neighbours `x[i]`, `x[i + 1]`.
