@@ -99,7 +99,7 @@ pub const DMMA_TILES: [(u32, u32); DMMA.len()] = {
     let mut tiles = [(0, 0); DMMA.len()];
     let mut i = 0;
     while i < DMMA.len() {
-        tiles[i] = (DMMA[i].rows, DMMA[i].cols);
+        tiles[i] = DMMA[i].shape();
         i += 1;
     }
     tiles
@@ -115,17 +115,18 @@ fn dmma_entry(t: &DmmaTile, layout: &str, capability: (i32, i32)) -> String {
     format!("{family}_{}_{layout}", t.kernel)
 }
 
-/// The DMMA tile of `(rows, columns)`, if there is one.
-fn dmma_tile((rows, cols): (u32, u32)) -> Option<&'static DmmaTile> {
-    DMMA.iter().find(|t| (t.rows, t.cols) == (rows, cols))
+/// The DMMA tile of `shape` (rows, columns), if there is one.
+fn dmma_tile(shape: (u32, u32)) -> Option<&'static DmmaTile> {
+    DMMA.iter().find(|t| t.shape() == shape)
 }
 
 impl DmmaTile {
-    /// The tile as plans name it.
-    fn shape(&self) -> (u32, u32) {
+    /// The tile as plans name it: (rows, columns).
+    const fn shape(&self) -> (u32, u32) {
         (self.rows, self.cols)
     }
 }
+
 /// Output tile of the SIMT kernel (one output per thread).
 const SIMT_TILE: usize = 16;
 /// Products with less work (m·n·k) than this run on the SIMT kernel: a launch or two of it costs
